@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto';
+import { helpText, parseCli } from './config.ts';
+import { createLogger } from './log.ts';
+import { startRelay } from './server.ts';
+import { KeyStore, readKeysFile } from './token/keys.ts';
+
+/** The `tessera-relay` command. */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
+  let config;
+  try {
+    config = parseCli(argv, env);
+  } catch (err) {
+    process.stderr.write(`tessera-relay: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  if (config.help) {
+    process.stdout.write(helpText());
+    return;
+  }
+  const log = createLogger(config.logLevel);
+  const keys = new KeyStore();
+  const { keysFile } = config;
+  if (keysFile) {
+    try {
+      const file = readKeysFile(keysFile);
+      keys.replace(file.keys, file.revoked);
+    } catch (err) {
+      process.stderr.write(`tessera-relay: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+    process.on('SIGHUP', () => {
+      try {
+        const file = readKeysFile(keysFile);
+        keys.replace(file.keys, file.revoked);
+        log.info(`keys reloaded from ${keysFile}: ${keys.size} key(s), ${file.revoked.length} revoked`);
+      } catch (err) {
+        log.error(`keys not reloaded, the previous keys stay in force: ${(err as Error).message}`);
+      }
+    });
+  } else {
+    const secret = env.TESSERA_DEV_SECRET || randomBytes(24).toString('base64url');
+    keys.replace({ devkey: secret });
+    process.stdout.write(`dev mode (no --keys): API key "devkey", secret "${secret}"\n`);
+  }
+
+  const relay = await startRelay({ ...config, keys, logger: log });
+  process.stdout.write(`tessera-relay listening on ${relay.url}\n`);
+  const stop = () => {
+    log.info('shutting down: closing every session with server-shutdown');
+    relay.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}

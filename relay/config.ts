@@ -1,0 +1,121 @@
+import { networkInterfaces } from 'node:os';
+
+/** Log verbosity of the relay. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+/** Every setting of the relay. All have defaults except the keys. */
+export interface RelayConfig {
+  host: string;
+  port: number;
+  maxTtlRoom: number;
+  maxTtlDomain: number;
+  /** Window of the participant-count coalescing, in milliseconds. */
+  countIntervalMs: number;
+  /** How long a connection may take to send its join frame. */
+  joinTimeoutMs: number;
+  /** Largest frame accepted before the join is authenticated. */
+  maxJoinFrameBytes: number;
+  /** Largest frame accepted after the join. */
+  maxFrameBytes: number;
+  /** Interval of the relay's heartbeat; a peer silent for two intervals is dropped. */
+  heartbeatMs: number;
+  /** A member whose unsent data exceeds this is disconnected as a slow consumer. */
+  maxBufferedBytes: number;
+  /** The address announced in ICE candidates. */
+  mediaIp: string;
+  logLevel: LogLevel;
+}
+
+/** The defaults, each documented in `docs/relay.md`. */
+export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
+  host: '127.0.0.1',
+  port: 7880,
+  maxTtlRoom: 86400,
+  maxTtlDomain: 3600,
+  countIntervalMs: 500,
+  joinTimeoutMs: 10_000,
+  maxJoinFrameBytes: 16 * 1024,
+  maxFrameBytes: 256 * 1024,
+  heartbeatMs: 15_000,
+  maxBufferedBytes: 8 * 1024 * 1024,
+  logLevel: 'info',
+});
+
+/** The first non-internal IPv4 address, else loopback. */
+export function defaultMediaIp(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const address of list ?? []) if (address.family === 'IPv4' && !address.internal) return address.address;
+  }
+  return '127.0.0.1';
+}
+
+/** One command-line flag, its environment variable and how to read it. */
+interface Flag {
+  flag: string;
+  env: string;
+  help: string;
+  apply(config: CliConfig, value: string): void;
+}
+
+/** What the command line yields: the config, plus where the keys come from. */
+export interface CliConfig extends RelayConfig {
+  keysFile?: string;
+  help: boolean;
+}
+
+function integer(name: string, value: string, min: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got "${value}"`);
+  return n;
+}
+
+const FLAGS: readonly Flag[] = [
+  { flag: '--host', env: 'TESSERA_HOST', help: `address to listen on (default ${DEFAULTS.host})`, apply: (c, v) => void (c.host = v) },
+  { flag: '--port', env: 'TESSERA_PORT', help: `port; 0 picks a free one (default ${DEFAULTS.port})`, apply: (c, v) => void (c.port = integer('--port', v, 0)) },
+  { flag: '--keys', env: 'TESSERA_KEYS', help: 'JSON keys file {"keys":{apiKey:secret},"revoked":[apiKey]}; re-read on SIGHUP. Without it: dev mode', apply: (c, v) => void (c.keysFile = v) },
+  { flag: '--max-ttl-room', env: 'TESSERA_MAX_TTL_ROOM', help: `largest exp-now of a room-scoped token, seconds (default ${DEFAULTS.maxTtlRoom})`, apply: (c, v) => void (c.maxTtlRoom = integer('--max-ttl-room', v, 1)) },
+  { flag: '--max-ttl-domain', env: 'TESSERA_MAX_TTL_DOMAIN', help: `largest exp-now of a domain-wide token, seconds (default ${DEFAULTS.maxTtlDomain})`, apply: (c, v) => void (c.maxTtlDomain = integer('--max-ttl-domain', v, 1)) },
+  { flag: '--count-interval', env: 'TESSERA_COUNT_INTERVAL', help: `participant-count coalescing window, ms (default ${DEFAULTS.countIntervalMs})`, apply: (c, v) => void (c.countIntervalMs = integer('--count-interval', v, 10)) },
+  { flag: '--join-timeout', env: 'TESSERA_JOIN_TIMEOUT', help: `ms a connection may take to send its join frame (default ${DEFAULTS.joinTimeoutMs})`, apply: (c, v) => void (c.joinTimeoutMs = integer('--join-timeout', v, 100)) },
+  { flag: '--max-frame', env: 'TESSERA_MAX_FRAME', help: `largest frame after the join, bytes (default ${DEFAULTS.maxFrameBytes})`, apply: (c, v) => void (c.maxFrameBytes = integer('--max-frame', v, 1024)) },
+  { flag: '--heartbeat', env: 'TESSERA_HEARTBEAT', help: `heartbeat interval, ms (default ${DEFAULTS.heartbeatMs})`, apply: (c, v) => void (c.heartbeatMs = integer('--heartbeat', v, 100)) },
+  { flag: '--media-ip', env: 'TESSERA_MEDIA_IP', help: 'address announced in ICE candidates (default: first non-internal IPv4, else 127.0.0.1)', apply: (c, v) => void (c.mediaIp = v) },
+  {
+    flag: '--log-level', env: 'TESSERA_LOG_LEVEL', help: `${LOG_LEVELS.join('|')} (default ${DEFAULTS.logLevel})`,
+    apply: (c, v) => {
+      if (!LOG_LEVELS.includes(v as LogLevel)) throw new Error(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+      c.logLevel = v as LogLevel;
+    },
+  },
+];
+
+/** Read the command line and the environment (flags win over variables). Throws on bad input. */
+export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliConfig {
+  const config: CliConfig = { ...DEFAULTS, mediaIp: '', help: false };
+  for (const flag of FLAGS) {
+    const value = env[flag.env];
+    if (value !== undefined && value !== '') flag.apply(config, value);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') {
+      config.help = true;
+      continue;
+    }
+    const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const flag = FLAGS.find((f) => f.flag === name);
+    if (!flag) throw new Error(`unknown option ${arg} (see --help)`);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new Error(`${name} needs a value`);
+    flag.apply(config, value);
+  }
+  if (!config.mediaIp) config.mediaIp = defaultMediaIp();
+  return config;
+}
+
+/** The text of `--help`. */
+export function helpText(): string {
+  const lines = FLAGS.map((f) => `  ${`${f.flag} VALUE`.padEnd(24)} ${f.help}\n  ${''.padEnd(24)} env ${f.env}`);
+  return `Usage: tessera-relay [options]\n\nThe Tessera relay: verifies access tokens and enforces their grants.\n\nOptions:\n${lines.join('\n')}\n  --help                   this text\n\nSignals: SIGHUP re-reads the keys file; SIGTERM closes every session (server-shutdown) and exits 0.\n`;
+}

@@ -1,0 +1,54 @@
+import type { ErrorCode } from '../src/protocol/codes.ts';
+import type { GrantFlag } from '../src/protocol/grant.ts';
+import type { WireError } from '../src/protocol/messages.ts';
+import type { RelayConfig } from './config.ts';
+import type { Logger } from './log.ts';
+import type { Bans } from './rooms/bans.ts';
+import type { Member, Room, RoomRegistry } from './rooms/types.ts';
+import type { KeyStore } from './token/keys.ts';
+
+/** What every part of the relay shares. */
+export interface RelayContext {
+  readonly config: RelayConfig;
+  readonly keys: KeyStore;
+  readonly rooms: RoomRegistry;
+  readonly bans: Bans;
+  readonly log: Logger;
+}
+
+/** A refusal of a request, turned into a `response` frame with an error. */
+export class RelayError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly reason?: string,
+  ) {
+    super(message);
+  }
+
+  toWire(): WireError {
+    return this.reason === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, reason: this.reason };
+  }
+}
+
+/** Refuse with INVALID_PERMISSIONS unless the member's grant carries `flag`. */
+export function requireFlag(member: Member, flag: GrantFlag, action: string): void {
+  if (!member.grant[flag]) {
+    throw new RelayError('INVALID_PERMISSIONS', `${action} needs ${flag} in the token's grant`, `missing-${flag}`);
+  }
+}
+
+/** Where a request runs: who asks, in which room. */
+export interface RequestScope {
+  readonly relay: RelayContext;
+  readonly member: Member;
+  readonly room: Room;
+  /** Cursors handed to this client, by their opaque string. */
+  readonly cursors: CursorTable;
+}
+
+/** The relay-side state behind the opaque cursors of one client (bounded, oldest dropped). */
+export interface CursorTable {
+  put(value: unknown): string;
+  get(token: string): unknown;
+}

@@ -1,0 +1,14 @@
+import type { Method, Params, Result } from '../../src/protocol/messages.ts';
+import type { RequestScope } from '../context.ts';
+import { endRoom, removeParticipant } from './moderation.ts';
+import { listParticipants } from './participants.ts';
+
+/** A request handler: returns the result or throws a `RelayError`. */
+export type Handler<M extends Method> = (scope: RequestScope, params: Params<M>) => Result<M> | Promise<Result<M>>;
+
+/** The dispatch table: one handler per method, checked complete by the compiler. */
+export const HANDLERS: { readonly [M in Method]: Handler<M> } = {
+  'participants.list': listParticipants,
+  'room.end': endRoom,
+  'participant.remove': removeParticipant,
+};

@@ -1,0 +1,29 @@
+import { CloseCode } from '../../src/protocol/codes.ts';
+import type { Params, Result } from '../../src/protocol/messages.ts';
+import { RelayError, requireFlag, type RequestScope } from '../context.ts';
+
+/** `room.end`: close every session of the room; the next join starts a new session of it. */
+export function endRoom(scope: RequestScope): Result<'room.end'> {
+  requireFlag(scope.member, 'canModerate', 'ending the room');
+  const { relay, room, member } = scope;
+  relay.log.info(`room ${room.id} ended by ${member.id}`);
+  relay.rooms.delete(room.id);
+  // after the response: the caller's own session is closed too
+  queueMicrotask(() => {
+    for (const m of [...room.members()]) m.link.close(CloseCode.ROOM_ENDED, 'room-ended');
+  });
+  return {};
+}
+
+/** `participant.remove`: close the target's session; a pinned token cannot bring it back. */
+export function removeParticipant(scope: RequestScope, params: Params<'participant.remove'>): Result<'participant.remove'> {
+  requireFlag(scope.member, 'canModerate', 'removing a participant');
+  const { relay, room, member } = scope;
+  if (params.participantId === member.id) throw new RelayError('INVALID_ARGUMENT', 'you cannot remove yourself; leave the room instead', 'self');
+  const target = room.get(params.participantId);
+  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`);
+  if (target.pinned) relay.bans.add(room.id, target.tokenSignature, target.tokenExp);
+  relay.log.info(`participant ${target.id} removed from ${room.id} by ${member.id}`);
+  target.link.close(CloseCode.REMOVED, 'removed');
+  return {};
+}

@@ -1,0 +1,74 @@
+import { PROTOCOL_VERSION, type JoinFrame, type JoinedFrame } from '../src/protocol/messages.ts';
+import { effectiveGrant } from '../src/protocol/grant.ts';
+import { CloseCode } from '../src/protocol/codes.ts';
+import type { RelayContext } from './context.ts';
+import type { Member, MemberLink, Room } from './rooms/types.ts';
+import { checkScope, verifyToken, type Refusal } from './token/verify.ts';
+
+/** A successful admission: the member, its room, and the frame to answer with. */
+export interface Admission {
+  member: Member;
+  room: Room;
+  joined: JoinedFrame;
+}
+
+/**
+ * Decide a join: the token (steps 1–10), the removal list, the identity rules, then the
+ * admission itself. Synchronous from the verdict to the room change, so two joins of one
+ * identity cannot interleave.
+ */
+export function admit(relay: RelayContext, frame: JoinFrame, link: MemberLink): Admission | Refusal {
+  if (frame.v !== PROTOCOL_VERSION) {
+    return { code: 'INVALID_ARGUMENT', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}, not ${frame.v}` };
+  }
+  const { config, keys, rooms, bans } = relay;
+  const now = Date.now() / 1000;
+  const verified = verifyToken(frame.token, { keys, maxTtlRoom: config.maxTtlRoom, maxTtlDomain: config.maxTtlDomain, now });
+  if (!verified.ok) return verified;
+  const { claims } = verified;
+  const roomId = frame.roomId ?? claims.roomId;
+  if (roomId === undefined) {
+    return { code: 'INVALID_ARGUMENT', reason: 'room-required', message: 'the token is domain-wide: give roomId in the join options' };
+  }
+  const scopeRefusal = checkScope(claims, roomId, frame.participantId);
+  if (scopeRefusal) return scopeRefusal;
+  const signature = frame.token.slice(frame.token.lastIndexOf('.') + 1);
+  const pinned = claims.participantId !== undefined;
+  if (pinned && bans.has(roomId, signature, now)) {
+    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'you were removed from this room: a new token is needed to come back' };
+  }
+  const existing = rooms.get(roomId)?.get(frame.participantId);
+  if (existing) {
+    if (!pinned) {
+      return {
+        code: 'UNAUTHORIZED_PARTICIPANT',
+        reason: 'identity-in-use',
+        message: 'this participantId is already in the room and the token does not pin it',
+      };
+    }
+    existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity');
+  }
+  // after a takeover, which may have emptied and dropped the room
+  const room = rooms.getOrCreate(roomId);
+  const member: Member = {
+    id: frame.participantId,
+    name: frame.name ?? frame.participantId,
+    tier: claims.isViewer === true ? 'viewer' : 'speaker',
+    joinedAt: Date.now(),
+    grant: effectiveGrant(claims.grant),
+    pinned,
+    tokenExp: claims.exp,
+    tokenSignature: signature,
+    link,
+  };
+  room.add(member);
+  const joined: JoinedFrame = {
+    type: 'joined',
+    v: PROTOCOL_VERSION,
+    roomId,
+    self: { id: member.id, name: member.name, isViewer: member.tier === 'viewer', grant: member.grant, joinedAt: member.joinedAt },
+    participants: room.stage(member.id),
+    counts: room.counts(),
+  };
+  return { member, room, joined };
+}

@@ -1,0 +1,123 @@
+import type { ParticipantCounts, ParticipantInfo, ServerFrame, Tier } from '../../src/protocol/messages.ts';
+import { CountCoalescer } from './count-coalescer.ts';
+import { MemberList, type ListNode } from './member-list.ts';
+import type { Member, Room, RoomRegistry, TierCursor, TierPage } from './types.ts';
+
+interface Entry {
+  member: Member;
+  node: ListNode<Member>;
+}
+
+interface NodeCursor extends TierCursor {
+  readonly node: ListNode<Member>;
+}
+
+const info = (m: Member): ParticipantInfo => ({ id: m.id, name: m.name, joinedAt: m.joinedAt });
+
+/** A room held in this process's memory. Joins and leaves are O(1) whatever the audience size. */
+export class MemoryRoom implements Room {
+  private readonly entries = new Map<string, Entry>();
+  private readonly tiers: Record<Tier, MemberList<Member>> = { speaker: new MemberList(), viewer: new MemberList() };
+  private readonly coalescer: CountCoalescer;
+  private disposed = false;
+
+  constructor(
+    readonly id: string,
+    countIntervalMs: number,
+  ) {
+    this.coalescer = new CountCoalescer(countIntervalMs, () => this.counts(), (counts) =>
+      this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
+    );
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(participantId: string): Member | undefined {
+    return this.entries.get(participantId)?.member;
+  }
+
+  *members(): IterableIterator<Member> {
+    for (const entry of this.entries.values()) yield entry.member;
+  }
+
+  add(member: Member): void {
+    const node = this.tiers[member.tier].append(member);
+    this.entries.set(member.id, { member, node });
+    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: info(member) }, member.id);
+    this.coalescer.changed();
+  }
+
+  remove(member: Member): boolean {
+    const entry = this.entries.get(member.id);
+    if (!entry || entry.member !== member) return false;
+    this.entries.delete(member.id);
+    this.tiers[member.tier].remove(entry.node);
+    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
+    this.coalescer.changed();
+    return true;
+  }
+
+  counts(): ParticipantCounts {
+    const speaker = this.tiers.speaker.size;
+    const viewer = this.tiers.viewer.size;
+    return { speaker, viewer, total: speaker + viewer };
+  }
+
+  stage(exceptId?: string): ParticipantInfo[] {
+    const out: ParticipantInfo[] = [];
+    for (const m of this.tiers.speaker) if (m.id !== exceptId) out.push(info(m));
+    return out;
+  }
+
+  page(tier: Tier, after: TierCursor | null, limit: number): TierPage {
+    const { values, last } = this.tiers[tier].page(after ? (after as NodeCursor).node : null, limit);
+    const next: NodeCursor | null = last ? { tier, node: last } : null;
+    return { participants: values.map((m) => ({ ...info(m), tier: m.tier })), next };
+  }
+
+  broadcast(frame: ServerFrame, exceptId?: string): void {
+    if (this.disposed) return;
+    const data = Buffer.from(JSON.stringify(frame));
+    for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.coalescer.dispose();
+  }
+}
+
+/** Rooms held in memory, created on first join. */
+export class MemoryRoomRegistry implements RoomRegistry {
+  private readonly rooms = new Map<string, MemoryRoom>();
+
+  constructor(private readonly countIntervalMs: number) {}
+
+  get size(): number {
+    return this.rooms.size;
+  }
+
+  get(roomId: string): Room | undefined {
+    return this.rooms.get(roomId);
+  }
+
+  getOrCreate(roomId: string): Room {
+    let room = this.rooms.get(roomId);
+    if (!room) {
+      room = new MemoryRoom(roomId, this.countIntervalMs);
+      this.rooms.set(roomId, room);
+    }
+    return room;
+  }
+
+  delete(roomId: string): void {
+    this.rooms.get(roomId)?.dispose();
+    this.rooms.delete(roomId);
+  }
+
+  [Symbol.iterator](): IterableIterator<Room> {
+    return this.rooms.values();
+  }
+}

@@ -1,0 +1,195 @@
+import { randomBytes } from 'node:crypto';
+import type { RawData, WebSocket } from 'ws';
+import { CloseCode } from '../src/protocol/codes.ts';
+import type { ErrorFrame, RequestFrame, ServerFrame, WireError } from '../src/protocol/messages.ts';
+import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
+import { RelayError, type CursorTable, type RelayContext, type RequestScope } from './context.ts';
+import { HANDLERS, type Handler } from './handlers/index.ts';
+import { admit } from './join.ts';
+import type { Member, MemberLink, Room } from './rooms/types.ts';
+
+const MAX_CURSORS = 32;
+
+/** Opaque cursor strings of one client, mapped to relay-side positions; the oldest are dropped. */
+class Cursors implements CursorTable {
+  private readonly table = new Map<string, unknown>();
+
+  put(value: unknown): string {
+    const token = randomBytes(12).toString('base64url');
+    this.table.set(token, value);
+    if (this.table.size > MAX_CURSORS) this.table.delete(this.table.keys().next().value as string);
+    return token;
+  }
+
+  get(token: string): unknown {
+    return this.table.get(token);
+  }
+}
+
+function rawLength(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((n, b) => n + b.length, 0);
+  return data instanceof ArrayBuffer ? data.byteLength : data.length;
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data as ArrayBuffer).toString('utf8');
+}
+
+/**
+ * One WebSocket connection: unauthenticated until its join frame is accepted, then a member
+ * of one room whose requests are dispatched through the handler table.
+ */
+export class Session implements MemberLink {
+  private state: 'pending' | 'joined' | 'closed' = 'pending';
+  private joinTimer: ReturnType<typeof setTimeout> | null;
+  private scope: (RequestScope & { room: Room; member: Member }) | null = null;
+  /** Cleared by each heartbeat, set by each pong. */
+  alive = true;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly relay: RelayContext,
+    private readonly onEnd: (session: Session) => void,
+  ) {
+    this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), relay.config.joinTimeoutMs);
+    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('pong', () => (this.alive = true));
+    ws.on('error', (err) => relay.log.debug(`socket error: ${err.message}`));
+    ws.on('close', () => this.ended());
+  }
+
+  /** The member, once joined. */
+  get member(): Member | null {
+    return this.scope?.member ?? null;
+  }
+
+  send(frame: ServerFrame): void {
+    this.sendRaw(Buffer.from(JSON.stringify(frame)));
+  }
+
+  sendRaw(data: Buffer): void {
+    if (this.state === 'closed') return;
+    if (this.ws.bufferedAmount > this.relay.config.maxBufferedBytes) {
+      this.relay.log.warn(`participant ${this.member?.id ?? '?'} dropped: ${this.ws.bufferedAmount} bytes unsent`);
+      this.close(CloseCode.SLOW_CONSUMER, 'slow-consumer');
+      this.ws.terminate();
+      return;
+    }
+    this.ws.send(data, { binary: false });
+  }
+
+  /** Leave the room (if joined) and close the socket with `code`. */
+  close(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    this.leaveRoom();
+    this.state = 'closed';
+    this.ws.close(code, reason);
+  }
+
+  /** Heartbeat tick: drop a peer that did not answer the previous ping. */
+  heartbeat(): void {
+    if (!this.alive) {
+      this.relay.log.info(`participant ${this.member?.id ?? '(joining)'} dropped: heartbeat timeout`);
+      this.close(CloseCode.HEARTBEAT_TIMEOUT, 'heartbeat-timeout');
+      this.ws.terminate();
+      return;
+    }
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    if (this.state === 'closed') return;
+    this.alive = true;
+    if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
+    if (isBinary) return this.sendError({ code: 'INVALID_ARGUMENT', message: 'binary frames are not part of the protocol', reason: 'binary-frame' });
+    const parsed = parseClientFrame(rawText(data));
+    if (!parsed.ok) return this.answerBadFrame(parsed);
+    if (parsed.value.type === 'join') {
+      return this.sendError({ code: 'INVALID_ARGUMENT', message: 'this connection has already joined', reason: 'already-joined' });
+    }
+    void this.dispatch(parsed.value);
+  }
+
+  private onJoinFrame(data: RawData, isBinary: boolean): void {
+    if (isBinary || rawLength(data) > this.relay.config.maxJoinFrameBytes) {
+      return this.refuseFrame(CloseCode.PROTOCOL_ERROR, `the join frame must be a text frame of at most ${this.relay.config.maxJoinFrameBytes} bytes`, 'bad-join-frame');
+    }
+    const parsed = parseClientFrame(rawText(data));
+    if (!parsed.ok || parsed.value.type !== 'join') {
+      const problem = parsed.ok ? 'the first frame must be a join frame' : parsed.problem;
+      return this.refuseFrame(CloseCode.PROTOCOL_ERROR, problem, 'bad-join-frame');
+    }
+    this.clearJoinTimer();
+    const outcome = admit(this.relay, parsed.value, this);
+    if (!('member' in outcome)) {
+      this.relay.log.info(`join refused: ${outcome.code} (${outcome.reason}) room=${parsed.value.roomId ?? '-'} participant=${parsed.value.participantId}`);
+      this.send({ type: 'join-error', error: { code: outcome.code, message: outcome.message, reason: outcome.reason } });
+      this.state = 'closed';
+      this.ws.close(CloseCode.JOIN_REFUSED, outcome.code);
+      return;
+    }
+    const { member, room, joined } = outcome;
+    this.state = 'joined';
+    this.scope = { relay: this.relay, member, room, cursors: new Cursors() };
+    this.relay.log.info(`joined: ${member.id} room=${room.id} tier=${member.tier}`);
+    this.send(joined);
+  }
+
+  private async dispatch(request: RequestFrame): Promise<void> {
+    const scope = this.scope;
+    if (!scope) return;
+    try {
+      const handler = HANDLERS[request.method] as Handler<typeof request.method>;
+      const result = await handler(scope, request.params);
+      this.send({ type: 'response', id: request.id, result });
+    } catch (err) {
+      const error: WireError =
+        err instanceof RelayError ? err.toWire() : { code: 'INVALID_ARGUMENT', message: 'the relay could not complete this request', reason: 'internal' };
+      if (!(err instanceof RelayError)) this.relay.log.error(`request ${request.method} failed: ${(err as Error).stack ?? String(err)}`);
+      this.send({ type: 'response', id: request.id, error });
+    }
+  }
+
+  private answerBadFrame(parsed: Extract<Parsed<unknown>, { ok: false }>): void {
+    const error: WireError = { code: 'INVALID_ARGUMENT', message: parsed.problem, reason: 'bad-frame' };
+    if (parsed.id !== undefined) this.send({ type: 'response', id: parsed.id, error });
+    else this.sendError(error);
+  }
+
+  private sendError(error: WireError): void {
+    const frame: ErrorFrame = { type: 'error', error };
+    this.send(frame);
+  }
+
+  private refuseFrame(code: number, message: string, reason: string): void {
+    if (this.state !== 'pending') return;
+    this.clearJoinTimer();
+    this.relay.log.info(`connection refused before join: ${reason}`);
+    this.sendError({ code: 'INVALID_ARGUMENT', message, reason });
+    this.state = 'closed';
+    this.ws.close(code, reason);
+  }
+
+  private clearJoinTimer(): void {
+    if (this.joinTimer) clearTimeout(this.joinTimer);
+    this.joinTimer = null;
+  }
+
+  private leaveRoom(): void {
+    const scope = this.scope;
+    if (!scope) return;
+    this.scope = null;
+    const { room, member, relay } = scope;
+    if (room.remove(member)) relay.log.info(`left: ${member.id} room=${room.id}`);
+    if (room.size === 0 && relay.rooms.get(room.id) === room) relay.rooms.delete(room.id);
+  }
+
+  private ended(): void {
+    this.clearJoinTimer();
+    this.leaveRoom();
+    this.state = 'closed';
+    this.onEnd(this);
+  }
+}

@@ -1,0 +1,167 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { ErrorCode } from '../../src/protocol/codes.ts';
+import { claimShapeProblem, hasPrivilegedFlag, type TokenClaims } from '../../src/protocol/grant.ts';
+import { isRecord } from '../../src/protocol/validate.ts';
+import type { KeyStore } from './keys.ts';
+
+/** A refused token: the code, a machine reason and a human message. */
+export interface Refusal {
+  code: ErrorCode;
+  reason: string;
+  message: string;
+}
+
+/** The outcome of a verification. */
+export type Verified = { ok: true; claims: TokenClaims } | ({ ok: false } & Refusal);
+
+/** What a verification needs besides the token. */
+export interface VerifyOptions {
+  keys: KeyStore;
+  /** Largest `exp - now` (seconds) for a token with `roomId`. */
+  maxTtlRoom: number;
+  /** Largest `exp - now` (seconds) for a token without `roomId`. */
+  maxTtlDomain: number;
+  /** Clock skew allowed on `exp` and `nbf`, in seconds. */
+  leeway?: number;
+  /** Current time in unix seconds (for tests). */
+  now?: number;
+}
+
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+const LEEWAY = 30;
+
+const refuse = (code: ErrorCode, reason: string, message: string): Verified => ({ ok: false, code, reason, message });
+const malformed = (message: string): Verified => refuse('INVALID_TOKEN', 'malformed', message);
+
+function isBase64url(part: string): boolean {
+  return part.length % 4 !== 1 && BASE64URL.test(part);
+}
+
+function decodeJsonObject(part: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return isRecord(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+// Almost every token carries one of a handful of header strings; remember their verdicts.
+const headerVerdicts = new Map<string, Verified | null>();
+const MAX_REMEMBERED_HEADERS = 64;
+
+function checkHeader(part: string): Verified | null {
+  const known = headerVerdicts.get(part);
+  if (known !== undefined) return known;
+  const header = decodeJsonObject(part);
+  let verdict: Verified | null = null;
+  if (!header) verdict = malformed('the token header is not a JSON object');
+  else if (header.alg !== 'HS256') {
+    verdict = refuse('INVALID_TOKEN', 'unsupported-algorithm', `alg must be HS256, got ${JSON.stringify(header.alg ?? null)}`);
+  } else if (header.crit !== undefined) {
+    verdict = refuse('INVALID_TOKEN', 'unsupported-header', 'the crit header is not supported');
+  }
+  if (headerVerdicts.size < MAX_REMEMBERED_HEADERS) headerVerdicts.set(part, verdict);
+  return verdict;
+}
+
+const isFiniteNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+
+/**
+ * Verify a token, steps 1–8 of DECISIONS.md ("Token validation"); the first failing step
+ * decides the code. Steps 9 and 10 depend on the room and identity being joined and live in
+ * {@link checkScope}.
+ */
+export function verifyToken(token: unknown, options: VerifyOptions): Verified {
+  // 1. shape
+  if (typeof token !== 'string' || token.length === 0) return refuse('INVALID_TOKEN', 'missing', 'no token was given');
+  const first = token.indexOf('.');
+  const second = token.indexOf('.', first + 1);
+  if (first < 0 || second < 0 || token.indexOf('.', second + 1) >= 0) {
+    return malformed('a token has three dot-separated parts');
+  }
+  const headerPart = token.slice(0, first);
+  const payloadPart = token.slice(first + 1, second);
+  const signaturePart = token.slice(second + 1);
+  if (!isBase64url(headerPart) || !isBase64url(payloadPart) || !isBase64url(signaturePart)) {
+    return malformed('each part of a token is base64url without padding');
+  }
+  const headerVerdict = checkHeader(headerPart);
+  if (headerVerdict) return headerVerdict;
+  const payload = decodeJsonObject(payloadPart);
+  if (!payload) return malformed('the token payload is not a JSON object');
+
+  // 2. issuer
+  const iss = payload.iss;
+  if (typeof iss !== 'string' || iss.length === 0) return refuse('INVALID_TOKEN', 'missing-issuer', 'iss (the API key) is missing');
+  const status = options.keys.status(iss);
+  if (status.state === 'revoked') return refuse('INVALID_API_KEY', 'revoked-api-key', 'the API key has been revoked');
+  if (status.state === 'unknown') return refuse('INVALID_API_KEY', 'unknown-api-key', 'the API key is not known to this relay');
+
+  // 3. signature, compared in constant time
+  const expected = createHmac('sha256', status.key).update(token.slice(0, second)).digest();
+  const given = Buffer.from(signaturePart, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    return refuse('INVALID_TOKEN', 'bad-signature', 'the token signature does not match');
+  }
+
+  // 4. time
+  const now = options.now ?? Date.now() / 1000;
+  const leeway = options.leeway ?? LEEWAY;
+  const { exp, nbf } = payload;
+  if (!isFiniteNumber(exp)) return refuse('INVALID_TOKEN', 'malformed', 'exp must be a number of unix seconds');
+  if (now > exp + leeway) return refuse('INVALID_TOKEN', 'expired', 'the token has expired');
+  if (nbf !== undefined) {
+    if (!isFiniteNumber(nbf)) return refuse('INVALID_TOKEN', 'malformed', 'nbf must be a number of unix seconds');
+    if (nbf > now + leeway) return refuse('INVALID_TOKEN', 'not-yet-valid', 'the token is not valid yet (nbf)');
+  }
+
+  // 5. claim shapes
+  const problem = claimShapeProblem(payload);
+  if (problem) return refuse('INVALID_TOKEN', 'bad-claim', `${problem.claim} ${problem.problem}`);
+  const claims = payload as unknown as TokenClaims;
+
+  // 6. lifetime ceiling of its scope
+  const roomScoped = claims.roomId !== undefined;
+  const ceiling = roomScoped ? options.maxTtlRoom : options.maxTtlDomain;
+  if (exp - now > ceiling) {
+    return refuse(
+      'INVALID_TOKEN',
+      'lifetime-too-long',
+      `a ${roomScoped ? 'room-scoped' : 'domain-wide'} token may live at most ${ceiling} s`,
+    );
+  }
+
+  // 7. privileged grants need a room
+  if (!roomScoped && hasPrivilegedFlag(claims.grant)) {
+    return refuse(
+      'INVALID_TOKEN',
+      'privileged-grant-needs-room',
+      'a token without roomId may not carry canModerate, canRecord, canHls or canLivestream',
+    );
+  }
+
+  // 8. an ask-mode token may not moderate
+  if (claims.joinPolicy?.mode === 'ask' && claims.grant.canModerate === true) {
+    return refuse('INVALID_ENTRY_CLAIM', 'ask-with-moderate', "joinPolicy mode 'ask' cannot be combined with canModerate");
+  }
+  return { ok: true, claims };
+}
+
+/**
+ * Steps 9 and 10: the room and the identity being joined against what the token pins.
+ * Returns `null` when the token allows them.
+ */
+export function checkScope(claims: TokenClaims, roomId: string, participantId: string): Refusal | null {
+  if (claims.roomId !== undefined && claims.roomId !== roomId) {
+    return { code: 'UNAUTHORIZED_ROOM', reason: 'room-mismatch', message: `this token is for another room than "${roomId}"` };
+  }
+  if (claims.participantId !== undefined && claims.participantId !== participantId) {
+    return {
+      code: 'UNAUTHORIZED_PARTICIPANT',
+      reason: 'participant-mismatch',
+      message: 'this token pins another participantId than the one joining',
+    };
+  }
+  return null;
+}

@@ -1,0 +1,179 @@
+import { SdkError } from './errors.ts';
+import { reasonForClose, type DisconnectReason } from './protocol/codes.ts';
+import type {
+  EventFrame,
+  JoinFrame,
+  JoinedFrame,
+  Method,
+  Params,
+  Result,
+  ServerFrame,
+  WireError,
+} from './protocol/messages.ts';
+import { isRecord } from './protocol/validate.ts';
+
+/** What the connection reports to the room that owns it. */
+export interface ConnectionHandlers {
+  event(frame: EventFrame): void;
+  closed(reason: DisconnectReason): void;
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: SdkError): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** Options of {@link Connection.open}. */
+export interface OpenOptions {
+  url: string;
+  join: JoinFrame;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+const FRAME_TYPES = new Set<string>(['joined', 'join-error', 'response', 'event', 'error']);
+
+function parseServerFrame(data: unknown): ServerFrame | null {
+  if (typeof data !== 'string') return null;
+  try {
+    const frame: unknown = JSON.parse(data);
+    return isRecord(frame) && typeof frame.type === 'string' && FRAME_TYPES.has(frame.type) ? (frame as unknown as ServerFrame) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The signalling WebSocket of one room session: the join handshake, then requests matched to
+ * responses by id, and pushed events handed to the room.
+ */
+export class Connection {
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private handlers: ConnectionHandlers | null = null;
+  private closedReason: DisconnectReason | null = null;
+  /** Events that arrived between `joined` and the room attaching its handlers. */
+  private early: EventFrame[] = [];
+
+  private constructor(private readonly ws: WebSocket) {}
+
+  /** Open the socket, send the join frame, and resolve with the relay's `joined` answer. */
+  static open(options: OpenOptions): Promise<{ connection: Connection; joined: JoinedFrame }> {
+    const Impl = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
+    if (typeof Impl !== 'function') {
+      return Promise.reject(
+        new SdkError('CONNECTION_FAILED', 'no WebSocket implementation: in Node, set globalThis.WebSocket (e.g. from the ws package)', { reason: 'no-websocket' }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      let ws: WebSocket;
+      try {
+        ws = new Impl(options.url);
+      } catch (cause) {
+        reject(new SdkError('CONNECTION_FAILED', `cannot open ${options.url}`, { reason: 'bad-url', cause }));
+        return;
+      }
+      const connection = new Connection(ws);
+      let settled = false;
+      const settle = (error: SdkError | null, joined?: JoinedFrame) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        if (error) {
+          connection.shutdown();
+          reject(error);
+        } else resolve({ connection, joined: joined as JoinedFrame });
+      };
+      const onAbort = () => settle(new SdkError('ENTRY_CANCELLED', 'the join was cancelled', { reason: 'aborted', cause: options.signal?.reason }));
+      const timer = setTimeout(() => settle(new SdkError('TIMEOUT', `no answer from the relay within ${options.timeoutMs} ms`)), options.timeoutMs);
+      if (options.signal?.aborted) return onAbort();
+      options.signal?.addEventListener('abort', onAbort);
+
+      ws.onopen = () => ws.send(JSON.stringify(options.join));
+      ws.onerror = () => settle(new SdkError('CONNECTION_FAILED', `cannot connect to ${options.url}`));
+      ws.onclose = (event) => {
+        settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
+        connection.onSocketClose(event.code);
+      };
+      ws.onmessage = (event) => {
+        const frame = parseServerFrame(event.data);
+        if (!frame) return;
+        if (settled) return connection.onFrame(frame);
+        if (frame.type === 'joined') return settle(null, frame);
+        if (frame.type === 'join-error' || frame.type === 'error') return settle(SdkError.fromWire(frame.error));
+      };
+    });
+  }
+
+  /** Attach the room; events that arrived meanwhile are delivered now. */
+  attach(handlers: ConnectionHandlers): void {
+    this.handlers = handlers;
+    const early = this.early;
+    this.early = [];
+    for (const frame of early) handlers.event(frame);
+    if (this.closedReason) handlers.closed(this.closedReason);
+  }
+
+  /** Send a request and resolve with its result, or reject with the relay's error. */
+  request<M extends Method>(method: M, params: Params<M>, timeoutMs = 10_000): Promise<Result<M>> {
+    if (this.closedReason || this.ws.readyState !== 1) {
+      return Promise.reject(new SdkError('NOT_CONNECTED', `cannot ${method}: not connected to the room`));
+    }
+    const id = this.nextId++;
+    return new Promise<Result<M>>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new SdkError('TIMEOUT', `${method}: no answer from the relay within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
+      this.ws.send(JSON.stringify({ type: 'request', id, method, params }));
+    });
+  }
+
+  /** Close the socket as a deliberate leave. */
+  leave(): void {
+    if (this.closedReason) return;
+    this.ws.close(1000, 'left');
+    this.onSocketClose(1000, 'left');
+  }
+
+  private shutdown(): void {
+    this.ws.onopen = this.ws.onmessage = this.ws.onerror = null;
+    if (this.ws.readyState <= 1) this.ws.close(1000, 'left');
+  }
+
+  private onFrame(frame: ServerFrame): void {
+    switch (frame.type) {
+      case 'response':
+        return this.onResponse(frame.id, 'error' in frame ? frame.error : null, 'result' in frame ? frame.result : undefined);
+      case 'event':
+        if (this.handlers) this.handlers.event(frame);
+        else this.early.push(frame);
+        return;
+      default:
+        return; // `error` frames answer malformed frames, which this SDK does not send
+    }
+  }
+
+  private onResponse(id: number, error: WireError | null, result: unknown): void {
+    const pending = this.pending.get(id);
+    if (!pending) return;
+    this.pending.delete(id);
+    clearTimeout(pending.timer);
+    if (error) pending.reject(SdkError.fromWire(error));
+    else pending.resolve(result);
+  }
+
+  private onSocketClose(code: number, reason: DisconnectReason = reasonForClose(code)): void {
+    if (this.closedReason) return;
+    this.closedReason = reason;
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(new SdkError('CONNECTION_LOST', 'the connection closed before the relay answered'));
+      this.pending.delete(id);
+    }
+    this.handlers?.closed(reason);
+  }
+}

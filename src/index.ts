@@ -1,0 +1,15 @@
+/**
+ * Tessera: real-time audio/video rooms whose whole authorization model is one signed token.
+ * @packageDocumentation
+ */
+export { Sdk, type JoinOptions } from './sdk.ts';
+export { SdkError } from './errors.ts';
+export { ErrorCode, ErrorKind, type DisconnectReason } from './protocol/codes.ts';
+export { Room } from './room.ts';
+export type { RoomEvents, RoomEventName } from './room-events.ts';
+export { LocalParticipant } from './participants/local-participant.ts';
+export { RemoteParticipant } from './participants/remote-participant.ts';
+export type { GetParticipantsOptions, ParticipantPage } from './participants/participants.ts';
+export type { EffectiveGrant, Grant, JoinPolicy, Source } from './protocol/grant.ts';
+export type { ParticipantCounts, ParticipantSummary, Tier } from './protocol/messages.ts';
+export type { Listener } from './emitter.ts';

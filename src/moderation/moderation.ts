@@ -1,0 +1,19 @@
+import type { Connection } from '../connection.ts';
+
+/**
+ * Moderation calls. Each needs `canModerate` in the token's grant; the SDK sends every call
+ * and the relay answers `INVALID_PERMISSIONS` when the grant lacks it.
+ */
+export class Moderation {
+  constructor(private readonly connection: Connection) {}
+
+  /** Remove a participant, on stage or in the audience, by id. */
+  async remove(participantId: string): Promise<void> {
+    await this.connection.request('participant.remove', { participantId });
+  }
+
+  /** End the room for everyone. */
+  async end(): Promise<void> {
+    await this.connection.request('room.end', {});
+  }
+}

@@ -1,0 +1,101 @@
+import { SdkError } from '../errors.ts';
+import type { Emitter } from '../emitter.ts';
+import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, Tier } from '../protocol/messages.ts';
+import type { Connection } from '../connection.ts';
+import type { RoomEvents } from '../room-events.ts';
+import { RemoteParticipant, type RemoteActions } from './remote-participant.ts';
+
+/** Options of {@link Room.getParticipants}. */
+export interface GetParticipantsOptions {
+  /** Which tier to walk. */
+  tier: Tier;
+  /** Page size, 1 to 1000 (default 100). */
+  limit?: number;
+  /** `nextCursor` of the previous page; omit for the first page. */
+  cursor?: string | null;
+}
+
+/** One page of participants, in join order. */
+export interface ParticipantPage {
+  participants: ParticipantSummary[];
+  /** Pass it as `cursor` for the next page; `null` when the walk is complete. */
+  nextCursor: string | null;
+}
+
+/**
+ * The roster (on-stage participants only) and the room's counts. Audience members are only
+ * counted, and pulled page by page on request.
+ */
+export class Participants {
+  private readonly stage = new Map<string, RemoteParticipant>();
+  /** A read-only view of {@link stage}. */
+  readonly view: ReadonlyMap<string, RemoteParticipant>;
+  private current: ParticipantCounts;
+
+  constructor(
+    private readonly connection: Connection,
+    private readonly events: Emitter<RoomEvents>,
+    private readonly actions: RemoteActions,
+    initial: ParticipantInfo[],
+    counts: ParticipantCounts,
+  ) {
+    for (const info of initial) this.stage.set(info.id, new RemoteParticipant(info, actions));
+    this.current = Object.freeze({ ...counts });
+    const stage = this.stage;
+    this.view = Object.freeze({
+      get size() {
+        return stage.size;
+      },
+      get: (id: string) => stage.get(id),
+      has: (id: string) => stage.has(id),
+      keys: () => stage.keys(),
+      values: () => stage.values(),
+      entries: () => stage.entries(),
+      forEach: (fn: (value: RemoteParticipant, key: string, map: ReadonlyMap<string, RemoteParticipant>) => void, thisArg?: unknown) =>
+        stage.forEach((value, key) => fn.call(thisArg, value, key, this.view)),
+      [Symbol.iterator]: () => stage.entries(),
+    }) as ReadonlyMap<string, RemoteParticipant>;
+  }
+
+  get counts(): ParticipantCounts {
+    return this.current;
+  }
+
+  /** Payloads to replay to a late `participant-joined` listener, in join order. */
+  *joinedReplay(): Iterable<RoomEvents['participant-joined']> {
+    for (const participant of this.stage.values()) yield { participant };
+  }
+
+  joined(info: ParticipantInfo): void {
+    if (this.stage.has(info.id)) return;
+    const participant = new RemoteParticipant(info, this.actions);
+    this.stage.set(info.id, participant);
+    this.events.emit('participant-joined', { participant });
+  }
+
+  left(id: string): void {
+    const participant = this.stage.get(id);
+    if (!participant) return;
+    this.stage.delete(id);
+    this.events.emit('participant-left', { participant });
+  }
+
+  countChanged(counts: ParticipantCounts): void {
+    const c = this.current;
+    if (c.speaker === counts.speaker && c.viewer === counts.viewer && c.total === counts.total) return;
+    this.current = Object.freeze({ speaker: counts.speaker, viewer: counts.viewer, total: counts.total });
+    this.events.emit('participant-count-changed', this.current);
+  }
+
+  async page(options: GetParticipantsOptions): Promise<ParticipantPage> {
+    if (typeof options !== 'object' || options === null) {
+      throw new SdkError('INVALID_ARGUMENT', "getParticipants needs an options object such as { tier: 'viewer' }");
+    }
+    const params = {
+      tier: options.tier,
+      ...(options.limit === undefined ? {} : { limit: options.limit }),
+      ...(options.cursor === undefined || options.cursor === null ? {} : { cursor: options.cursor }),
+    };
+    return this.connection.request('participants.list', params);
+  }
+}

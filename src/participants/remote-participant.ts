@@ -1,0 +1,40 @@
+import type { ParticipantInfo } from '../protocol/messages.ts';
+
+/** What a remote participant needs from its room to act on it. */
+export interface RemoteActions {
+  remove(participantId: string): Promise<void>;
+}
+
+/**
+ * An on-stage participant other than you. Audience members are never represented by one.
+ */
+export class RemoteParticipant {
+  /** Stable identity. */
+  readonly id: string;
+  /** Display name. */
+  readonly name: string;
+  /** Unix milliseconds at which it joined the room. */
+  readonly joinedAt: number;
+
+  /** @internal */
+  constructor(
+    info: ParticipantInfo,
+    private readonly actions: RemoteActions,
+  ) {
+    this.id = info.id;
+    this.name = info.name;
+    this.joinedAt = info.joinedAt;
+  }
+
+  /**
+   * Remove this participant from the room (needs `canModerate`; the relay decides).
+   *
+   * @example
+   * ```ts
+   * await room.remoteParticipants.get('heckler')?.remove();
+   * ```
+   */
+  remove(): Promise<void> {
+    return this.actions.remove(this.id);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './codes.ts';
+export * from './grant.ts';
+export * from './messages.ts';

@@ -1,0 +1,109 @@
+/**
+ * Validation of inbound client frames. The relay never casts unchecked input: every frame
+ * goes through {@link parseClientFrame}, which either returns a typed frame or says what is
+ * wrong with it.
+ */
+import type { ClientFrame, JoinFrame, Method, Params, RequestFrame } from './messages.ts';
+
+/** The outcome of a parse: a typed value, or a human-readable problem. */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string; id?: number };
+
+const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
+const bad = (problem: string, id?: number): Parsed<never> =>
+  id === undefined ? { ok: false, problem } : { ok: false, problem, id };
+
+/** True for a plain JSON object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Identifiers (room and participant ids, names) are bounded, non-empty strings. */
+export const MAX_ID_LENGTH = 128;
+/** Display names are bounded too. */
+export const MAX_NAME_LENGTH = 256;
+
+function optionalString(value: unknown, max: number): boolean {
+  return value === undefined || (typeof value === 'string' && value.length > 0 && value.length <= max);
+}
+
+function isId(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
+}
+
+type ParamsParser<M extends Method> = (params: Record<string, unknown>) => Parsed<Params<M>>;
+
+/** One parser per method: the typed dispatch table of request validation. */
+const PARAMS: { [M in Method]: ParamsParser<M> } = {
+  'participants.list': (p) => {
+    if (p.tier !== 'viewer' && p.tier !== 'speaker') return bad("tier must be 'viewer' or 'speaker'");
+    if (p.limit !== undefined && !(Number.isInteger(p.limit) && (p.limit as number) >= 1 && (p.limit as number) <= 1000)) {
+      return bad('limit must be an integer from 1 to 1000');
+    }
+    if (p.cursor !== undefined && p.cursor !== null && !(typeof p.cursor === 'string' && p.cursor.length <= 256)) {
+      return bad('cursor must be a string returned by a previous page');
+    }
+    return ok({
+      tier: p.tier,
+      ...(p.limit === undefined ? {} : { limit: p.limit as number }),
+      ...(typeof p.cursor === 'string' ? { cursor: p.cursor } : {}),
+    });
+  },
+  'room.end': () => ok({}),
+  'participant.remove': (p) =>
+    isId(p.participantId) ? ok({ participantId: p.participantId }) : bad('participantId must be a non-empty string'),
+};
+
+/** True when `name` is a method of the protocol. */
+export function isMethod(name: unknown): name is Method {
+  return typeof name === 'string' && Object.prototype.hasOwnProperty.call(PARAMS, name);
+}
+
+/** Validate a join frame. */
+export function parseJoinFrame(frame: Record<string, unknown>): Parsed<JoinFrame> {
+  if (frame.type !== 'join') return bad('the first frame must be a join frame');
+  if (typeof frame.v !== 'number') return bad('v (protocol version) must be a number');
+  if (typeof frame.token !== 'string') return bad('token must be a string');
+  if (!isId(frame.participantId)) return bad('participantId must be a non-empty string of at most 128 characters');
+  if (!optionalString(frame.roomId, MAX_ID_LENGTH)) return bad('roomId must be a non-empty string of at most 128 characters');
+  if (!optionalString(frame.name, MAX_NAME_LENGTH)) return bad('name must be a non-empty string of at most 256 characters');
+  return ok({
+    type: 'join',
+    v: frame.v,
+    token: frame.token,
+    participantId: frame.participantId,
+    ...(frame.roomId === undefined ? {} : { roomId: frame.roomId as string }),
+    ...(frame.name === undefined ? {} : { name: frame.name as string }),
+  });
+}
+
+/** Validate a request frame, its parameters included. */
+export function parseRequestFrame(frame: Record<string, unknown>): Parsed<RequestFrame> {
+  const id = frame.id;
+  if (!(Number.isSafeInteger(id) && (id as number) >= 0)) return bad('id must be a non-negative integer');
+  const rid = id as number;
+  if (!isMethod(frame.method)) return bad(`unknown method ${JSON.stringify(String(frame.method)).slice(0, 80)}`, rid);
+  const params = frame.params === undefined ? {} : frame.params;
+  if (!isRecord(params)) return bad('params must be an object', rid);
+  const parsed = (PARAMS[frame.method] as ParamsParser<Method>)(params);
+  if (!parsed.ok) return bad(parsed.problem, rid);
+  return ok({ type: 'request', id: rid, method: frame.method, params: parsed.value });
+}
+
+/** Parse a text frame into a client frame. */
+export function parseClientFrame(text: string): Parsed<ClientFrame> {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    return bad('frame is not valid JSON');
+  }
+  if (!isRecord(frame)) return bad('frame must be a JSON object');
+  switch (frame.type) {
+    case 'join':
+      return parseJoinFrame(frame);
+    case 'request':
+      return parseRequestFrame(frame);
+    default:
+      return bad(`unknown frame type ${JSON.stringify(String(frame.type)).slice(0, 80)}`);
+  }
+}

@@ -1,0 +1,27 @@
+import type { DisconnectReason } from './protocol/codes.ts';
+import type { ParticipantCounts } from './protocol/messages.ts';
+import type { RemoteParticipant } from './participants/remote-participant.ts';
+
+/**
+ * Every event of a {@link Room}, with its one payload object. Listen with `room.on(name, fn)`.
+ */
+export interface RoomEvents {
+  /**
+   * An on-stage participant is in the room. Retroactive: a listener added after the join is
+   * called once for every on-stage participant already present (in join order, after `on()`
+   * returns), then for each later one. Audience members never fire it.
+   */
+  'participant-joined': { participant: RemoteParticipant };
+  /** An on-stage participant left. Not retroactive. Audience members never fire it. */
+  'participant-left': { participant: RemoteParticipant };
+  /**
+   * The room's counts changed (you included). Coalesced by the relay: at most one per window
+   * (500 ms by default), only when a value changed, the settled value within one window.
+   */
+  'participant-count-changed': ParticipantCounts;
+  /** The session ended; `reason` says why. No event follows. */
+  disconnected: { reason: DisconnectReason };
+}
+
+/** The name of a room event. */
+export type RoomEventName = keyof RoomEvents;

@@ -1,0 +1,130 @@
+import type { Connection } from './connection.ts';
+import { Emitter, type Listener } from './emitter.ts';
+import { Moderation } from './moderation/moderation.ts';
+import type { DisconnectReason } from './protocol/codes.ts';
+import type { EventFrame, JoinedFrame, ParticipantCounts, ServerEventName, ServerEvents } from './protocol/messages.ts';
+import { LocalParticipant } from './participants/local-participant.ts';
+import { Participants, type GetParticipantsOptions, type ParticipantPage } from './participants/participants.ts';
+import type { RemoteParticipant } from './participants/remote-participant.ts';
+import type { RoomEvents } from './room-events.ts';
+
+type EventHandlers = { [E in ServerEventName]: (data: ServerEvents[E]) => void };
+
+/**
+ * A joined room: a thin front over its managers. Obtain one with `Sdk.join()`.
+ *
+ * @example
+ * ```ts
+ * const room = await Sdk.join({ url, token });
+ * room.on('participant-joined', ({ participant }) => addTile(participant));
+ * room.on('participant-count-changed', ({ viewer }) => showAudience(viewer));
+ * room.on('disconnected', ({ reason }) => showEnded(reason));
+ * ```
+ */
+export class Room {
+  /** The room's id. */
+  readonly id: string;
+  /** You. */
+  readonly localParticipant: LocalParticipant;
+  private readonly events: Emitter<RoomEvents>;
+  private readonly participants: Participants;
+  private readonly moderation: Moderation;
+  private readonly handlers: EventHandlers;
+  private ended: DisconnectReason | null = null;
+
+  /** @internal */
+  constructor(
+    private readonly connection: Connection,
+    joined: JoinedFrame,
+  ) {
+    this.id = joined.roomId;
+    this.localParticipant = new LocalParticipant(joined.self);
+    this.moderation = new Moderation(connection);
+    this.events = new Emitter<RoomEvents>({ 'participant-joined': () => this.participants.joinedReplay() });
+    this.participants = new Participants(connection, this.events, this.moderation, joined.participants, joined.counts);
+    this.handlers = {
+      'participant-joined': (info) => this.participants.joined(info),
+      'participant-left': ({ id }) => this.participants.left(id),
+      'participant-count-changed': (counts) => this.participants.countChanged(counts),
+    };
+    connection.attach({
+      event: (frame) => this.onEvent(frame),
+      closed: (reason) => this.onClosed(reason),
+    });
+  }
+
+  /** The on-stage participants other than you, by id. Read-only; viewers are never in it. */
+  get remoteParticipants(): ReadonlyMap<string, RemoteParticipant> {
+    return this.participants.view;
+  }
+
+  /** The latest `{ speaker, viewer, total }` of the room, you included. */
+  get participantCount(): ParticipantCounts {
+    return this.participants.counts;
+  }
+
+  /** Whether the session is still live. */
+  get connected(): boolean {
+    return this.ended === null;
+  }
+
+  /** Add a listener; returns a function that removes it. */
+  on<E extends keyof RoomEvents>(event: E, listener: Listener<RoomEvents[E]>): () => void {
+    return this.events.on(event, listener);
+  }
+
+  /** Add a listener called at most once. */
+  once<E extends keyof RoomEvents>(event: E, listener: Listener<RoomEvents[E]>): () => void {
+    return this.events.once(event, listener);
+  }
+
+  /** Remove a listener. */
+  off<E extends keyof RoomEvents>(event: E, listener: Listener<RoomEvents[E]>): void {
+    this.events.off(event, listener);
+  }
+
+  /**
+   * One page of the participants of a tier, in join order. Walk the audience with the cursor;
+   * a participant present for the whole walk appears exactly once.
+   *
+   * @example
+   * ```ts
+   * let cursor: string | null = null;
+   * do {
+   *   const page = await room.getParticipants({ tier: 'viewer', limit: 500, cursor });
+   *   page.participants.forEach(addRow);
+   *   cursor = page.nextCursor;
+   * } while (cursor);
+   * ```
+   */
+  getParticipants(options: GetParticipantsOptions): Promise<ParticipantPage> {
+    return this.participants.page(options);
+  }
+
+  /** Remove a participant by id (viewers included). Needs `canModerate`. */
+  remove(participantId: string): Promise<void> {
+    return this.moderation.remove(participantId);
+  }
+
+  /** End the room for everyone. Needs `canModerate`. */
+  end(): Promise<void> {
+    return this.moderation.end();
+  }
+
+  /** Leave the room. `disconnected` follows with reason `left`. */
+  async leave(): Promise<void> {
+    this.connection.leave();
+  }
+
+  private onEvent(frame: EventFrame): void {
+    const handler = this.handlers[frame.name] as ((data: unknown) => void) | undefined;
+    handler?.(frame.data);
+  }
+
+  private onClosed(reason: DisconnectReason): void {
+    if (this.ended) return;
+    this.ended = reason;
+    this.events.emit('disconnected', { reason });
+    this.events.clear();
+  }
+}

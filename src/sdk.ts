@@ -1,0 +1,81 @@
+import { Connection } from './connection.ts';
+import { SdkError } from './errors.ts';
+import { PROTOCOL_VERSION, type JoinFrame } from './protocol/messages.ts';
+import { Room } from './room.ts';
+import { peekClaims } from './token.ts';
+
+/** Options of {@link Sdk.join}. */
+export interface JoinOptions {
+  /** The relay's `ws://` or `wss://` URL. */
+  url: string;
+  /** The access token your backend minted. */
+  token: string;
+  /** The room to join; defaults to the token's `roomId`. */
+  roomId?: string;
+  /** Display name; defaults to the participant id. */
+  name?: string;
+  /** Your identity; defaults to the token's `participantId`, else a fresh UUID. */
+  participantId?: string;
+  /** Cancels a pending join (`ENTRY_CANCELLED`). */
+  signal?: AbortSignal;
+  /** How long to wait for the relay's answer, in ms (default 15000). */
+  timeoutMs?: number;
+}
+
+function randomId(): string {
+  const c = globalThis.crypto;
+  if (c && typeof c.randomUUID === 'function') return c.randomUUID();
+  const bytes = new Uint8Array(16);
+  c.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function buildJoinFrame(options: JoinOptions): JoinFrame {
+  const token = typeof options.token === 'string' ? options.token : '';
+  const pinned = peekClaims(token).participantId;
+  const participantId = options.participantId ?? (typeof pinned === 'string' && pinned ? pinned : randomId());
+  return {
+    type: 'join',
+    v: PROTOCOL_VERSION,
+    token,
+    participantId,
+    ...(options.roomId === undefined ? {} : { roomId: options.roomId }),
+    ...(options.name === undefined ? {} : { name: options.name }),
+  };
+}
+
+/**
+ * The entry point of the Tessera SDK.
+ *
+ * @example
+ * ```ts
+ * import { Sdk, SdkError, ErrorKind } from 'tessera';
+ *
+ * try {
+ *   const room = await Sdk.join({ url: 'ws://127.0.0.1:7880', token, name: 'Ada' });
+ *   console.log('in', room.id, 'as', room.localParticipant.id);
+ * } catch (err) {
+ *   if (err instanceof SdkError && err.kind === ErrorKind.Auth) console.error(err.code, err.reason);
+ * }
+ * ```
+ */
+export const Sdk = Object.freeze({
+  /**
+   * Join a room. Resolves with the {@link Room} once the relay has accepted the token;
+   * rejects with an {@link SdkError} (`kind` `Auth` for token refusals, `Network` when the
+   * relay cannot be reached, `Request` for bad options).
+   */
+  async join(options: JoinOptions): Promise<Room> {
+    if (typeof options !== 'object' || options === null) throw new SdkError('INVALID_ARGUMENT', 'join needs an options object');
+    if (typeof options.url !== 'string' || !/^wss?:\/\//i.test(options.url)) {
+      throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws:// or wss:// URL, got ${JSON.stringify(options.url)}`);
+    }
+    const { connection, joined } = await Connection.open({
+      url: options.url,
+      join: buildJoinFrame(options),
+      timeoutMs: options.timeoutMs ?? 15_000,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return new Room(connection, joined);
+  },
+});
