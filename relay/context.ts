@@ -45,6 +45,8 @@ export interface RequestScope {
   readonly room: Room;
   /** Cursors handed to this client, by their opaque string. */
   readonly cursors: CursorTable;
+  /** Run `fn` once the response to this request has been sent. */
+  after(fn: () => void): void;
 }
 
 /** The relay-side state behind the opaque cursors of one client (bounded, oldest dropped). */

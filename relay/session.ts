@@ -6,7 +6,7 @@ import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import { RelayError, type CursorTable, type RelayContext, type RequestScope } from './context.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
 import { admit } from './join.ts';
-import type { Member, MemberLink, Room } from './rooms/types.ts';
+import type { Member, MemberLink } from './rooms/types.ts';
 
 const MAX_CURSORS = 32;
 
@@ -43,7 +43,7 @@ function rawText(data: RawData): string {
 export class Session implements MemberLink {
   private state: 'pending' | 'joined' | 'closed' = 'pending';
   private joinTimer: ReturnType<typeof setTimeout> | null;
-  private scope: (RequestScope & { room: Room; member: Member }) | null = null;
+  private scope: Omit<RequestScope, 'after'> | null = null;
   /** Cleared by each heartbeat, set by each pong. */
   alive = true;
 
@@ -138,12 +138,14 @@ export class Session implements MemberLink {
   }
 
   private async dispatch(request: RequestFrame): Promise<void> {
-    const scope = this.scope;
-    if (!scope) return;
+    if (!this.scope) return;
+    const deferred: Array<() => void> = [];
+    const scope: RequestScope = { ...this.scope, after: (fn) => deferred.push(fn) };
     try {
       const handler = HANDLERS[request.method] as Handler<typeof request.method>;
       const result = await handler(scope, request.params);
       this.send({ type: 'response', id: request.id, result });
+      for (const fn of deferred) fn();
     } catch (err) {
       const error: WireError =
         err instanceof RelayError ? err.toWire() : { code: 'INVALID_ARGUMENT', message: 'the relay could not complete this request', reason: 'internal' };

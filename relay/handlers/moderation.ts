@@ -9,7 +9,7 @@ export function endRoom(scope: RequestScope): Result<'room.end'> {
   relay.log.info(`room ${room.id} ended by ${member.id}`);
   relay.rooms.delete(room.id);
   // after the response: the caller's own session is closed too
-  queueMicrotask(() => {
+  scope.after(() => {
     for (const m of [...room.members()]) m.link.close(CloseCode.ROOM_ENDED, 'room-ended');
   });
   return {};

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { MemberList, type ListNode } from './member-list.ts';
+
+function walk(list: MemberList<number>, limit: number, during?: (page: number[]) => void): number[] {
+  const seen: number[] = [];
+  let after: ListNode<number> | null = null;
+  for (;;) {
+    const page = list.page(after, limit);
+    seen.push(...page.values);
+    during?.(page.values);
+    if (!page.last) return seen;
+    after = page.last;
+  }
+}
+
+describe('MemberList', () => {
+  it('pages in insertion order and ends with a null cursor', () => {
+    const list = new MemberList<number>();
+    for (let i = 0; i < 250; i++) list.append(i);
+    const first = list.page(null, 100);
+    assert.deepEqual(first.values, Array.from({ length: 100 }, (_, i) => i));
+    assert.deepEqual(walk(list, 100), Array.from({ length: 250 }, (_, i) => i));
+    const exact = new MemberList<number>();
+    for (let i = 0; i < 200; i++) exact.append(i);
+    const second = exact.page(exact.page(null, 100).last, 100);
+    assert.equal(second.values.length, 100);
+    assert.equal(second.last, null, 'a page that reaches the end has no cursor');
+  });
+
+  it('removal is O(1) and keeps size', () => {
+    const list = new MemberList<number>();
+    const nodes = Array.from({ length: 10 }, (_, i) => list.append(i));
+    list.remove(nodes[0]!);
+    list.remove(nodes[9]!);
+    list.remove(nodes[5]!);
+    list.remove(nodes[5]!);
+    assert.equal(list.size, 7);
+    assert.deepEqual([...list], [1, 2, 3, 4, 6, 7, 8]);
+  });
+
+  it('a cursor resting on a removed node continues after it', () => {
+    const list = new MemberList<number>();
+    const nodes = Array.from({ length: 10 }, (_, i) => list.append(i));
+    const page = list.page(null, 3); // 0 1 2
+    list.remove(nodes[2]!);
+    list.remove(nodes[3]!);
+    list.remove(nodes[4]!);
+    assert.deepEqual(list.page(page.last, 3).values, [5, 6, 7]);
+  });
+
+  it('under churn, everyone present for the whole walk appears exactly once, in order', () => {
+    const list = new MemberList<number>();
+    const nodes = new Map<number, ListNode<number>>();
+    let next = 0;
+    for (; next < 1000; next++) nodes.set(next, list.append(next));
+    const stayers = new Set([...nodes.keys()].filter((i) => i % 3 === 0));
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const seen = walk(list, 37, () => {
+      // between pages: some non-stayers leave, newcomers join
+      for (let k = 0; k < 20; k++) {
+        const id = Math.floor(rand() * next);
+        const node = nodes.get(id);
+        if (node && !stayers.has(id)) {
+          list.remove(node);
+          nodes.delete(id);
+        }
+      }
+      for (let k = 0; k < 5; k++) nodes.set(next, list.append(next++));
+    });
+    for (const id of stayers) assert.equal(seen.filter((s) => s === id).length, 1, `stayer ${id}`);
+    assert.equal(new Set(seen).size, seen.length, 'no duplicates');
+    assert.deepEqual(seen, [...seen].sort((a, b) => a - b), 'join order');
+  });
+});

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ErrorCode, ErrorKind, kindOf } from './codes.ts';
+import { parseClientFrame } from './validate.ts';
+
+describe('parseClientFrame', () => {
+  it('accepts a join frame and a request frame', () => {
+    const join = parseClientFrame(JSON.stringify({ type: 'join', v: 1, token: 't', participantId: 'p', roomId: 'r', name: 'N', extra: 1 }));
+    assert.deepEqual(join, { ok: true, value: { type: 'join', v: 1, token: 't', participantId: 'p', roomId: 'r', name: 'N' } });
+    const req = parseClientFrame(JSON.stringify({ type: 'request', id: 3, method: 'participants.list', params: { tier: 'viewer', limit: 10 } }));
+    assert.deepEqual(req, { ok: true, value: { type: 'request', id: 3, method: 'participants.list', params: { tier: 'viewer', limit: 10 } } });
+  });
+
+  it('refuses malformed frames with a problem, keeping the request id when it is readable', () => {
+    for (const text of ['', 'nope', '[]', 'null', '42', '{"type":"hello"}', '{"type":"join"}', '{"type":"join","v":1,"token":5,"participantId":"p"}', '{"type":"join","v":1,"token":"t","participantId":""}', `{"type":"join","v":1,"token":"t","participantId":"${'x'.repeat(200)}"}`]) {
+      const parsed = parseClientFrame(text);
+      assert.equal(parsed.ok, false, text);
+    }
+    const bad = parseClientFrame('{"type":"request","id":9,"method":"nope"}');
+    assert.ok(!bad.ok && bad.id === 9);
+    const badParams = parseClientFrame('{"type":"request","id":4,"method":"participants.list","params":{"tier":"everyone"}}');
+    assert.ok(!badParams.ok && badParams.id === 4 && /tier/.test(badParams.problem));
+    assert.equal(parseClientFrame('{"type":"request","id":-1,"method":"room.end"}').ok, false);
+    assert.equal(parseClientFrame('{"type":"request","id":1.5,"method":"room.end"}').ok, false);
+    assert.equal(parseClientFrame('{"type":"request","id":1,"method":"room.end","params":[]}').ok, false);
+  });
+
+  it('checks participants.list limits', () => {
+    const list = (params: unknown) => parseClientFrame(JSON.stringify({ type: 'request', id: 1, method: 'participants.list', params }));
+    for (const limit of [0, 1001, 5000, 'abc', 2.5, -1]) assert.equal(list({ tier: 'viewer', limit }).ok, false, String(limit));
+    for (const limit of [1, 100, 1000]) assert.equal(list({ tier: 'viewer', limit }).ok, true);
+    assert.equal(list({ tier: 'viewer', cursor: 5 }).ok, false);
+    assert.equal(list({ tier: 'speaker', cursor: null }).ok, true);
+  });
+});
+
+describe('codes', () => {
+  it('every code is its own string and has a kind', () => {
+    for (const [key, value] of Object.entries(ErrorCode)) {
+      assert.equal(key, value);
+      assert.ok(Object.values(ErrorKind).includes(kindOf(value)));
+    }
+    assert.equal(kindOf('INVALID_ENTRY_CLAIM'), 'Auth');
+    assert.ok(Object.isFrozen(ErrorCode) && Object.isFrozen(ErrorKind));
+  });
+});

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { KeyStore } from '../../relay/token/keys.ts';
+import { verifyToken } from '../../relay/token/verify.ts';
+import { SdkError } from '../errors.ts';
+import { mintToken, parseTtl } from './mint.ts';
+
+const keys = new KeyStore({ app: 'mint-secret-0123456789' });
+const base = { apiKey: 'app', secret: 'mint-secret-0123456789' };
+
+describe('mintToken', () => {
+  it('mints a token the relay verifies, with exp = now + ttl', () => {
+    const token = mintToken({ ...base, roomId: 'r', participantId: 'p', isViewer: true, grant: { canSubscribe: true }, ttl: '15m', now: 1_000_000 });
+    const v = verifyToken(token, { keys, maxTtlRoom: 86400, maxTtlDomain: 3600, now: 1_000_000 });
+    assert.ok(v.ok);
+    if (v.ok) {
+      assert.equal(v.claims.exp, 1_000_000 + 900);
+      assert.equal(v.claims.iat, 1_000_000);
+      assert.equal(v.claims.iss, 'app');
+      assert.equal(v.claims.isViewer, true);
+      assert.equal(v.claims.participantId, 'p');
+    }
+  });
+
+  it('refuses what the relay would refuse, with the relay\'s code', () => {
+    assert.throws(() => mintToken({ ...base, grant: { canModerate: true } }), (e: SdkError) => e.code === 'INVALID_TOKEN' && e.reason === 'privileged-grant-needs-room');
+    assert.throws(
+      () => mintToken({ ...base, roomId: 'r', grant: { canModerate: true }, joinPolicy: { mode: 'ask' } }),
+      (e: SdkError) => e.code === 'INVALID_ENTRY_CLAIM' && e.kind === 'Auth',
+    );
+    assert.throws(() => mintToken({ ...base, roomId: 'r', grant: { canPublish: 'yes' as never } }), (e: SdkError) => e.reason === 'bad-claim');
+    assert.throws(() => mintToken({ ...base, apiKey: '', grant: {} }), (e: SdkError) => e.code === 'INVALID_ARGUMENT');
+    assert.throws(() => mintToken({ ...base, secret: '', grant: {} }), (e: SdkError) => e.code === 'INVALID_ARGUMENT');
+  });
+
+  it('parses lifetimes', () => {
+    assert.equal(parseTtl(90), 90);
+    assert.equal(parseTtl('90s'), 90);
+    assert.equal(parseTtl('15m'), 900);
+    assert.equal(parseTtl('1h'), 3600);
+    assert.equal(parseTtl('2d'), 172800);
+    assert.equal(parseTtl('45'), 45);
+    for (const bad of [0, -1, Number.NaN, '', 'soon', '1w', '-5m']) assert.throws(() => parseTtl(bad), SdkError);
+  });
+});

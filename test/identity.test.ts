@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { nextEvent, rejectsWith, ROOM_GRANT, startTestRelay, until, type TestRelay } from './helpers.ts';
+
+describe('identity (DECISIONS.md: Identity)', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay();
+  });
+  after(() => t.close());
+
+  it('the join option wins, then the token, then a generated UUID', async () => {
+    const pinned = await t.join({ token: t.token({ roomId: 'id1', participantId: 'pinned', grant: {} }) });
+    assert.equal(pinned.localParticipant.id, 'pinned');
+    const chosen = await t.join({ token: t.token({ roomId: 'id1', grant: {} }), participantId: 'chosen' });
+    assert.equal(chosen.localParticipant.id, 'chosen');
+    const generated = await t.join({ token: t.token({ roomId: 'id1', grant: {} }) });
+    assert.match(generated.localParticipant.id, /^[0-9a-f]{8}-[0-9a-f]{4}-/);
+    const same = await t.join({ token: t.token({ roomId: 'id1', participantId: 'p2', grant: {} }), participantId: 'p2' });
+    assert.equal(same.localParticipant.id, 'p2');
+    for (const r of [pinned, chosen, generated, same]) await r.leave();
+  });
+
+  it('a token that pins the identity takes over; the older session gets duplicate-identity', async () => {
+    const token = t.token({ roomId: 'id2', participantId: 'ada', grant: ROOM_GRANT });
+    const observer = await t.join({ token: t.token({ roomId: 'id2', participantId: 'obs', grant: ROOM_GRANT }) });
+    const first = await t.join({ token });
+    const dropped = nextEvent(first, 'disconnected');
+    const second = await t.join({ token });
+    assert.deepEqual(await dropped, { reason: 'duplicate-identity' });
+    assert.equal(second.localParticipant.id, 'ada');
+    await until(() => observer.remoteParticipants.has('ada') && observer.participantCount.total === 2, 2000, 'observer sees ada once');
+    assert.equal(observer.remoteParticipants.size, 1);
+    await second.leave();
+    await observer.leave();
+  });
+
+  it('an unpinned token can never displace anyone: UNAUTHORIZED_PARTICIPANT', async () => {
+    const holder = await t.join({ token: t.token({ roomId: 'id3', grant: {} }), participantId: 'seat' });
+    const err = await rejectsWith(t.join({ token: t.token({ roomId: 'id3', grant: {} }), participantId: 'seat' }), 'UNAUTHORIZED_PARTICIPANT');
+    assert.equal(err.reason, 'identity-in-use');
+    assert.equal(holder.connected, true);
+    await holder.leave();
+  });
+});
