@@ -119,7 +119,7 @@ export class Connection {
   /** Send a request and resolve with its result, or reject with the relay's error. */
   request<M extends Method>(method: M, params: Params<M>, timeoutMs = 10_000): Promise<Result<M>> {
     if (this.closedReason || this.ws.readyState !== 1) {
-      return Promise.reject(new SdkError('NOT_CONNECTED', `cannot ${method}: not connected to the room`));
+      return Promise.reject(this.endedError(method, false));
     }
     const id = this.nextId++;
     return new Promise<Result<M>>((resolve, reject) => {
@@ -137,6 +137,14 @@ export class Connection {
     if (this.closedReason) return;
     this.ws.close(1000, 'left');
     this.onSocketClose(1000, 'left');
+  }
+
+  /** The error of a call that cannot complete because the session ended. */
+  private endedError(what: string, inFlight: boolean): SdkError {
+    const reason = this.closedReason ?? 'connection-lost';
+    if (reason === 'room-ended') return new SdkError('ROOM_ENDED', `${what}: the room has ended`);
+    if (inFlight && reason === 'connection-lost') return new SdkError('CONNECTION_LOST', `${what}: the connection was lost before the relay answered`);
+    return new SdkError('NOT_CONNECTED', `${what}: not connected to the room (${reason})`, { reason });
   }
 
   private shutdown(): void {
@@ -171,7 +179,7 @@ export class Connection {
     this.closedReason = reason;
     for (const [id, pending] of this.pending) {
       clearTimeout(pending.timer);
-      pending.reject(new SdkError('CONNECTION_LOST', 'the connection closed before the relay answered'));
+      pending.reject(this.endedError('the request', true));
       this.pending.delete(id);
     }
     this.handlers?.closed(reason);

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { CloseCode } from '../src/protocol/codes.ts';
+import { ROOM_GRANT, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawConnect, rawJoin } from './raw.ts';
+
+describe('bad input: the relay answers with a typed error or a documented close, and keeps serving', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({ joinTimeoutMs: 300, maxFrameBytes: 64 * 1024 });
+  });
+  after(() => t.close());
+  const good = () => t.token({ roomId: 'bad', grant: ROOM_GRANT });
+
+  it('a first frame that is not a join frame: error frame, then close 4003', async () => {
+    for (const frame of ['not json', '[]', '{"type":"request","id":1,"method":"room.end"}', '{"type":"join"}', JSON.stringify({ type: 'join', v: 1, token: 't', participantId: 7 })]) {
+      const c = await rawConnect(t.url);
+      c.send(frame);
+      const err = await c.next();
+      assert.equal(err.type, 'error');
+      assert.equal((err.error as { code: string }).code, 'INVALID_ARGUMENT');
+      assert.equal((await c.closed).code, CloseCode.PROTOCOL_ERROR, frame);
+    }
+  });
+
+  it('a binary or oversized first frame: close 4003 before any parsing', async () => {
+    const bin = await rawConnect(t.url);
+    bin.send(Buffer.from([1, 2, 3]));
+    assert.equal((await bin.closed).code, CloseCode.PROTOCOL_ERROR);
+    const big = await rawConnect(t.url);
+    big.send(JSON.stringify({ type: 'join', v: 1, token: 'x'.repeat(17 * 1024), participantId: 'p' }));
+    assert.equal((await big.closed).code, CloseCode.PROTOCOL_ERROR);
+  });
+
+  it('a join frame that never comes: close 4002 after the join timeout', async () => {
+    const c = await rawConnect(t.url);
+    const started = Date.now();
+    assert.equal((await c.closed).code, CloseCode.JOIN_TIMEOUT);
+    assert.ok(Date.now() - started >= 250);
+  });
+
+  it('an unsupported protocol version is refused with a typed error', async () => {
+    const c = await rawConnect(t.url);
+    c.send({ type: 'join', v: 99, token: good(), participantId: 'p' });
+    const f = await c.next();
+    assert.equal(f.type, 'join-error');
+    assert.equal((f.error as { reason: string }).reason, 'unsupported-version');
+    assert.equal((await c.closed).code, CloseCode.JOIN_REFUSED);
+  });
+
+  it('a frame over the post-join limit closes that socket with 1009 only', async () => {
+    const c = await rawJoin(t.url, good());
+    c.send('x'.repeat(65 * 1024));
+    assert.equal((await c.closed).code, 1009);
+  });
+
+  it('malformed frames after the join get typed errors, with the request id when readable', async () => {
+    const c = await rawJoin(t.url, good());
+    const errorFrame = () => c.next((f) => f.type === 'error');
+    c.send('{nope');
+    assert.deepEqual(((await errorFrame()).error as { code: string }).code, 'INVALID_ARGUMENT');
+    c.send(Buffer.from([0, 1, 2]));
+    assert.equal(((await errorFrame()).error as { reason: string }).reason, 'binary-frame');
+    c.send({ type: 'request', id: 41, method: 'no.such.method' });
+    const unknown = await c.next((f) => f.id === 41);
+    assert.equal((unknown.error as { code: string }).code, 'INVALID_ARGUMENT');
+    c.send({ type: 'request', id: 42, method: 'participants.list', params: 'all' });
+    assert.equal(((await c.next((f) => f.id === 42)).error as { code: string }).code, 'INVALID_ARGUMENT');
+    c.send({ type: 'join', v: 1, token: good(), participantId: 'again' });
+    assert.equal(((await errorFrame()).error as { reason: string }).reason, 'already-joined');
+    // still a working session
+    const ok = await c.request('participants.list', { tier: 'speaker' });
+    assert.ok(ok.result);
+    c.ws.close();
+  });
+
+  it('200 bad joins in a burst and clients vanishing mid-join leave well-behaved clients unaffected', async () => {
+    const member = await t.join({ token: t.token({ roomId: 'bad-burst', participantId: 'steady', grant: ROOM_GRANT }) });
+    const bad = Array.from({ length: 200 }, async (_, i) => {
+      const c = await rawConnect(t.url);
+      if (i % 4 === 0) c.send('garbage');
+      else if (i % 4 === 1) c.send({ type: 'join', v: 1, token: 'a.b.c', participantId: `x${i}` });
+      else if (i % 4 === 2) c.ws.terminate(); // vanishes before joining
+      else {
+        c.send({ type: 'join', v: 1, token: t.token({ roomId: 'bad-burst', grant: {} }), participantId: `y${i}` });
+        c.ws.terminate(); // vanishes mid-join
+      }
+      return c.closed;
+    });
+    await Promise.all(bad);
+    const page = await member.getParticipants({ tier: 'speaker' });
+    assert.deepEqual(page.participants.map((p) => p.id), ['steady'], 'no ghost members from vanished joins');
+    const fresh = await t.join({ token: t.token({ roomId: 'bad-burst', grant: {} }) });
+    assert.equal(fresh.connected, true);
+    await until(() => t.relay.connections === 2, 2000, 'only the two live clients remain');
+    await fresh.leave();
+    await member.leave();
+  });
+
+  it('a plain HTTP request gets a helpful answer, /healthz reports', async () => {
+    const url = t.url.replace('ws:', 'http:');
+    const res = await fetch(url);
+    assert.equal(res.status, 426);
+    const health = (await (await fetch(`${url}/healthz`)).json()) as { ok: boolean };
+    assert.equal(health.ok, true);
+  });
+
+  it('a dead peer is dropped by the heartbeat', async () => {
+    const hb = await startTestRelay({ heartbeatMs: 100 });
+    try {
+      const c = await rawJoin(hb.url, hb.token({ roomId: 'hb', grant: {} }));
+      assert.ok(hb.relay.context.rooms.get('hb'));
+      // stop answering pings: ws answers automatically unless the socket is paused
+      c.ws.pause();
+      await until(() => hb.relay.connections === 0, 2000, 'the silent peer dropped');
+      assert.equal(hb.relay.context.rooms.get('hb'), undefined, 'the dropped member left its room');
+      c.ws.terminate();
+    } finally {
+      await hb.close();
+    }
+  });
+});

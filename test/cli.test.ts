@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { mintToken } from '../src/server/mint.ts';
+import { nextEvent, rejectsWith } from './helpers.ts';
+import { Sdk } from '../src/sdk.ts';
+
+const BIN = new URL('../bin/tessera-relay.mjs', import.meta.url).pathname;
+const children: ChildProcess[] = [];
+after(() => children.forEach((c) => c.kill('SIGKILL')));
+
+/** Start the built relay command; resolves with its URL from the `listening on` line. */
+function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string; out: () => string }> {
+  const child = spawn(process.execPath, [BIN, '--port', '0', '--log-level', 'warn', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk;
+      const match = /listening on (ws:\/\/[^\s]+)/.exec(out);
+      if (match) resolve({ child, url: match[1]!, out: () => out });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c));
+    child.once('exit', (code) => reject(new Error(`relay exited ${code}: ${out}`)));
+  });
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+describe('tessera-relay command line', () => {
+  it('dev mode: prints key devkey and its secret, listens on the real port with --port 0', async () => {
+    const { child, url, out } = await startCli([]);
+    assert.match(url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(url.endsWith(':0'), true);
+    const secret = /secret "([^"]+)"/.exec(out())![1]!;
+    const room = await Sdk.join({ url, token: mintToken({ apiKey: 'devkey', secret, roomId: 'cli', grant: {} }) });
+    assert.equal(room.id, 'cli');
+    const gone = nextEvent(room, 'disconnected');
+    child.kill('SIGTERM');
+    assert.deepEqual(await gone, { reason: 'server-shutdown' }, 'SIGTERM closes sessions with server-shutdown');
+    assert.equal(await exited(child), 0, 'and exits 0');
+  });
+
+  it('--keys: SIGHUP re-reads the file; a revoked or removed key is refused for new joins at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-keys-'));
+    const file = join(dir, 'keys.json');
+    writeFileSync(file, JSON.stringify({ keys: { a: 'secret-a-0123456789', b: 'secret-b-0123456789' }, revoked: [] }));
+    const { child, url } = await startCli(['--keys', file]);
+    const token = (apiKey: string, secret: string) => mintToken({ apiKey, secret, roomId: 'k', grant: {} });
+    const live = await Sdk.join({ url, token: token('a', 'secret-a-0123456789') });
+    await (await Sdk.join({ url, token: token('b', 'secret-b-0123456789') })).leave();
+    writeFileSync(file, JSON.stringify({ keys: { a: 'secret-a-0123456789' }, revoked: ['a'] }));
+    child.kill('SIGHUP');
+    const deadline = Date.now() + 3000;
+    let code = '';
+    while (Date.now() < deadline) {
+      try {
+        (await Sdk.join({ url, token: token('a', 'secret-a-0123456789') })).leave();
+      } catch (err) {
+        code = (err as { code: string }).code;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(code, 'INVALID_API_KEY', 'revoked key refused');
+    await rejectsWith(Sdk.join({ url, token: token('b', 'secret-b-0123456789') }), 'INVALID_API_KEY');
+    assert.equal(live.connected, true, 'sessions already in keep going');
+    child.kill('SIGTERM');
+    assert.equal(await exited(child), 0);
+  });
+
+  it('environment variables set flags; --help lists them; bad flags exit 2', async () => {
+    const { child, url } = await startCli([], { TESSERA_HOST: '127.0.0.1', TESSERA_COUNT_INTERVAL: '50' });
+    assert.match(url, /127\.0\.0\.1/);
+    child.kill('SIGTERM');
+    await exited(child);
+    const help = spawn(process.execPath, [BIN, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    help.stdout.on('data', (c: Buffer) => (text += c));
+    assert.equal(await exited(help), 0);
+    for (const flag of ['--host', '--port', '--keys', '--max-ttl-room', '--max-ttl-domain', '--media-ip', '--count-interval', 'TESSERA_PORT']) assert.ok(text.includes(flag), flag);
+    const bad = spawn(process.execPath, [BIN, '--bogus'], { stdio: 'ignore' });
+    assert.equal(await exited(bad), 2);
+    const badPort = spawn(process.execPath, [BIN, '--port', 'x'], { stdio: 'ignore' });
+    assert.equal(await exited(badPort), 2);
+  });
+});
