@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { describe, it } from 'node:test';
+
+/** The built package as a consumer sees it: resolved by name through the exports map. */
+describe('the built package', () => {
+  it('imports as ESM and requires as CJS in Node, touching no window or document', async () => {
+    const g = globalThis as Record<string, unknown>;
+    assert.equal(g.window, undefined);
+    assert.equal(g.document, undefined);
+    const esm = (await import('tessera')) as Record<string, unknown>;
+    const cjs = createRequire(import.meta.url)('tessera') as Record<string, unknown>;
+    for (const mod of [esm, cjs]) {
+      for (const name of ['Sdk', 'SdkError', 'ErrorKind', 'ErrorCode', 'Room', 'RemoteParticipant', 'LocalParticipant']) assert.ok(mod[name], name);
+      assert.equal((mod.ErrorCode as Record<string, string>).INVALID_TOKEN, 'INVALID_TOKEN');
+      assert.ok(Object.isFrozen(mod.ErrorKind));
+    }
+  });
+
+  it('tessera/server mints tokens, in ESM and CJS', async () => {
+    const esm = (await import('tessera/server')) as { mintToken: (o: unknown) => string };
+    const cjs = createRequire(import.meta.url)('tessera/server') as { mintToken: (o: unknown) => string };
+    for (const { mintToken } of [esm, cjs]) {
+      const token = mintToken({ apiKey: 'k', secret: 's'.repeat(20), roomId: 'r', grant: {} });
+      assert.equal(token.split('.').length, 3);
+    }
+  });
+
+  it('the declarations are where the exports map says, with types first', async () => {
+    const { readFileSync, existsSync } = await import('node:fs');
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { exports: Record<string, Record<string, string>>; sideEffects: boolean };
+    assert.equal(pkg.sideEffects, false);
+    for (const [path, entry] of Object.entries(pkg.exports)) {
+      if (typeof entry === 'string') continue;
+      assert.equal(Object.keys(entry)[0], 'types', `${path}: types first`);
+      for (const file of Object.values(entry)) assert.ok(existsSync(new URL(`../${file}`, import.meta.url)), file);
+    }
+  });
+});
