@@ -1,0 +1,22 @@
+/** Helpers shared by the benchmarks. */
+import { WebSocket as NodeWebSocket } from 'ws';
+
+(globalThis as { WebSocket?: unknown }).WebSocket ??= NodeWebSocket;
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export function summary(samples: number[]): { p50: number; p99: number; mean: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
+}
+
+export const ms = (n: number) => `${n.toFixed(3)} ms`;
+export const ratio = (ours: number, floor: number) => `${(ours / floor).toFixed(2)}×`;
+
+/** A markdown table. */
+export function table(head: string[], rows: Array<Array<string | number>>): string {
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}

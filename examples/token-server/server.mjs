@@ -1,0 +1,117 @@
+// A small integrator backend: its own toy login, and a route that mints Tessera tokens with
+// `tessera/server`. The API secret lives here and only here; browsers get tokens, never it.
+//
+//   TESSERA_API_KEY=... TESSERA_API_SECRET=... TESSERA_RELAY_URL=ws://127.0.0.1:7880 node server.mjs
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { extname, join, normalize } from 'node:path';
+import { mintToken } from 'tessera/server';
+
+const API_KEY = process.env.TESSERA_API_KEY;
+const API_SECRET = process.env.TESSERA_API_SECRET;
+const RELAY_URL = process.env.TESSERA_RELAY_URL ?? 'ws://127.0.0.1:7880';
+const PORT = Number(process.env.PORT ?? 8080);
+const HOST = process.env.HOST ?? '127.0.0.1';
+// The toy login: any name with this password. A real backend uses its own accounts.
+const PASSWORD = process.env.DEMO_PASSWORD ?? 'tessera';
+if (!API_KEY || !API_SECRET) {
+  console.error('token-server: set TESSERA_API_KEY and TESSERA_API_SECRET (the keys the relay uses)');
+  process.exit(2);
+}
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const STATIC = ['/dist/', '/examples/'];
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript', '.css': 'text/css', '.map': 'application/json', '.svg': 'image/svg+xml' };
+
+/** Roles of the demo, each a grant (and a tier) — the only place grants are decided. */
+const ROLES = {
+  speaker: { grant: { canPublish: true, canSubscribe: true, canPublishData: true } },
+  viewer: { grant: { canSubscribe: true }, isViewer: true },
+  moderator: {
+    grant: { canPublish: true, canSubscribe: true, canPublishData: true, canModerate: true, canRecord: true, canHls: true, canLivestream: true, canTranscribe: true, canWhiteboard: true },
+  },
+};
+
+const sessions = new Map(); // session id → { name }
+
+function send(res, status, body, headers = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+async function readJson(req) {
+  let size = 0;
+  const chunks = [];
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > 16 * 1024) throw new Error('body too large');
+    chunks.push(chunk);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+}
+
+function sessionOf(req) {
+  const match = /(?:^|;\s*)demo_session=([\w-]+)/.exec(req.headers.cookie ?? '');
+  return match ? sessions.get(match[1]) : undefined;
+}
+
+const sameSecret = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+const routes = {
+  'POST /api/login': async (req, res) => {
+    const { name, password } = await readJson(req);
+    if (typeof name !== 'string' || !name.trim() || name.length > 64) return send(res, 400, { error: 'name: 1 to 64 characters' });
+    if (typeof password !== 'string' || !sameSecret(password, PASSWORD)) return send(res, 401, { error: 'wrong password' });
+    const id = randomBytes(16).toString('base64url');
+    sessions.set(id, { name: name.trim() });
+    send(res, 200, { name: name.trim() }, { 'set-cookie': `demo_session=${id}; HttpOnly; SameSite=Strict; Path=/` });
+  },
+  'POST /api/token': async (req, res) => {
+    const session = sessionOf(req);
+    if (!session) return send(res, 401, { error: 'log in first' });
+    const { room, role } = await readJson(req);
+    if (typeof room !== 'string' || !/^[\w-]{1,64}$/.test(room)) return send(res, 400, { error: 'room: letters, digits, - and _' });
+    const spec = ROLES[role];
+    if (!spec) return send(res, 400, { error: `role: one of ${Object.keys(ROLES).join(', ')}` });
+    const token = mintToken({
+      apiKey: API_KEY,
+      secret: API_SECRET,
+      roomId: room,
+      // viewers share an audience identity scheme: each joiner gets a fresh id
+      ...(spec.isViewer ? { isViewer: true } : { participantId: `${session.name.toLowerCase().replace(/[^\w-]/g, '-')}-${role}` }),
+      grant: spec.grant,
+      ttl: '2h',
+    });
+    send(res, 200, { token, url: RELAY_URL, name: session.name });
+  },
+};
+
+function serveStatic(req, res) {
+  let path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+  if (path === '/') path = '/examples/hello/';
+  if (path.endsWith('/')) path += 'index.html';
+  const file = join(ROOT, path);
+  if (!STATIC.some((p) => path.startsWith(p)) || !file.startsWith(ROOT) || !existsSync(file) || !statSync(file).isFile()) {
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    return res.end('not found');
+  }
+  res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+  createReadStream(file).pipe(res);
+}
+
+const server = createServer(async (req, res) => {
+  const route = routes[`${req.method} ${new URL(req.url, 'http://x').pathname}`];
+  if (!route) return serveStatic(req, res);
+  try {
+    await route(req, res);
+  } catch (err) {
+    // mintToken refuses what the relay would refuse: say why
+    send(res, 400, { error: err.message, code: err.code });
+  }
+});
+
+server.listen(PORT, HOST, () => {
+  const { port } = server.address();
+  console.log(`token-server listening on http://${HOST}:${port} (relay ${RELAY_URL})`);
+});
