@@ -1,0 +1,17 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { CloseCode, ErrorCode } from './codes.ts';
+
+describe('docs/errors.md', () => {
+  const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+  it('documents every error code exactly once in the code table', () => {
+    for (const code of Object.values(ErrorCode)) {
+      const rows = doc.split('\n').filter((line) => line.startsWith(`| \`${code}\` |`));
+      assert.equal(rows.length, 1, code);
+    }
+  });
+  it('documents every close code', () => {
+    for (const [name, code] of Object.entries(CloseCode)) assert.ok(doc.includes(`| ${code} | \`${name}\` |`), name);
+  });
+});
