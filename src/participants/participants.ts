@@ -22,6 +22,41 @@ export interface ParticipantPage {
   nextCursor: string | null;
 }
 
+/** A read-only window onto a Map: the Map's reading methods, none of its writing ones. */
+class ReadonlyMapView<K, V> implements ReadonlyMap<K, V> {
+  readonly #map: Map<K, V>;
+
+  constructor(map: Map<K, V>) {
+    this.#map = map;
+    Object.freeze(this);
+  }
+
+  get size(): number {
+    return this.#map.size;
+  }
+  get(key: K): V | undefined {
+    return this.#map.get(key);
+  }
+  has(key: K): boolean {
+    return this.#map.has(key);
+  }
+  keys(): MapIterator<K> {
+    return this.#map.keys();
+  }
+  values(): MapIterator<V> {
+    return this.#map.values();
+  }
+  entries(): MapIterator<[K, V]> {
+    return this.#map.entries();
+  }
+  forEach(fn: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
+    this.#map.forEach((value, key) => fn.call(thisArg, value, key, this));
+  }
+  [Symbol.iterator](): MapIterator<[K, V]> {
+    return this.#map.entries();
+  }
+}
+
 /**
  * The roster (on-stage participants only) and the room's counts. Audience members are only
  * counted, and pulled page by page on request.
@@ -41,20 +76,7 @@ export class Participants {
   ) {
     for (const info of initial) this.stage.set(info.id, new RemoteParticipant(info, actions));
     this.current = Object.freeze({ ...counts });
-    const stage = this.stage;
-    this.view = Object.freeze({
-      get size() {
-        return stage.size;
-      },
-      get: (id: string) => stage.get(id),
-      has: (id: string) => stage.has(id),
-      keys: () => stage.keys(),
-      values: () => stage.values(),
-      entries: () => stage.entries(),
-      forEach: (fn: (value: RemoteParticipant, key: string, map: ReadonlyMap<string, RemoteParticipant>) => void, thisArg?: unknown) =>
-        stage.forEach((value, key) => fn.call(thisArg, value, key, this.view)),
-      [Symbol.iterator]: () => stage.entries(),
-    }) as ReadonlyMap<string, RemoteParticipant>;
+    this.view = new ReadonlyMapView(this.stage);
   }
 
   get counts(): ParticipantCounts {

@@ -1,0 +1,55 @@
+/**
+ * A server process for the audience benchmark: the relay (`relay`) or a bare ws server that
+ * answers one message per connection (`raw`, the floor). Driven over IPC: `rss` reports memory
+ * after a GC; `simulate` adds cheap in-process viewer members to a room (for paging at 100,000).
+ */
+import { WebSocketServer } from 'ws';
+import { effectiveGrant } from '../src/protocol/grant.ts';
+import { startRelay } from '../relay/server.ts';
+import { KeyStore } from '../relay/token/keys.ts';
+import type { Member } from '../relay/rooms/types.ts';
+
+const mode = process.argv[2];
+const send = (msg: unknown) => process.send!(msg);
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function memory() {
+  gc?.();
+  gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed };
+}
+
+if (mode === 'relay') {
+  const relay = await startRelay({
+    port: 0,
+    keys: new KeyStore({ bench: process.env.BENCH_SECRET! }),
+    logLevel: 'silent',
+    countIntervalMs: 500,
+    joinTimeoutMs: 60_000,
+  });
+  const noop = { send() {}, sendRaw() {}, close() {} };
+  process.on('message', (msg: { cmd: string; room?: string; count?: number; id?: number }) => {
+    if (msg.cmd === 'exit') void relay.close().then(() => process.exit(0));
+    if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
+    if (msg.cmd === 'simulate') {
+      const room = relay.context.rooms.getOrCreate(msg.room!);
+      const grant = effectiveGrant({ canSubscribe: true });
+      for (let i = 0; i < msg.count!; i++) {
+        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenSignature: '', link: noop };
+        room.add(member);
+      }
+      send({ id: msg.id, done: true });
+    }
+  });
+  send({ url: relay.url, ...memory() });
+} else {
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
+  await new Promise((r) => wss.once('listening', r));
+  wss.on('connection', (ws) => ws.once('message', (data) => ws.send(data)));
+  process.on('message', (msg: { cmd: string; id?: number }) => {
+    if (msg.cmd === 'exit') process.exit(0);
+    if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
+  });
+  send({ url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`, ...memory() });
+}
