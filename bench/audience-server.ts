@@ -28,7 +28,7 @@ if (mode === 'relay') {
     countIntervalMs: 500,
     joinTimeoutMs: 60_000,
   });
-  const noop = { send() {}, sendRaw() {}, close() {} };
+  const noop = { send() {}, sendRaw() {}, sendBinary() {}, close() {}, bufferedAmount: 0 };
   process.on('message', (msg: { cmd: string; room?: string; count?: number; id?: number }) => {
     if (msg.cmd === 'exit') void relay.close().then(() => process.exit(0));
     if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });

@@ -25,6 +25,28 @@ export interface RelayConfig {
   /** The address announced in ICE candidates. */
   mediaIp: string;
   logLevel: LogLevel;
+  /** Largest pubsub payload, bytes of its JSON. */
+  maxPayloadBytes: number;
+  /** Persisted messages kept per topic. */
+  historySize: number;
+  /** Data messages (publishes, stream opens) a participant may send per second, sustained. */
+  messageRate: number;
+  /** ...and in a burst. */
+  messageBurst: number;
+  /** Longest topic name. */
+  maxTopicLength: number;
+  /** Most topics (with subscribers or history) in one room. */
+  maxTopicsPerRoom: number;
+  /** Most topics one participant may subscribe to. */
+  maxSubscriptions: number;
+  /** Largest data stream, bytes. */
+  maxStreamBytes: number;
+  /** Bytes per stream chunk. */
+  streamChunkBytes: number;
+  /** Chunks a sender may have in flight before the relay's acknowledgement. */
+  streamWindow: number;
+  /** A recipient with more unsent bytes than this holds a stream's acknowledgements back. */
+  streamHighWater: number;
 }
 
 /** The defaults, each documented in `docs/relay.md`. */
@@ -40,6 +62,17 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   heartbeatMs: 15_000,
   maxBufferedBytes: 8 * 1024 * 1024,
   logLevel: 'info',
+  maxPayloadBytes: 64 * 1024,
+  historySize: 100,
+  messageRate: 50,
+  messageBurst: 200,
+  maxTopicLength: 128,
+  maxTopicsPerRoom: 1000,
+  maxSubscriptions: 100,
+  maxStreamBytes: 4 * 1024 * 1024 * 1024,
+  streamChunkBytes: 64 * 1024,
+  streamWindow: 16,
+  streamHighWater: 1024 * 1024,
 });
 
 /** The first non-internal IPv4 address, else loopback. */
@@ -80,6 +113,13 @@ const FLAGS: readonly Flag[] = [
   { flag: '--join-timeout', env: 'TESSERA_JOIN_TIMEOUT', help: `ms a connection may take to send its join frame (default ${DEFAULTS.joinTimeoutMs})`, apply: (c, v) => void (c.joinTimeoutMs = integer('--join-timeout', v, 100)) },
   { flag: '--max-frame', env: 'TESSERA_MAX_FRAME', help: `largest frame after the join, bytes (default ${DEFAULTS.maxFrameBytes})`, apply: (c, v) => void (c.maxFrameBytes = integer('--max-frame', v, 1024)) },
   { flag: '--heartbeat', env: 'TESSERA_HEARTBEAT', help: `heartbeat interval, ms (default ${DEFAULTS.heartbeatMs})`, apply: (c, v) => void (c.heartbeatMs = integer('--heartbeat', v, 100)) },
+  { flag: '--max-payload', env: 'TESSERA_MAX_PAYLOAD', help: `largest pubsub payload, bytes (default ${DEFAULTS.maxPayloadBytes})`, apply: (c, v) => void (c.maxPayloadBytes = integer('--max-payload', v, 1)) },
+  { flag: '--history-size', env: 'TESSERA_HISTORY_SIZE', help: `persisted messages kept per topic (default ${DEFAULTS.historySize})`, apply: (c, v) => void (c.historySize = integer('--history-size', v, 0)) },
+  { flag: '--message-rate', env: 'TESSERA_MESSAGE_RATE', help: `data messages per second per participant (default ${DEFAULTS.messageRate})`, apply: (c, v) => void (c.messageRate = integer('--message-rate', v, 1)) },
+  { flag: '--message-burst', env: 'TESSERA_MESSAGE_BURST', help: `data messages in a burst (default ${DEFAULTS.messageBurst})`, apply: (c, v) => void (c.messageBurst = integer('--message-burst', v, 1)) },
+  { flag: '--max-topic-length', env: 'TESSERA_MAX_TOPIC_LENGTH', help: `longest topic name (default ${DEFAULTS.maxTopicLength})`, apply: (c, v) => void (c.maxTopicLength = Math.min(1024, integer('--max-topic-length', v, 1))) },
+  { flag: '--max-topics', env: 'TESSERA_MAX_TOPICS', help: `most topics per room (default ${DEFAULTS.maxTopicsPerRoom})`, apply: (c, v) => void (c.maxTopicsPerRoom = integer('--max-topics', v, 1)) },
+  { flag: '--max-stream', env: 'TESSERA_MAX_STREAM', help: `largest data stream, bytes (default ${DEFAULTS.maxStreamBytes})`, apply: (c, v) => void (c.maxStreamBytes = integer('--max-stream', v, 0)) },
   { flag: '--media-ip', env: 'TESSERA_MEDIA_IP', help: 'address announced in ICE candidates (default: first non-internal IPv4, else 127.0.0.1)', apply: (c, v) => void (c.mediaIp = v) },
   {
     flag: '--log-level', env: 'TESSERA_LOG_LEVEL', help: `${LOG_LEVELS.join('|')} (default ${DEFAULTS.logLevel})`,

@@ -6,6 +6,7 @@ import type { Logger } from './log.ts';
 import type { Bans } from './rooms/bans.ts';
 import type { Member, Room, RoomRegistry } from './rooms/types.ts';
 import type { KeyStore } from './token/keys.ts';
+import type { TokenBucket } from './data/token-bucket.ts';
 
 /** What every part of the relay shares. */
 export interface RelayContext {
@@ -47,6 +48,10 @@ export interface RequestScope {
   readonly cursors: CursorTable;
   /** Run `fn` once the response to this request has been sent. */
   after(fn: () => void): void;
+  /** The member's data-message budget. */
+  readonly limiter: TokenBucket;
+  /** Note a refusal for exceeding the budget; a client that keeps flooding is cut off. */
+  flooding(): void;
 }
 
 /** The relay-side state behind the opaque cursors of one client (bounded, oldest dropped). */

@@ -33,7 +33,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const context: RelayContext = {
     config,
     keys: options.keys,
-    rooms: options.rooms ?? new MemoryRoomRegistry(config.countIntervalMs),
+    rooms: options.rooms ?? new MemoryRoomRegistry(config),
     bans: new Bans(),
     log,
   };

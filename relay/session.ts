@@ -6,6 +6,7 @@ import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import { RelayError, type CursorTable, type RelayContext, type RequestScope } from './context.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
 import { admit } from './join.ts';
+import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink } from './rooms/types.ts';
 
 const MAX_CURSORS = 32;
@@ -44,6 +45,8 @@ export class Session implements MemberLink {
   private state: 'pending' | 'joined' | 'closed' = 'pending';
   private joinTimer: ReturnType<typeof setTimeout> | null;
   private scope: Omit<RequestScope, 'after'> | null = null;
+  private refusals = 0;
+  private refusalWindow = 0;
   /** Cleared by each heartbeat, set by each pong. */
   alive = true;
 
@@ -68,15 +71,26 @@ export class Session implements MemberLink {
     this.sendRaw(Buffer.from(JSON.stringify(frame)));
   }
 
+  get bufferedAmount(): number {
+    return this.ws.bufferedAmount;
+  }
+
   sendRaw(data: Buffer): void {
-    if (this.state === 'closed') return;
-    if (this.ws.bufferedAmount > this.relay.config.maxBufferedBytes) {
-      this.relay.log.warn(`participant ${this.member?.id ?? '?'} dropped: ${this.ws.bufferedAmount} bytes unsent`);
-      this.close(CloseCode.SLOW_CONSUMER, 'slow-consumer');
-      this.ws.terminate();
-      return;
-    }
-    this.ws.send(data, { binary: false });
+    if (this.admitSend()) this.ws.send(data, { binary: false });
+  }
+
+  sendBinary(data: Uint8Array): void {
+    if (this.admitSend()) this.ws.send(data, { binary: true });
+  }
+
+  /** A member whose unsent data passed the cap is dropped rather than grow the relay's memory. */
+  private admitSend(): boolean {
+    if (this.state === 'closed') return false;
+    if (this.ws.bufferedAmount <= this.relay.config.maxBufferedBytes) return true;
+    this.relay.log.warn(`participant ${this.member?.id ?? '?'} dropped: ${this.ws.bufferedAmount} bytes unsent`);
+    this.close(CloseCode.SLOW_CONSUMER, 'slow-consumer');
+    this.ws.terminate();
+    return false;
   }
 
   /** Leave the room (if joined) and close the socket with `code`. */
@@ -103,7 +117,7 @@ export class Session implements MemberLink {
     if (this.state === 'closed') return;
     this.alive = true;
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
-    if (isBinary) return this.sendError({ code: 'INVALID_ARGUMENT', message: 'binary frames are not part of the protocol', reason: 'binary-frame' });
+    if (isBinary) return this.onBinary(data);
     const parsed = parseClientFrame(rawText(data));
     if (!parsed.ok) return this.answerBadFrame(parsed);
     if (parsed.value.type === 'join') {
@@ -132,9 +146,33 @@ export class Session implements MemberLink {
     }
     const { member, room, joined } = outcome;
     this.state = 'joined';
-    this.scope = { relay: this.relay, member, room, cursors: new Cursors() };
+    const { messageRate, messageBurst } = this.relay.config;
+    this.scope = { relay: this.relay, member, room, cursors: new Cursors(), limiter: new TokenBucket(messageRate, messageBurst), flooding: () => this.flooding() };
     this.relay.log.info(`joined: ${member.id} room=${room.id} tier=${member.tier}`);
     this.send(joined);
+  }
+
+  /**
+   * Refusals for rate are cheap, but not free: a client refused more than ten bursts' worth
+   * within a second is cut off.
+   */
+  private flooding(): void {
+    const now = Date.now();
+    if (now - this.refusalWindow > 1000) {
+      this.refusalWindow = now;
+      this.refusals = 0;
+    }
+    if (++this.refusals > this.relay.config.messageBurst * 10) {
+      this.relay.log.warn(`participant ${this.member?.id ?? '?'} cut off: flooding`);
+      this.close(CloseCode.FLOODING, 'flooding');
+    }
+  }
+
+  private onBinary(data: RawData): void {
+    const scope = this.scope;
+    if (!scope) return;
+    const frame = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    scope.room.streams.chunk(scope.member, frame);
   }
 
   private async dispatch(request: RequestFrame): Promise<void> {

@@ -15,6 +15,8 @@ import { isRecord } from './protocol/validate.ts';
 /** What the connection reports to the room that owns it. */
 export interface ConnectionHandlers {
   event(frame: EventFrame): void;
+  /** A binary frame (a data stream chunk). */
+  binary(frame: Uint8Array): void;
   closed(reason: DisconnectReason): void;
 }
 
@@ -53,8 +55,9 @@ export class Connection {
   private readonly pending = new Map<number, Pending>();
   private handlers: ConnectionHandlers | null = null;
   private closedReason: DisconnectReason | null = null;
-  /** Events that arrived between `joined` and the room attaching its handlers. */
-  private early: EventFrame[] = [];
+  private readonly whenClosed: Array<() => void> = [];
+  /** Frames that arrived between `joined` and the room attaching its handlers. */
+  private early: Array<EventFrame | Uint8Array> = [];
 
   private constructor(private readonly ws: WebSocket) {}
 
@@ -74,6 +77,7 @@ export class Connection {
         reject(new SdkError('CONNECTION_FAILED', `cannot open ${options.url}`, { reason: 'bad-url', cause }));
         return;
       }
+      ws.binaryType = 'arraybuffer';
       const connection = new Connection(ws);
       let settled = false;
       const settle = (error: SdkError | null, joined?: JoinedFrame) => {
@@ -96,8 +100,13 @@ export class Connection {
       ws.onclose = (event) => {
         settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
         connection.onSocketClose(event.code);
+        connection.socketClosed();
       };
       ws.onmessage = (event) => {
+        if (event.data instanceof ArrayBuffer) {
+          if (settled) connection.onBinary(new Uint8Array(event.data));
+          return;
+        }
         const frame = parseServerFrame(event.data);
         if (!frame) return;
         if (settled) return connection.onFrame(frame);
@@ -112,7 +121,10 @@ export class Connection {
     this.handlers = handlers;
     const early = this.early;
     this.early = [];
-    for (const frame of early) handlers.event(frame);
+    for (const frame of early) {
+      if (frame instanceof Uint8Array) handlers.binary(frame);
+      else handlers.event(frame);
+    }
     if (this.closedReason) handlers.closed(this.closedReason);
   }
 
@@ -132,11 +144,36 @@ export class Connection {
     });
   }
 
-  /** Close the socket as a deliberate leave. */
-  leave(): void {
-    if (this.closedReason) return;
-    this.ws.close(1000, 'left');
+  /** Send a binary frame (a stream chunk). */
+  sendBinary(frame: Uint8Array): void {
+    if (this.closedReason || this.ws.readyState !== 1) throw this.endedError('sending', true);
+    this.ws.send(frame);
+  }
+
+  /**
+   * Leave deliberately: the relay removes the session and answers, then the socket closes.
+   * Resolves once it has (or after `timeoutMs` if the relay does not answer).
+   */
+  async leave(timeoutMs = 2000): Promise<void> {
+    if (!this.closedReason && this.ws.readyState === 1) {
+      await this.request('session.leave', {}, timeoutMs).catch(() => undefined);
+    }
+    const closed = new Promise<void>((resolve) => {
+      if (this.ws.readyState === 3) return resolve();
+      const timer = setTimeout(resolve, timeoutMs);
+      this.whenClosed.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    if (this.ws.readyState <= 1) this.ws.close(1000, 'left');
     this.onSocketClose(1000, 'left');
+    return closed;
+  }
+
+  /** @internal The socket has closed. */
+  socketClosed(): void {
+    for (const fn of this.whenClosed.splice(0)) fn();
   }
 
   /** The error of a call that cannot complete because the session ended. */
@@ -150,6 +187,11 @@ export class Connection {
   private shutdown(): void {
     this.ws.onopen = this.ws.onmessage = this.ws.onerror = null;
     if (this.ws.readyState <= 1) this.ws.close(1000, 'left');
+  }
+
+  private onBinary(frame: Uint8Array): void {
+    if (this.handlers) this.handlers.binary(frame);
+    else this.early.push(frame);
   }
 
   private onFrame(frame: ServerFrame): void {

@@ -76,13 +76,19 @@ export class Emitter<Events extends object> {
     for (const entry of [...list]) if (!entry.pending && list.includes(entry)) call(entry.listener, payload);
   }
 
+  /** True when `event` has at least one listener. */
+  has<E extends keyof Events>(event: E): boolean {
+    return (this.entries.get(event)?.length ?? 0) > 0;
+  }
+
   /** Remove every listener. */
   clear(): void {
     this.entries.clear();
   }
 }
 
-function call<T>(listener: Listener<T>, payload: T): void {
+/** Call a listener; an exception is reported, never thrown into the caller. */
+export function call<T>(listener: Listener<T>, payload: T): void {
   try {
     listener(payload);
   } catch (error) {

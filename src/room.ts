@@ -1,5 +1,7 @@
 import type { Connection } from './connection.ts';
 import { Emitter, type Listener } from './emitter.ts';
+import { DataStreams } from './data/data-stream.ts';
+import { PubSub } from './data/pubsub.ts';
 import { Moderation } from './moderation/moderation.ts';
 import type { DisconnectReason } from './protocol/codes.ts';
 import type { EventFrame, JoinedFrame, ParticipantCounts, ServerEventName, ServerEvents } from './protocol/messages.ts';
@@ -26,6 +28,10 @@ export class Room {
   readonly id: string;
   /** You. */
   readonly localParticipant: LocalParticipant;
+  /** Topic messages with targeting and history. */
+  readonly pubsub: PubSub;
+  /** Data of any size, chunked, with flow control. */
+  readonly dataStream: DataStreams;
   private readonly events: Emitter<RoomEvents>;
   private readonly participants: Participants;
   private readonly moderation: Moderation;
@@ -40,15 +46,23 @@ export class Room {
     this.id = joined.roomId;
     this.localParticipant = new LocalParticipant(joined.self);
     this.moderation = new Moderation(connection);
+    this.pubsub = new PubSub(connection);
+    this.dataStream = new DataStreams(connection);
     this.events = new Emitter<RoomEvents>({ 'participant-joined': () => this.participants.joinedReplay() });
     this.participants = new Participants(connection, this.events, this.moderation, joined.participants, joined.counts);
     this.handlers = {
       'participant-joined': (info) => this.participants.joined(info),
       'participant-left': ({ id }) => this.participants.left(id),
       'participant-count-changed': (counts) => this.participants.countChanged(counts),
+      'pubsub.message': (message) => this.pubsub.deliver(message),
+      'stream.open': (info) => this.dataStream.opened(info),
+      'stream.end': ({ streamId }) => this.dataStream.ended(streamId),
+      'stream.abort': ({ streamId, error }) => this.dataStream.aborted(streamId, error),
+      'stream.ack': ({ streamId, seq }) => this.dataStream.acked(streamId, seq),
     };
     connection.attach({
       event: (frame) => this.onEvent(frame),
+      binary: (frame) => this.dataStream.chunk(frame),
       closed: (reason) => this.onClosed(reason),
     });
   }
@@ -111,9 +125,12 @@ export class Room {
     return this.moderation.end();
   }
 
-  /** Leave the room. `disconnected` follows with reason `left`. */
-  async leave(): Promise<void> {
-    this.connection.leave();
+  /**
+   * Leave the room. `disconnected` (reason `left`) is emitted at once; the promise resolves
+   * when the relay has closed the session.
+   */
+  leave(): Promise<void> {
+    return this.connection.leave();
   }
 
   private onEvent(frame: EventFrame): void {
@@ -124,6 +141,7 @@ export class Room {
   private onClosed(reason: DisconnectReason): void {
     if (this.ended) return;
     this.ended = reason;
+    this.dataStream.closed();
     this.events.emit('disconnected', { reason });
     this.events.clear();
   }

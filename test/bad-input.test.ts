@@ -60,7 +60,7 @@ describe('bad input: the relay answers with a typed error or a documented close,
     c.send('{nope');
     assert.deepEqual(((await errorFrame()).error as { code: string }).code, 'INVALID_ARGUMENT');
     c.send(Buffer.from([0, 1, 2]));
-    assert.equal(((await errorFrame()).error as { reason: string }).reason, 'binary-frame');
+    assert.equal(((await errorFrame()).error as { reason: string }).reason, 'bad-chunk', 'a binary frame that is not a stream chunk');
     c.send({ type: 'request', id: 41, method: 'no.such.method' });
     const unknown = await c.next((f) => f.id === 41);
     assert.equal((unknown.error as { code: string }).code, 'INVALID_ARGUMENT');

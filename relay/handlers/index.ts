@@ -1,6 +1,7 @@
 import type { Method, Params, Result } from '../../src/protocol/messages.ts';
 import type { RequestScope } from '../context.ts';
-import { endRoom, removeParticipant } from './moderation.ts';
+import { closeStream, history, openStream, publish, subscribe, unsubscribe } from './data.ts';
+import { endRoom, leaveSession, removeParticipant } from './moderation.ts';
 import { listParticipants } from './participants.ts';
 
 /** A request handler: returns the result or throws a `RelayError`. */
@@ -11,4 +12,11 @@ export const HANDLERS: { readonly [M in Method]: Handler<M> } = {
   'participants.list': listParticipants,
   'room.end': endRoom,
   'participant.remove': removeParticipant,
+  'session.leave': leaveSession,
+  'pubsub.publish': publish,
+  'pubsub.subscribe': subscribe,
+  'pubsub.unsubscribe': unsubscribe,
+  'pubsub.history': history,
+  'stream.open': openStream,
+  'stream.close': closeStream,
 };

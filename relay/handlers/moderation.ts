@@ -27,3 +27,11 @@ export function removeParticipant(scope: RequestScope, params: Params<'participa
   target.link.close(CloseCode.REMOVED, 'removed');
   return {};
 }
+
+/** `session.leave`: out of the room now; the socket closes after the answer. */
+export function leaveSession(scope: RequestScope): Result<'session.leave'> {
+  const { room, member } = scope;
+  room.remove(member);
+  scope.after(() => member.link.close(CloseCode.LEFT, 'left'));
+  return {};
+}

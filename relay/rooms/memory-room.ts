@@ -1,7 +1,9 @@
 import type { ParticipantCounts, ParticipantInfo, ServerFrame, Tier } from '../../src/protocol/messages.ts';
+import { StreamBoard } from '../data/streams.ts';
+import { TopicBoard } from '../data/topics.ts';
 import { CountCoalescer } from './count-coalescer.ts';
 import { MemberList, type ListNode } from './member-list.ts';
-import type { Member, Room, RoomRegistry, TierCursor, TierPage } from './types.ts';
+import type { Member, Room, RoomLimits, RoomRegistry, TierCursor, TierPage } from './types.ts';
 
 interface Entry {
   member: Member;
@@ -20,14 +22,19 @@ export class MemoryRoom implements Room {
   private readonly tiers: Record<Tier, MemberList<Member>> = { speaker: new MemberList(), viewer: new MemberList() };
   private readonly coalescer: CountCoalescer;
   private disposed = false;
+  readonly topics: TopicBoard;
+  readonly streams: StreamBoard;
 
   constructor(
     readonly id: string,
-    countIntervalMs: number,
+    limits: RoomLimits,
   ) {
-    this.coalescer = new CountCoalescer(countIntervalMs, () => this.counts(), (counts) =>
+    this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
     );
+    const lookup = (participantId: string) => this.get(participantId);
+    this.topics = new TopicBoard(limits, lookup);
+    this.streams = new StreamBoard(limits, () => this.members(), lookup);
   }
 
   get size(): number {
@@ -54,6 +61,8 @@ export class MemoryRoom implements Room {
     if (!entry || entry.member !== member) return false;
     this.entries.delete(member.id);
     this.tiers[member.tier].remove(entry.node);
+    this.topics.drop(member);
+    this.streams.memberLeft(member);
     if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
     this.coalescer.changed();
     return true;
@@ -86,6 +95,7 @@ export class MemoryRoom implements Room {
   dispose(): void {
     this.disposed = true;
     this.coalescer.dispose();
+    this.streams.dispose();
   }
 }
 
@@ -93,7 +103,7 @@ export class MemoryRoom implements Room {
 export class MemoryRoomRegistry implements RoomRegistry {
   private readonly rooms = new Map<string, MemoryRoom>();
 
-  constructor(private readonly countIntervalMs: number) {}
+  constructor(private readonly limits: RoomLimits) {}
 
   get size(): number {
     return this.rooms.size;
@@ -106,7 +116,7 @@ export class MemoryRoomRegistry implements RoomRegistry {
   getOrCreate(roomId: string): Room {
     let room = this.rooms.get(roomId);
     if (!room) {
-      room = new MemoryRoom(roomId, this.countIntervalMs);
+      room = new MemoryRoom(roomId, this.limits);
       this.rooms.set(roomId, room);
     }
     return room;

@@ -1,4 +1,6 @@
 import type { EffectiveGrant } from '../../src/protocol/grant.ts';
+import type { StreamBoard, StreamLimits } from '../data/streams.ts';
+import type { TopicBoard, TopicLimits } from '../data/topics.ts';
 import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 
 /**
@@ -8,8 +10,12 @@ import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFram
 export interface MemberLink {
   /** Send a frame already serialised (fan-out serialises once per room, not once per member). */
   sendRaw(data: Buffer): void;
+  /** Send a binary frame (a stream chunk), as is. */
+  sendBinary(data: Uint8Array): void;
   send(frame: ServerFrame): void;
   close(code: number, reason: string): void;
+  /** Bytes queued for this member and not yet written to the network. */
+  readonly bufferedAmount: number;
 }
 
 /** A participant inside a room. */
@@ -46,6 +52,10 @@ export interface TierPage {
  */
 export interface Room {
   readonly id: string;
+  /** Pubsub subscriptions and history. */
+  readonly topics: TopicBoard;
+  /** Data streams in flight. */
+  readonly streams: StreamBoard;
   get(participantId: string): Member | undefined;
   /** Every member, on stage and in the audience. */
   members(): IterableIterator<Member>;
@@ -63,6 +73,11 @@ export interface Room {
   readonly size: number;
   /** Stop timers; the room is gone. */
   dispose(): void;
+}
+
+/** What a room needs to know of the relay's configuration. */
+export interface RoomLimits extends TopicLimits, StreamLimits {
+  countIntervalMs: number;
 }
 
 /** All rooms of the relay. */

@@ -108,6 +108,8 @@ export const CloseCode = Object.freeze({
   SLOW_CONSUMER: 4009,
   /** The client left the room. */
   LEFT: 4010,
+  /** The client kept sending far beyond its rate limit. */
+  FLOODING: 4011,
 } as const);
 /** One of the values of {@link CloseCode}. */
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

@@ -48,6 +48,39 @@ export interface SelfInfo {
   joinedAt: number;
 }
 
+/** Any JSON value: what a pubsub payload may be. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A pubsub message as delivered and as kept in history; `id`, `from`, `timestamp` are the relay's. */
+export interface PubSubMessage {
+  id: string;
+  topic: string;
+  payload: JsonValue;
+  /** The sender's participant id, stamped by the relay. */
+  from: string;
+  /** Unix milliseconds at which the relay accepted it. */
+  timestamp: number;
+}
+
+/** What a data stream is, announced before its bytes. */
+export interface StreamOpenParams {
+  /** Total bytes that will follow. */
+  size: number;
+  /** How the receiver should read the bytes. */
+  kind: 'text' | 'bytes' | 'blob';
+  topic?: string;
+  to?: string[];
+  mimeType?: string;
+  name?: string;
+}
+
+/** A data stream as its receivers see it. */
+export interface StreamInfo extends Omit<StreamOpenParams, 'to'> {
+  streamId: number;
+  from: string;
+  timestamp: number;
+}
+
 // ---- client → relay ------------------------------------------------------------------
 
 /** The first frame of every connection. */
@@ -68,6 +101,18 @@ export interface Methods {
   };
   'room.end': { params: Record<string, never>; result: Record<string, never> };
   'participant.remove': { params: { participantId: string }; result: Record<string, never> };
+  /** Leave: the relay removes the member, answers, then closes the socket (4010). */
+  'session.leave': { params: Record<string, never>; result: Record<string, never> };
+  'pubsub.publish': {
+    params: { topic: string; payload: JsonValue; to?: string[]; persist?: boolean };
+    /** `recipients`: how many subscribers it was delivered to, live. */
+    result: { id: string; timestamp: number; recipients: number };
+  };
+  'pubsub.subscribe': { params: { topic: string }; result: Record<string, never> };
+  'pubsub.unsubscribe': { params: { topic: string }; result: Record<string, never> };
+  'pubsub.history': { params: { topic: string; limit?: number }; result: { messages: PubSubMessage[] } };
+  'stream.open': { params: StreamOpenParams; result: { streamId: number; chunkBytes: number; window: number } };
+  'stream.close': { params: { streamId: number }; result: Record<string, never> };
 }
 /** The name of a request method. */
 export type Method = keyof Methods;
@@ -94,6 +139,15 @@ export interface ServerEvents {
   'participant-joined': ParticipantInfo;
   'participant-left': { id: string };
   'participant-count-changed': ParticipantCounts;
+  'pubsub.message': PubSubMessage;
+  /** A data stream starts; its chunks follow as binary frames. */
+  'stream.open': StreamInfo;
+  /** Every byte of the stream has been sent. */
+  'stream.end': { streamId: number };
+  /** The stream stopped before its end (e.g. the sender left). */
+  'stream.abort': { streamId: number; error: WireError };
+  /** The relay has passed on chunks up to `seq` of a stream you send: send more. */
+  'stream.ack': { streamId: number; seq: number };
 }
 /** The name of a pushed event. */
 export type ServerEventName = keyof ServerEvents;
@@ -135,3 +189,29 @@ export interface ErrorFrame {
 
 /** Every frame the relay may send. */
 export type ServerFrame = JoinedFrame | JoinErrorFrame | ResponseFrame | EventFrame | ErrorFrame;
+
+// ---- binary frames: data stream chunks -----------------------------------------------
+
+/** The first byte of a binary frame: what it carries. */
+export const BinaryKind = Object.freeze({ StreamChunk: 1 } as const);
+
+/** Header of a stream chunk: kind (1 byte), stream id (u32), sequence number (u32). */
+export const CHUNK_HEADER_BYTES = 9;
+
+/** Build a chunk frame: the header followed by `payload`. */
+export function encodeChunk(streamId: number, seq: number, payload: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(CHUNK_HEADER_BYTES + payload.byteLength);
+  const view = new DataView(frame.buffer);
+  view.setUint8(0, BinaryKind.StreamChunk);
+  view.setUint32(1, streamId);
+  view.setUint32(5, seq);
+  frame.set(payload, CHUNK_HEADER_BYTES);
+  return frame;
+}
+
+/** Read a chunk frame's header; `null` when it is not a well-formed chunk frame. */
+export function decodeChunkHeader(frame: Uint8Array): { streamId: number; seq: number } | null {
+  if (frame.byteLength < CHUNK_HEADER_BYTES || frame[0] !== BinaryKind.StreamChunk) return null;
+  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+  return { streamId: view.getUint32(1), seq: view.getUint32(5) };
+}

@@ -3,7 +3,7 @@
  * goes through {@link parseClientFrame}, which either returns a typed frame or says what is
  * wrong with it.
  */
-import type { ClientFrame, JoinFrame, Method, Params, RequestFrame } from './messages.ts';
+import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame } from './messages.ts';
 
 /** The outcome of a parse: a typed value, or a human-readable problem. */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string; id?: number };
@@ -30,6 +30,26 @@ function isId(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
 }
 
+/** Hard caps of the protocol; the relay's configurable limits are at most these. */
+export const MAX_TOPIC_LENGTH = 1024;
+export const MAX_TARGETS = 1000;
+const MAX_META_LENGTH = 256;
+
+function isTopic(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_TOPIC_LENGTH;
+}
+
+/** `to`: absent, or an array of participant ids. */
+function parseTargets(value: unknown): Parsed<string[] | undefined> {
+  if (value === undefined) return ok(undefined);
+  if (!Array.isArray(value) || value.length > MAX_TARGETS || !value.every(isId)) {
+    return bad(`to must be an array of at most ${MAX_TARGETS} participant ids`);
+  }
+  return ok(value as string[]);
+}
+
+const isUint32 = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;
+
 type ParamsParser<M extends Method> = (params: Record<string, unknown>) => Parsed<Params<M>>;
 
 /** One parser per method: the typed dispatch table of request validation. */
@@ -49,8 +69,44 @@ const PARAMS: { [M in Method]: ParamsParser<M> } = {
     });
   },
   'room.end': () => ok({}),
+  'session.leave': () => ok({}),
   'participant.remove': (p) =>
     isId(p.participantId) ? ok({ participantId: p.participantId }) : bad('participantId must be a non-empty string'),
+  'pubsub.publish': (p) => {
+    if (!isTopic(p.topic)) return bad('topic must be a non-empty string');
+    if (p.payload === undefined) return bad('payload is required (any JSON value)');
+    const to = parseTargets(p.to);
+    if (!to.ok) return to;
+    if (p.persist !== undefined && typeof p.persist !== 'boolean') return bad('persist must be a boolean');
+    return ok({ topic: p.topic, payload: p.payload as JsonValue, ...(to.value ? { to: to.value } : {}), ...(p.persist ? { persist: true } : {}) });
+  },
+  'pubsub.subscribe': (p) => (isTopic(p.topic) ? ok({ topic: p.topic }) : bad('topic must be a non-empty string')),
+  'pubsub.unsubscribe': (p) => (isTopic(p.topic) ? ok({ topic: p.topic }) : bad('topic must be a non-empty string')),
+  'pubsub.history': (p) => {
+    if (!isTopic(p.topic)) return bad('topic must be a non-empty string');
+    if (p.limit !== undefined && !(Number.isInteger(p.limit) && (p.limit as number) >= 1 && (p.limit as number) <= 1000)) {
+      return bad('limit must be an integer from 1 to 1000');
+    }
+    return ok({ topic: p.topic, ...(p.limit === undefined ? {} : { limit: p.limit as number }) });
+  },
+  'stream.open': (p) => {
+    if (!Number.isSafeInteger(p.size) || (p.size as number) < 0) return bad('size must be a non-negative integer');
+    if (p.kind !== 'text' && p.kind !== 'bytes' && p.kind !== 'blob') return bad("kind must be 'text', 'bytes' or 'blob'");
+    if (p.topic !== undefined && !isTopic(p.topic)) return bad('topic must be a non-empty string');
+    const to = parseTargets(p.to);
+    if (!to.ok) return to;
+    if (!optionalString(p.mimeType, MAX_META_LENGTH)) return bad('mimeType must be a short string');
+    if (!optionalString(p.name, MAX_META_LENGTH)) return bad('name must be a short string');
+    return ok({
+      size: p.size as number,
+      kind: p.kind,
+      ...(p.topic === undefined ? {} : { topic: p.topic as string }),
+      ...(to.value ? { to: to.value } : {}),
+      ...(p.mimeType === undefined ? {} : { mimeType: p.mimeType as string }),
+      ...(p.name === undefined ? {} : { name: p.name as string }),
+    });
+  },
+  'stream.close': (p) => (isUint32(p.streamId) ? ok({ streamId: p.streamId }) : bad('streamId must be a stream id')),
 };
 
 /** True when `name` is a method of the protocol. */

@@ -1,0 +1,146 @@
+import { decodeChunkHeader, CHUNK_HEADER_BYTES, type ServerFrame, type StreamInfo, type StreamOpenParams, type WireError } from '../../src/protocol/messages.ts';
+import { RelayError } from '../context.ts';
+import type { Member } from '../rooms/types.ts';
+
+/** Limits of data streams. */
+export interface StreamLimits {
+  maxStreamBytes: number;
+  streamChunkBytes: number;
+  streamWindow: number;
+  streamHighWater: number;
+}
+
+/** Streams one sender may have open at once. */
+export const MAX_OPEN_STREAMS = 8;
+const ACK_RETRY_MS = 5;
+
+interface OpenStream {
+  readonly id: number;
+  readonly sender: Member;
+  readonly recipients: Set<Member>;
+  readonly size: number;
+  received: number;
+  nextSeq: number;
+  /** Highest forwarded chunk not yet acknowledged to the sender, or -1. */
+  unacked: number;
+  ackTimer: ReturnType<typeof setTimeout> | null;
+}
+
+const serialise = (frame: ServerFrame) => Buffer.from(JSON.stringify(frame));
+
+/**
+ * The data streams of one room. Chunks are forwarded as they arrive, frame for frame, to each
+ * recipient; the sender may run `streamWindow` chunks ahead of the relay's acknowledgement,
+ * and an acknowledgement waits while any recipient has more than `streamHighWater` bytes
+ * unsent. So neither the relay nor a socket ever holds more than about a window of a stream,
+ * whatever its size, and a slow recipient slows its sender instead of growing memory.
+ */
+export class StreamBoard {
+  private readonly streams = new Map<number, OpenStream>();
+  private nextId = 1;
+
+  constructor(
+    private readonly limits: StreamLimits,
+    private readonly members: () => Iterable<Member>,
+    private readonly lookup: (participantId: string) => Member | undefined,
+  ) {}
+
+  open(sender: Member, params: StreamOpenParams): { streamId: number; chunkBytes: number; window: number } {
+    if (params.size > this.limits.maxStreamBytes) {
+      throw new RelayError('PAYLOAD_TOO_LARGE', `a data stream may carry at most ${this.limits.maxStreamBytes} bytes`, 'stream-too-large');
+    }
+    let open = 0;
+    for (const s of this.streams.values()) if (s.sender === sender) open++;
+    if (open >= MAX_OPEN_STREAMS) throw new RelayError('RATE_LIMITED', `at most ${MAX_OPEN_STREAMS} streams open at once`, 'too-many-streams');
+    const candidates = params.to ? params.to.map((id) => this.lookup(id)) : this.members();
+    const recipients = new Set<Member>();
+    for (const m of candidates) if (m && m !== sender && m.grant.canSubscribeData) recipients.add(m);
+    const id = this.nextId++;
+    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, ackTimer: null };
+    this.streams.set(id, stream);
+    const { to: _to, ...meta } = params;
+    const info: StreamInfo = { ...meta, streamId: id, from: sender.id, timestamp: Date.now() };
+    const data = serialise({ type: 'event', name: 'stream.open', data: info });
+    for (const m of recipients) m.link.sendRaw(data);
+    return { streamId: id, chunkBytes: this.limits.streamChunkBytes, window: this.limits.streamWindow };
+  }
+
+  /** A binary frame from `sender`: forward it, or abort its stream and say why. */
+  chunk(sender: Member, frame: Buffer): void {
+    const header = decodeChunkHeader(frame);
+    if (!header) {
+      sender.link.send({ type: 'error', error: { code: 'INVALID_ARGUMENT', message: 'a binary frame must be a stream chunk', reason: 'bad-chunk' } });
+      return;
+    }
+    const stream = this.streams.get(header.streamId);
+    if (!stream || stream.sender !== sender) {
+      sender.link.send({ type: 'error', error: { code: 'NOT_FOUND', message: `no open stream ${header.streamId} of yours`, reason: 'unknown-stream' } });
+      return;
+    }
+    const bytes = frame.length - CHUNK_HEADER_BYTES;
+    const problem =
+      header.seq !== stream.nextSeq ? `chunk ${header.seq} arrived where ${stream.nextSeq} was due`
+      : bytes > this.limits.streamChunkBytes ? `a chunk carries at most ${this.limits.streamChunkBytes} bytes`
+      : stream.received + bytes > stream.size ? 'more bytes than the stream announced'
+      : null;
+    if (problem) return this.abort(stream, { code: 'INVALID_ARGUMENT', message: problem, reason: 'bad-chunk' }, true);
+    stream.received += bytes;
+    stream.nextSeq++;
+    for (const m of stream.recipients) m.link.sendBinary(frame);
+    stream.unacked = header.seq;
+    if (!stream.ackTimer) this.acknowledge(stream);
+  }
+
+  private acknowledge(stream: OpenStream): void {
+    stream.ackTimer = null;
+    if (!this.streams.has(stream.id) || stream.unacked < 0) return;
+    for (const m of stream.recipients) {
+      if (m.link.bufferedAmount > this.limits.streamHighWater) {
+        stream.ackTimer = setTimeout(() => this.acknowledge(stream), ACK_RETRY_MS);
+        return;
+      }
+    }
+    stream.sender.link.send({ type: 'event', name: 'stream.ack', data: { streamId: stream.id, seq: stream.unacked } });
+    stream.unacked = -1;
+  }
+
+  close(sender: Member, streamId: number): void {
+    const stream = this.streams.get(streamId);
+    if (!stream || stream.sender !== sender) throw new RelayError('NOT_FOUND', `no open stream ${streamId} of yours`, 'unknown-stream');
+    if (stream.received !== stream.size) {
+      const error: WireError = { code: 'INVALID_ARGUMENT', message: `the stream ended after ${stream.received} of ${stream.size} bytes`, reason: 'stream-incomplete' };
+      this.abort(stream, error, false);
+      throw new RelayError(error.code, error.message, error.reason);
+    }
+    this.forget(stream);
+    const data = serialise({ type: 'event', name: 'stream.end', data: { streamId } });
+    for (const m of stream.recipients) m.link.sendRaw(data);
+  }
+
+  /** A member left: its streams end in an error for their recipients; it receives no more. */
+  memberLeft(member: Member): void {
+    for (const stream of [...this.streams.values()]) {
+      if (stream.sender === member) {
+        this.abort(stream, { code: 'CONNECTION_LOST', message: 'the sender left before the stream ended', reason: 'sender-left' }, false);
+      } else stream.recipients.delete(member);
+    }
+  }
+
+  private abort(stream: OpenStream, error: WireError, tellSender: boolean): void {
+    this.forget(stream);
+    const data = serialise({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
+    for (const m of stream.recipients) m.link.sendRaw(data);
+    if (tellSender) stream.sender.link.sendRaw(data);
+  }
+
+  private forget(stream: OpenStream): void {
+    if (stream.ackTimer) clearTimeout(stream.ackTimer);
+    stream.ackTimer = null;
+    this.streams.delete(stream.id);
+  }
+
+  dispose(): void {
+    for (const stream of this.streams.values()) if (stream.ackTimer) clearTimeout(stream.ackTimer);
+    this.streams.clear();
+  }
+}

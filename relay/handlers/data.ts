@@ -1,0 +1,56 @@
+import type { Params, Result } from '../../src/protocol/messages.ts';
+import { RelayError, requireFlag, type RequestScope } from '../context.ts';
+
+function checkTopic(scope: RequestScope, topic: string): void {
+  const max = scope.relay.config.maxTopicLength;
+  if (topic.length > max) throw new RelayError('INVALID_ARGUMENT', `topic names are at most ${max} characters`, 'topic-too-long');
+}
+
+/** Every data send spends a token of the sender's bucket. */
+function spend(scope: RequestScope): void {
+  if (!scope.limiter.take()) {
+    scope.flooding();
+    throw new RelayError('RATE_LIMITED', `at most ${scope.relay.config.messageRate} data messages per second (burst ${scope.relay.config.messageBurst})`, 'message-rate');
+  }
+}
+
+export function publish(scope: RequestScope, params: Params<'pubsub.publish'>): Result<'pubsub.publish'> {
+  requireFlag(scope.member, 'canPublishData', 'publishing data');
+  checkTopic(scope, params.topic);
+  const max = scope.relay.config.maxPayloadBytes;
+  const bytes = Buffer.byteLength(JSON.stringify(params.payload));
+  if (bytes > max) throw new RelayError('PAYLOAD_TOO_LARGE', `the payload is ${bytes} bytes; the limit is ${max} (use dataStream for large data)`, 'payload-too-large');
+  spend(scope);
+  const { message, recipients } = scope.room.topics.publish(scope.member, params.topic, params.payload, params);
+  return { id: message.id, timestamp: message.timestamp, recipients };
+}
+
+export function subscribe(scope: RequestScope, params: Params<'pubsub.subscribe'>): Result<'pubsub.subscribe'> {
+  requireFlag(scope.member, 'canSubscribeData', 'subscribing to data');
+  checkTopic(scope, params.topic);
+  scope.room.topics.subscribe(scope.member, params.topic);
+  return {};
+}
+
+export function unsubscribe(scope: RequestScope, params: Params<'pubsub.unsubscribe'>): Result<'pubsub.unsubscribe'> {
+  scope.room.topics.unsubscribe(scope.member, params.topic);
+  return {};
+}
+
+export function history(scope: RequestScope, params: Params<'pubsub.history'>): Result<'pubsub.history'> {
+  requireFlag(scope.member, 'canSubscribeData', 'reading data history');
+  checkTopic(scope, params.topic);
+  return { messages: scope.room.topics.history(scope.member, params.topic, params.limit ?? scope.relay.config.historySize) };
+}
+
+export function openStream(scope: RequestScope, params: Params<'stream.open'>): Result<'stream.open'> {
+  requireFlag(scope.member, 'canPublishData', 'sending a data stream');
+  if (params.topic !== undefined) checkTopic(scope, params.topic);
+  spend(scope);
+  return scope.room.streams.open(scope.member, params);
+}
+
+export function closeStream(scope: RequestScope, params: Params<'stream.close'>): Result<'stream.close'> {
+  scope.room.streams.close(scope.member, params.streamId);
+  return {};
+}

@@ -1,0 +1,195 @@
+import type { Connection } from '../connection.ts';
+import { Emitter, type Listener } from '../emitter.ts';
+import { SdkError } from '../errors.ts';
+import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, type StreamInfo, type StreamOpenParams, type WireError } from '../protocol/messages.ts';
+import { IncomingStream } from './incoming-stream.ts';
+
+/** Options of {@link DataStreams.send}. */
+export interface StreamSendOptions {
+  topic?: string;
+  /** Only these participant ids receive it (viewers included). Default: everyone who may receive data. */
+  to?: string[];
+  /** Defaults to the Blob's type. */
+  mimeType?: string;
+  /** Defaults to the File's name. */
+  name?: string;
+  /** Called as the relay takes the bytes on. */
+  onProgress?: (progress: { sent: number; total: number }) => void;
+}
+
+/** What {@link DataStreams.send} resolves to once every byte is with the relay. */
+export interface StreamSent {
+  id: number;
+  size: number;
+}
+
+/** Events of `room.dataStream`. */
+export interface DataStreamEvents {
+  /** A stream from another participant begins; read it from the object. */
+  stream: IncomingStream;
+}
+
+interface Source {
+  size: number;
+  kind: StreamOpenParams['kind'];
+  mimeType?: string;
+  name?: string;
+  read(offset: number, length: number): Promise<Uint8Array>;
+}
+
+function sourceOf(data: unknown): Source {
+  if (typeof data === 'string') {
+    const bytes = new TextEncoder().encode(data);
+    return { size: bytes.byteLength, kind: 'text', read: async (o, n) => bytes.subarray(o, o + n) };
+  }
+  if (data instanceof Uint8Array) return { size: data.byteLength, kind: 'bytes', read: async (o, n) => data.subarray(o, o + n) };
+  if (data instanceof ArrayBuffer) return sourceOf(new Uint8Array(data));
+  if (typeof Blob !== 'undefined' && data instanceof Blob) {
+    const name = (data as { name?: unknown }).name;
+    return {
+      size: data.size,
+      kind: 'blob',
+      ...(data.type ? { mimeType: data.type } : {}),
+      ...(typeof name === 'string' && name ? { name } : {}),
+      read: async (o, n) => new Uint8Array(await data.slice(o, o + n).arrayBuffer()),
+    };
+  }
+  throw new SdkError('INVALID_ARGUMENT', 'dataStream.send takes a string, a Uint8Array, an ArrayBuffer or a Blob');
+}
+
+/** A stream being sent: the relay's acknowledgements, and whether it was aborted. */
+class Outgoing {
+  acked = -1;
+  error: SdkError | null = null;
+  private wake: (() => void) | null = null;
+
+  ack(seq: number): void {
+    if (seq > this.acked) this.acked = seq;
+    this.signal();
+  }
+
+  fail(error: SdkError): void {
+    this.error ??= error;
+    this.signal();
+  }
+
+  private signal(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  /** Wait until `seq` is acknowledged. */
+  async until(seq: number): Promise<void> {
+    while (this.acked < seq) {
+      if (this.error) throw this.error;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+    if (this.error) throw this.error;
+  }
+}
+
+/**
+ * Data of any size, in ordered chunks with flow control: `send` never runs more than a window
+ * ahead of the relay, which never runs ahead of its slowest recipient.
+ * Sending needs `canPublishData`; receiving needs `canSubscribeData` (the relay decides).
+ *
+ * @example
+ * ```ts
+ * await room.dataStream.send(file, { onProgress: ({ sent, total }) => bar(sent / total) });
+ * room.dataStream.on('stream', async (stream) => save(stream.name, await stream.readBlob()));
+ * ```
+ */
+export class DataStreams {
+  private readonly events = new Emitter<DataStreamEvents>();
+  private readonly incoming = new Map<number, IncomingStream>();
+  private readonly outgoing = new Map<number, Outgoing>();
+
+  /** @internal */
+  constructor(private readonly connection: Connection) {}
+
+  /** Listen for incoming streams. Streams that arrive while nobody listens are not kept. */
+  on<E extends keyof DataStreamEvents>(event: E, listener: Listener<DataStreamEvents[E]>): () => void {
+    return this.events.on(event, listener);
+  }
+
+  off<E extends keyof DataStreamEvents>(event: E, listener: Listener<DataStreamEvents[E]>): void {
+    this.events.off(event, listener);
+  }
+
+  /** Send a string, bytes or a Blob; resolves once the relay has every byte. */
+  async send(data: string | Uint8Array | ArrayBuffer | Blob, options: StreamSendOptions = {}): Promise<StreamSent> {
+    const source = sourceOf(data);
+    const params: StreamOpenParams = {
+      size: source.size,
+      kind: source.kind,
+      ...(options.topic === undefined ? {} : { topic: options.topic }),
+      ...(options.to === undefined ? {} : { to: options.to }),
+      ...((options.mimeType ?? source.mimeType) === undefined ? {} : { mimeType: options.mimeType ?? source.mimeType }),
+      ...((options.name ?? source.name) === undefined ? {} : { name: options.name ?? source.name }),
+    };
+    const { streamId, chunkBytes, window } = await this.connection.request('stream.open', params);
+    const out = new Outgoing();
+    this.outgoing.set(streamId, out);
+    const chunks = Math.ceil(source.size / chunkBytes);
+    const report = options.onProgress;
+    try {
+      for (let seq = 0; seq < chunks; seq++) {
+        if (seq - out.acked > window) await out.until(seq - window);
+        if (out.error) throw out.error;
+        const offset = seq * chunkBytes;
+        this.connection.sendBinary(encodeChunk(streamId, seq, await source.read(offset, Math.min(chunkBytes, source.size - offset))));
+        if (report && out.acked >= 0) report({ sent: Math.min(source.size, (out.acked + 1) * chunkBytes), total: source.size });
+      }
+      await out.until(chunks - 1);
+      await this.connection.request('stream.close', { streamId });
+      report?.({ sent: source.size, total: source.size });
+      return { id: streamId, size: source.size };
+    } finally {
+      this.outgoing.delete(streamId);
+    }
+  }
+
+  /** @internal */
+  opened(info: StreamInfo): void {
+    if (!this.events.has('stream')) return;
+    const stream = new IncomingStream(info);
+    this.incoming.set(info.streamId, stream);
+    this.events.emit('stream', stream);
+    if (info.size === 0) this.ended(info.streamId);
+  }
+
+  /** @internal */
+  chunk(frame: Uint8Array): void {
+    const header = decodeChunkHeader(frame);
+    if (header) this.incoming.get(header.streamId)?.push(header.seq, frame.subarray(CHUNK_HEADER_BYTES));
+  }
+
+  /** @internal */
+  ended(streamId: number): void {
+    this.incoming.get(streamId)?.end();
+    this.incoming.delete(streamId);
+  }
+
+  /** @internal */
+  aborted(streamId: number, error: WireError): void {
+    const err = SdkError.fromWire(error);
+    this.incoming.get(streamId)?.fail(err);
+    this.incoming.delete(streamId);
+    this.outgoing.get(streamId)?.fail(err);
+  }
+
+  /** @internal */
+  acked(streamId: number, seq: number): void {
+    this.outgoing.get(streamId)?.ack(seq);
+  }
+
+  /** @internal The session ended: nothing more will arrive or leave. */
+  closed(): void {
+    const error = new SdkError('CONNECTION_LOST', 'the session ended before the stream did', { reason: 'session-ended' });
+    for (const stream of this.incoming.values()) stream.fail(error);
+    for (const out of this.outgoing.values()) out.fail(error);
+    this.incoming.clear();
+    this.events.clear();
+  }
+}
