@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { IncomingStream } from '../src/data/incoming-stream.ts';
+import type { Room } from '../src/room.ts';
+import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+
+const DATA = { canPublishData: true, canSubscribeData: true } as const;
+const MiB = 1024 * 1024;
+
+/** Deterministic pseudo-random bytes, so a mismatch is a real one. */
+function bytes(n: number, seed = 1): Uint8Array {
+  const out = new Uint8Array(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    out[i] = x >>> 24;
+  }
+  return out;
+}
+
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+function nextStream(room: Room, ms = 10_000): Promise<IncomingStream> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no stream')), ms);
+    const off = room.dataStream.on('stream', (s) => {
+      clearTimeout(timer);
+      off();
+      resolve(s);
+    });
+  });
+}
+
+describe('data streams', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({ maxFrameBytes: 256 * 1024 });
+  });
+  after(() => t.close());
+  const join = (room: string, id: string, grant: Record<string, boolean> = DATA, isViewer = false) =>
+    t.join({ token: t.token({ roomId: room, participantId: id, grant, isViewer }) });
+
+  for (const size of [0, 1, 5 * MiB, 50 * MiB]) {
+    it(`${size} bytes arrive byte-exact and in order`, async () => {
+      const a = await join(`s-${size}`, 'a');
+      const b = await join(`s-${size}`, 'b');
+      const data = bytes(size, size + 7);
+      const incoming = nextStream(b);
+      const progress: number[] = [];
+      const sent = await a.dataStream.send(data, { topic: 'files', onProgress: ({ sent }) => progress.push(sent) });
+      assert.equal(sent.size, size);
+      const stream = await incoming;
+      assert.deepEqual({ from: stream.from, size: stream.size, kind: stream.kind, topic: stream.topic }, { from: 'a', size, kind: 'bytes', topic: 'files' });
+      const got = await stream.readAll();
+      assert.equal(got.byteLength, size);
+      assert.equal(sha(got), sha(data));
+      assert.equal(progress.at(-1), size, 'progress ends at the total');
+      for (let i = 1; i < progress.length; i++) assert.ok(progress[i]! >= progress[i - 1]!, 'progress never goes back');
+      await a.leave();
+      await b.leave();
+    });
+  }
+
+  it('text and Blob streams keep their kind, MIME type and name; for await reads chunks', async () => {
+    const a = await join('s-kinds', 'a');
+    const b = await join('s-kinds', 'b');
+    const text = nextStream(b);
+    await a.dataStream.send('héllo wörld ✓');
+    const ts = await text;
+    assert.equal(ts.kind, 'text');
+    assert.equal(await ts.readText(), 'héllo wörld ✓');
+    const payload = randomBytes(200_000);
+    const file = new File([payload], 'report.bin', { type: 'application/x-test' });
+    const blob = nextStream(b);
+    await a.dataStream.send(file);
+    const bs = await blob;
+    assert.deepEqual([bs.kind, bs.mimeType, bs.name, bs.size], ['blob', 'application/x-test', 'report.bin', 200_000]);
+    let chunks = 0;
+    const parts: Uint8Array[] = [];
+    for await (const chunk of bs) {
+      chunks++;
+      parts.push(chunk);
+    }
+    assert.ok(chunks >= 3, 'arrives in chunks');
+    assert.equal(sha(Buffer.concat(parts)), sha(payload));
+    await rejectsWith((async () => { for await (const _ of bs) void _; })(), 'INVALID_ARGUMENT');
+    await rejectsWith(a.dataStream.send(42 as unknown as string), 'INVALID_ARGUMENT');
+    await a.leave();
+    await b.leave();
+  });
+
+  it('to limits the recipients (viewers included); without canSubscribeData nothing arrives', async () => {
+    const a = await join('s-to', 'a');
+    const b = await join('s-to', 'b');
+    const c = await join('s-to', 'c');
+    const v = await join('s-to', 'v', DATA, true);
+    const deaf = await join('s-to', 'deaf', { canSubscribeData: false });
+    const seen: Record<string, number> = { b: 0, c: 0, v: 0, deaf: 0 };
+    for (const [id, r] of [['b', b], ['c', c], ['v', v], ['deaf', deaf]] as const) r.dataStream.on('stream', async (s) => { await s.readAll(); seen[id]!++; });
+    await a.dataStream.send('for b and v', { to: ['b', 'v', 'deaf'] });
+    await until(() => seen.b === 1 && seen.v === 1);
+    await a.dataStream.send('for everyone');
+    await until(() => seen.b === 2 && seen.c === 1 && seen.v === 2);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(seen, { b: 2, c: 1, v: 2, deaf: 0 });
+    const mute = await join('s-to', 'mute', { canSubscribeData: true });
+    const err = await rejectsWith(mute.dataStream.send('nope'), 'INVALID_PERMISSIONS');
+    assert.equal(err.reason, 'missing-canPublishData');
+    for (const r of [a, b, c, v, deaf, mute]) await r.leave();
+  });
+
+  it('a sender that leaves mid-stream gives receivers a typed error, not a silent truncation', async () => {
+    const a = await join('s-drop', 'a');
+    const b = await join('s-drop', 'b');
+    const incoming = nextStream(b);
+    const sending = a.dataStream.send(bytes(20 * MiB)).then(() => 'completed', (e: { code: string }) => e.code);
+    const stream = await incoming;
+    await until(() => stream.received > 0, 5000);
+    await a.leave();
+    const err = await rejectsWith(stream.readAll(), 'CONNECTION_LOST');
+    assert.equal(err.reason, 'sender-left');
+    assert.equal(err.kind, 'Network');
+    assert.equal(await sending, 'NOT_CONNECTED', 'the sender learns it stopped');
+    await b.leave();
+  });
+
+  it('the stream limit answers PAYLOAD_TOO_LARGE before any byte moves', async () => {
+    const small = await startTestRelay({ maxStreamBytes: 1000 });
+    try {
+      const a = await small.join({ token: small.token({ roomId: 'lim', grant: DATA }) });
+      await rejectsWith(a.dataStream.send(new Uint8Array(1001)), 'PAYLOAD_TOO_LARGE');
+      await a.dataStream.send(new Uint8Array(1000));
+    } finally {
+      await small.close();
+    }
+  });
+});
