@@ -27,10 +27,12 @@ if (mode === 'relay') {
     logLevel: 'silent',
     countIntervalMs: 500,
     joinTimeoutMs: 60_000,
+    ...(process.env.BENCH_RELAY_CONFIG ? (JSON.parse(process.env.BENCH_RELAY_CONFIG) as object) : {}),
   });
   const noop = { send() {}, sendRaw() {}, sendBinary() {}, close() {}, bufferedAmount: 0 };
   process.on('message', (msg: { cmd: string; room?: string; count?: number; id?: number }) => {
     if (msg.cmd === 'exit') void relay.close().then(() => process.exit(0));
+    if (msg.cmd === 'rss-now') send({ id: msg.id, rss: process.memoryUsage().rss });
     if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
     if (msg.cmd === 'simulate') {
       const room = relay.context.rooms.getOrCreate(msg.room!);
@@ -43,13 +45,37 @@ if (mode === 'relay') {
     }
   });
   send({ url: relay.url, ...memory() });
-} else {
+} else if (mode === 'raw') {
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
   await new Promise((r) => wss.once('listening', r));
   wss.on('connection', (ws) => ws.once('message', (data) => ws.send(data)));
   process.on('message', (msg: { cmd: string; id?: number }) => {
     if (msg.cmd === 'exit') process.exit(0);
     if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
+  });
+  send({ url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`, ...memory() });
+}
+
+if (mode === 'raw-broadcast') {
+  // the floor of fan-out: one 100-byte text frame to every connected socket, and the floor
+  // of throughput: binary frames forwarded from each socket to every other one
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false, maxPayload: 1024 * 1024 });
+  await new Promise((r) => wss.once('listening', r));
+  wss.on('connection', (ws) =>
+    ws.on('message', (data, isBinary) => {
+      if (!isBinary) return;
+      for (const other of wss.clients) if (other !== ws) other.send(data, { binary: true });
+    }),
+  );
+  process.on('message', (msg: { cmd: string; id?: number }) => {
+    if (msg.cmd === 'exit') process.exit(0);
+    if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
+    if (msg.cmd === 'broadcast') {
+      const at = performance.timeOrigin + performance.now();
+      const data = Buffer.from(JSON.stringify({ sentAt: at, pad: 'x'.repeat(40) }));
+      for (const ws of wss.clients) ws.send(data, { binary: false });
+      send({ id: msg.id, at, sent: wss.clients.size });
+    }
   });
   send({ url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`, ...memory() });
 }
