@@ -1,4 +1,5 @@
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** Log verbosity of the relay. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -47,6 +48,15 @@ export interface RelayConfig {
   streamWindow: number;
   /** A recipient with more unsent bytes than this holds a stream's acknowledgements back. */
   streamHighWater: number;
+  /** Seconds a lobby request waits when its token gives no `ttl`. */
+  lobbyTtl: number;
+  /** Where recordings are written (and served from, at `/recordings`). */
+  recordingsDir: string;
+  /** Where HLS playlists and segments are written (and served from, at `/hls`). */
+  hlsDir: string;
+  hlsSegmentSeconds: number;
+  /** The external transcription service's URL, if any. */
+  transcriptionUrl?: string;
 }
 
 /** The defaults, each documented in `docs/relay.md`. */
@@ -73,6 +83,10 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   streamChunkBytes: 64 * 1024,
   streamWindow: 16,
   streamHighWater: 1024 * 1024,
+  lobbyTtl: 300,
+  recordingsDir: join(tmpdir(), 'tessera', 'recordings'),
+  hlsDir: join(tmpdir(), 'tessera', 'hls'),
+  hlsSegmentSeconds: 2,
 });
 
 /** The first non-internal IPv4 address, else loopback. */
@@ -120,6 +134,10 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-topic-length', env: 'TESSERA_MAX_TOPIC_LENGTH', help: `longest topic name (default ${DEFAULTS.maxTopicLength})`, apply: (c, v) => void (c.maxTopicLength = Math.min(1024, integer('--max-topic-length', v, 1))) },
   { flag: '--max-topics', env: 'TESSERA_MAX_TOPICS', help: `most topics per room (default ${DEFAULTS.maxTopicsPerRoom})`, apply: (c, v) => void (c.maxTopicsPerRoom = integer('--max-topics', v, 1)) },
   { flag: '--max-stream', env: 'TESSERA_MAX_STREAM', help: `largest data stream, bytes (default ${DEFAULTS.maxStreamBytes})`, apply: (c, v) => void (c.maxStreamBytes = integer('--max-stream', v, 0)) },
+  { flag: '--lobby-ttl', env: 'TESSERA_LOBBY_TTL', help: `seconds a lobby request waits when its token sets no ttl (default ${DEFAULTS.lobbyTtl})`, apply: (c, v) => void (c.lobbyTtl = integer('--lobby-ttl', v, 1)) },
+  { flag: '--recordings-dir', env: 'TESSERA_RECORDINGS_DIR', help: `where recordings are written (default ${DEFAULTS.recordingsDir})`, apply: (c, v) => void (c.recordingsDir = v) },
+  { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },
+  { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'the external transcription service (POSTed start/stop as JSON); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--media-ip', env: 'TESSERA_MEDIA_IP', help: 'address announced in ICE candidates (default: first non-internal IPv4, else 127.0.0.1)', apply: (c, v) => void (c.mediaIp = v) },
   {
     flag: '--log-level', env: 'TESSERA_LOG_LEVEL', help: `${LOG_LEVELS.join('|')} (default ${DEFAULTS.logLevel})`,

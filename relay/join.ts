@@ -1,11 +1,23 @@
 import { PROTOCOL_VERSION, type JoinFrame, type JoinedFrame } from '../src/protocol/messages.ts';
-import { effectiveGrant } from '../src/protocol/grant.ts';
+import { effectiveGrant, type TokenClaims } from '../src/protocol/grant.ts';
 import { CloseCode } from '../src/protocol/codes.ts';
 import type { RelayContext } from './context.ts';
 import type { Member, MemberLink, Room } from './rooms/types.ts';
 import { checkScope, verifyToken, type Refusal } from './token/verify.ts';
 
-/** A successful admission: the member, its room, and the frame to answer with. */
+/** A join the token allows: what it may enter as. */
+export interface Verdict {
+  frame: JoinFrame;
+  claims: TokenClaims;
+  roomId: string;
+  pinned: boolean;
+  /** The token's signature: what a removal bans. */
+  signature: string;
+  /** The joiner must wait in the lobby for a moderator. */
+  ask: boolean;
+}
+
+/** A successful entry: the member, its room, and the frame to answer with. */
 export interface Admission {
   member: Member;
   room: Room;
@@ -13,15 +25,14 @@ export interface Admission {
 }
 
 /**
- * Decide a join: the token (steps 1–10), the removal list, the identity rules, then the
- * admission itself. Synchronous from the verdict to the room change, so two joins of one
- * identity cannot interleave.
+ * Judge a join frame: the protocol version, the token (steps 1–10) and the removal list.
+ * Whether the identity is free is decided at entry, which may come later (after the lobby).
  */
-export function admit(relay: RelayContext, frame: JoinFrame, link: MemberLink): Admission | Refusal {
+export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal {
   if (frame.v !== PROTOCOL_VERSION) {
     return { code: 'INVALID_ARGUMENT', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}, not ${frame.v}` };
   }
-  const { config, keys, rooms, bans } = relay;
+  const { config, keys } = relay;
   const now = Date.now() / 1000;
   const verified = verifyToken(frame.token, { keys, maxTtlRoom: config.maxTtlRoom, maxTtlDomain: config.maxTtlDomain, now });
   if (!verified.ok) return verified;
@@ -34,22 +45,28 @@ export function admit(relay: RelayContext, frame: JoinFrame, link: MemberLink): 
   if (scopeRefusal) return scopeRefusal;
   const signature = frame.token.slice(frame.token.lastIndexOf('.') + 1);
   const pinned = claims.participantId !== undefined;
-  if (pinned && bans.has(roomId, signature, now)) {
+  if (pinned && relay.bans.has(roomId, signature, now)) {
     return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'you were removed from this room: a new token is needed to come back' };
   }
-  const existing = rooms.get(roomId)?.get(frame.participantId);
+  return { frame, claims, roomId, pinned, signature, ask: claims.joinPolicy?.mode === 'ask' };
+}
+
+/**
+ * Enter the room: the identity rules (a pinned token takes over, an unpinned one never
+ * displaces anyone), then the member is added and the `joined` frame built. Synchronous, so
+ * two entries of one identity cannot interleave.
+ */
+export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): Admission | Refusal {
+  const { frame, claims, roomId, pinned } = verdict;
+  const existing = relay.rooms.get(roomId)?.get(frame.participantId);
   if (existing) {
     if (!pinned) {
-      return {
-        code: 'UNAUTHORIZED_PARTICIPANT',
-        reason: 'identity-in-use',
-        message: 'this participantId is already in the room and the token does not pin it',
-      };
+      return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };
     }
     existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity');
   }
   // after a takeover, which may have emptied and dropped the room
-  const room = rooms.getOrCreate(roomId);
+  const room = relay.rooms.getOrCreate(roomId);
   const member: Member = {
     id: frame.participantId,
     name: frame.name ?? frame.participantId,
@@ -58,7 +75,7 @@ export function admit(relay: RelayContext, frame: JoinFrame, link: MemberLink): 
     grant: effectiveGrant(claims.grant),
     pinned,
     tokenExp: claims.exp,
-    tokenSignature: signature,
+    tokenSignature: verdict.signature,
     link,
   };
   room.add(member);
@@ -69,6 +86,8 @@ export function admit(relay: RelayContext, frame: JoinFrame, link: MemberLink): 
     self: { id: member.id, name: member.name, isViewer: member.tier === 'viewer', grant: member.grant, joinedAt: member.joinedAt },
     participants: room.stage(member.id),
     counts: room.counts(),
+    outputs: room.outputs.statuses(),
+    ...(member.grant.canModerate ? { lobby: room.lobby.list() } : {}),
   };
   return { member, room, joined };
 }

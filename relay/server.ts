@@ -8,11 +8,20 @@ import { createLogger, type Logger } from './log.ts';
 import { Bans } from './rooms/bans.ts';
 import { MemoryRoomRegistry } from './rooms/memory-room.ts';
 import type { RoomRegistry } from './rooms/types.ts';
+import type { OutputName } from '../src/protocol/control.ts';
+import type { ProviderFactory } from './outputs/board.ts';
+import { localProviders } from './outputs/providers.ts';
 import { Session } from './session.ts';
 import type { KeyStore } from './token/keys.ts';
 
 /** Options of {@link startRelay}: the keys, plus any setting to override. */
-export type RelayOptions = Partial<RelayConfig> & { keys: KeyStore; logger?: Logger; rooms?: RoomRegistry };
+export type RelayOptions = Partial<RelayConfig> & {
+  keys: KeyStore;
+  logger?: Logger;
+  rooms?: RoomRegistry;
+  /** Replace output providers (e.g. a cloud recorder). */
+  providers?: Record<OutputName, ProviderFactory>;
+};
 
 /** A running relay. */
 export interface Relay {
@@ -33,7 +42,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const context: RelayContext = {
     config,
     keys: options.keys,
-    rooms: options.rooms ?? new MemoryRoomRegistry(config),
+    rooms: options.rooms ?? new MemoryRoomRegistry({ limits: config, providers: options.providers ?? localProviders(config), log }),
     bans: new Bans(),
     log,
   };

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
-import type { ErrorFrame, RequestFrame, ServerFrame, WireError } from '../src/protocol/messages.ts';
+import type { ErrorFrame, JoinFrame, RequestFrame, ServerFrame, WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import { RelayError, type CursorTable, type RelayContext, type RequestScope } from './context.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
-import { admit } from './join.ts';
+import { enter, judge, type Verdict } from './join.ts';
+import type { Waiting } from './rooms/lobby.ts';
 import { TokenBucket } from './data/token-bucket.ts';
-import type { Member, MemberLink } from './rooms/types.ts';
+import type { Member, MemberLink, Room } from './rooms/types.ts';
 
 const MAX_CURSORS = 32;
 
@@ -42,7 +43,8 @@ function rawText(data: RawData): string {
  * of one room whose requests are dispatched through the handler table.
  */
 export class Session implements MemberLink {
-  private state: 'pending' | 'joined' | 'closed' = 'pending';
+  private state: 'pending' | 'waiting' | 'joined' | 'closed' = 'pending';
+  private waitingIn: { room: Room; waiting: Waiting } | null = null;
   private joinTimer: ReturnType<typeof setTimeout> | null;
   private scope: Omit<RequestScope, 'after'> | null = null;
   private refusals = 0;
@@ -117,6 +119,9 @@ export class Session implements MemberLink {
     if (this.state === 'closed') return;
     this.alive = true;
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
+    if (this.state === 'waiting') {
+      return this.sendError({ code: 'INVALID_ARGUMENT', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
+    }
     if (isBinary) return this.onBinary(data);
     const parsed = parseClientFrame(rawText(data));
     if (!parsed.ok) return this.answerBadFrame(parsed);
@@ -136,13 +141,18 @@ export class Session implements MemberLink {
       return this.refuseFrame(CloseCode.PROTOCOL_ERROR, problem, 'bad-join-frame');
     }
     this.clearJoinTimer();
-    const outcome = admit(this.relay, parsed.value, this);
+    const verdict = judge(this.relay, parsed.value);
+    if (!('claims' in verdict)) return this.refuseJoin(verdict, parsed.value);
+    if (verdict.ask) return this.wait(verdict);
+    this.enterRoom(verdict);
+  }
+
+  /** Enter the room now; returns why it could not, if it could not (the join is then refused). */
+  private enterRoom(verdict: Verdict): WireError | null {
+    const outcome = enter(this.relay, verdict, this);
     if (!('member' in outcome)) {
-      this.relay.log.info(`join refused: ${outcome.code} (${outcome.reason}) room=${parsed.value.roomId ?? '-'} participant=${parsed.value.participantId}`);
-      this.send({ type: 'join-error', error: { code: outcome.code, message: outcome.message, reason: outcome.reason } });
-      this.state = 'closed';
-      this.ws.close(CloseCode.JOIN_REFUSED, outcome.code);
-      return;
+      this.refuseJoin(outcome, verdict.frame);
+      return { code: outcome.code, message: outcome.message, reason: outcome.reason };
     }
     const { member, room, joined } = outcome;
     this.state = 'joined';
@@ -150,6 +160,49 @@ export class Session implements MemberLink {
     this.scope = { relay: this.relay, member, room, cursors: new Cursors(), limiter: new TokenBucket(messageRate, messageBurst), flooding: () => this.flooding() };
     this.relay.log.info(`joined: ${member.id} room=${room.id} tier=${member.tier}`);
     this.send(joined);
+    return null;
+  }
+
+  private refuseJoin(refusal: WireError, frame: JoinFrame): void {
+    this.relay.log.info(`join refused: ${refusal.code} (${refusal.reason ?? '-'}) room=${frame.roomId ?? '-'} participant=${frame.participantId}`);
+    this.send({ type: 'join-error', error: { code: refusal.code, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
+    this.state = 'closed';
+    this.ws.close(CloseCode.JOIN_REFUSED, refusal.code);
+  }
+
+  /** Hold the joiner in the room's lobby until a moderator decides, its ttl runs out, or it goes. */
+  private wait(verdict: Verdict): void {
+    const room = this.relay.rooms.getOrCreate(verdict.roomId);
+    const { frame } = verdict;
+    const id = frame.participantId;
+    if (room.lobby.has(id) || room.get(id)) {
+      if (!verdict.pinned) {
+        return this.refuseJoin({ code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room or its lobby and the token does not pin it' }, frame);
+      }
+      room.lobby.evict(id, { code: 'ENTRY_CANCELLED', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
+    }
+    const policy = verdict.claims.joinPolicy;
+    const ttl = policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : this.relay.config.lobbyTtl;
+    const requestedAt = Date.now();
+    const waiting: Waiting = {
+      request: { participantId: id, name: frame.name ?? id, requestedAt },
+      admit: () => {
+        if (this.state !== 'waiting') return { code: 'NOT_FOUND', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
+        this.waitingIn = null;
+        return this.enterRoom(verdict);
+      },
+      refuse: (error) => {
+        if (this.state !== 'waiting') return;
+        this.waitingIn = null;
+        this.refuseJoin(error, frame);
+        this.dropRoomIfEmpty(room);
+      },
+    };
+    this.waitingIn = { room, waiting };
+    this.state = 'waiting';
+    this.relay.log.info(`lobby: ${id} waits in room=${room.id} (ttl ${ttl} s)`);
+    room.lobby.hold(waiting, ttl);
+    this.send({ type: 'lobby', requestedAt, ttl });
   }
 
   /**
@@ -218,12 +271,23 @@ export class Session implements MemberLink {
   }
 
   private leaveRoom(): void {
+    const waiting = this.waitingIn;
+    if (waiting) {
+      this.waitingIn = null;
+      waiting.room.lobby.cancel(waiting.waiting.request.participantId, waiting.waiting);
+      this.relay.log.info(`lobby: ${waiting.waiting.request.participantId} went away`);
+      this.dropRoomIfEmpty(waiting.room);
+    }
     const scope = this.scope;
     if (!scope) return;
     this.scope = null;
     const { room, member, relay } = scope;
     if (room.remove(member)) relay.log.info(`left: ${member.id} room=${room.id}`);
-    if (room.size === 0 && relay.rooms.get(room.id) === room) relay.rooms.delete(room.id);
+    this.dropRoomIfEmpty(room);
+  }
+
+  private dropRoomIfEmpty(room: Room): void {
+    if (room.size === 0 && room.lobby.size === 0 && this.relay.rooms.get(room.id) === room) this.relay.rooms.delete(room.id);
   }
 
   private ended(): void {

@@ -10,7 +10,10 @@ import type {
   ServerFrame,
   WireError,
 } from './protocol/messages.ts';
-import { isRecord } from './protocol/validate.ts';
+import { isRecord } from './protocol/parse.ts';
+import { call } from './emitter.ts';
+
+const reportError = (error: unknown) => call(() => { throw error; }, undefined);
 
 /** What the connection reports to the room that owns it. */
 export interface ConnectionHandlers {
@@ -32,9 +35,11 @@ export interface OpenOptions {
   join: JoinFrame;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Called when the relay holds the join in the lobby. */
+  onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
 }
 
-const FRAME_TYPES = new Set<string>(['joined', 'join-error', 'response', 'event', 'error']);
+const FRAME_TYPES = new Set<string>(['joined', 'lobby', 'join-error', 'response', 'event', 'error']);
 
 function parseServerFrame(data: unknown): ServerFrame | null {
   if (typeof data !== 'string') return null;
@@ -80,6 +85,7 @@ export class Connection {
       ws.binaryType = 'arraybuffer';
       const connection = new Connection(ws);
       let settled = false;
+      let timer: ReturnType<typeof setTimeout>;
       const settle = (error: SdkError | null, joined?: JoinedFrame) => {
         if (settled) return;
         settled = true;
@@ -91,7 +97,7 @@ export class Connection {
         } else resolve({ connection, joined: joined as JoinedFrame });
       };
       const onAbort = () => settle(new SdkError('ENTRY_CANCELLED', 'the join was cancelled', { reason: 'aborted', cause: options.signal?.reason }));
-      const timer = setTimeout(() => settle(new SdkError('TIMEOUT', `no answer from the relay within ${options.timeoutMs} ms`)), options.timeoutMs);
+      timer = setTimeout(() => settle(new SdkError('TIMEOUT', `no answer from the relay within ${options.timeoutMs} ms`)), options.timeoutMs);
       if (options.signal?.aborted) return onAbort();
       options.signal?.addEventListener('abort', onAbort);
 
@@ -111,6 +117,19 @@ export class Connection {
         if (!frame) return;
         if (settled) return connection.onFrame(frame);
         if (frame.type === 'joined') return settle(null, frame);
+        if (frame.type === 'lobby') {
+          // the relay keeps the lobby's time; ours only guards against a relay gone silent
+          clearTimeout(timer);
+          timer = setTimeout(() => settle(new SdkError('ENTRY_TIMEOUT', 'the lobby wait ran out', { reason: 'ttl' })), frame.ttl * 1000 + 10_000);
+          if (options.onWaiting) {
+            try {
+              options.onWaiting({ requestedAt: frame.requestedAt, ttl: frame.ttl });
+            } catch (error) {
+              reportError(error);
+            }
+          }
+          return;
+        }
         if (frame.type === 'join-error' || frame.type === 'error') return settle(SdkError.fromWire(frame.error));
       };
     });

@@ -13,6 +13,9 @@ export type { GetParticipantsOptions, ParticipantPage } from './participants/par
 export { PubSub, type PublishOptions, type HistoryOptions, type Published, type MessageHandler } from './data/pubsub.ts';
 export { DataStreams, type StreamSendOptions, type StreamSent, type DataStreamEvents } from './data/data-stream.ts';
 export { IncomingStream } from './data/incoming-stream.ts';
+export { Lobby } from './lobby/lobby.ts';
+export { OutputControl, WhiteboardControl } from './outputs/outputs.ts';
+export type { LobbyDecision, LobbyOutcome, LobbyRequest, OutputName, OutputState, OutputStatus, Shape, ShapeInput } from './protocol/control.ts';
 export type { JsonValue, PubSubMessage } from './protocol/messages.ts';
 export type { EffectiveGrant, Grant, JoinPolicy, Source } from './protocol/grant.ts';
 export type { ParticipantCounts, ParticipantSummary, Tier } from './protocol/messages.ts';

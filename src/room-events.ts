@@ -1,4 +1,6 @@
 import type { DisconnectReason } from './protocol/codes.ts';
+import type { LobbyOutcome, LobbyRequest, OutputName, OutputStatus, Shape } from './protocol/control.ts';
+import type { Source } from './protocol/grant.ts';
 import type { ParticipantCounts } from './protocol/messages.ts';
 import type { RemoteParticipant } from './participants/remote-participant.ts';
 
@@ -19,6 +21,21 @@ export interface RoomEvents {
    * (500 ms by default), only when a value changed, the settled value within one window.
    */
   'participant-count-changed': ParticipantCounts;
+  /**
+   * For moderators: a joiner waits in the lobby. Retroactive: a late listener first gets every
+   * request already waiting.
+   */
+  'lobby-request': LobbyRequest;
+  /** For moderators: a lobby request ended (`admitted`, `denied`, `timeout`, `cancelled`). */
+  'lobby-resolved': { participantId: string; outcome: LobbyOutcome; by?: string };
+  /** A moderator asks you to stop publishing a source; you decide. */
+  'unpublish-requested': { source: Source; by: string };
+  /** An output changed state (everyone gets it). */
+  'output-changed': OutputStatus & { output: OutputName };
+  /** A shape was drawn on the whiteboard. */
+  'whiteboard-shape': { shape: Shape };
+  /** The whiteboard was cleared. */
+  'whiteboard-cleared': { by: string };
   /** The session ended; `reason` says why. No event follows. */
   disconnected: { reason: DisconnectReason };
 }

@@ -2,7 +2,10 @@ import type { Connection } from './connection.ts';
 import { Emitter, type Listener } from './emitter.ts';
 import { DataStreams } from './data/data-stream.ts';
 import { PubSub } from './data/pubsub.ts';
+import { Lobby } from './lobby/lobby.ts';
 import { Moderation } from './moderation/moderation.ts';
+import { OutputControl, WhiteboardControl } from './outputs/outputs.ts';
+import { OUTPUTS, type OutputName } from './protocol/control.ts';
 import type { DisconnectReason } from './protocol/codes.ts';
 import type { EventFrame, JoinedFrame, ParticipantCounts, ServerEventName, ServerEvents } from './protocol/messages.ts';
 import { LocalParticipant } from './participants/local-participant.ts';
@@ -32,6 +35,19 @@ export class Room {
   readonly pubsub: PubSub;
   /** Data of any size, chunked, with flow control. */
   readonly dataStream: DataStreams;
+  /** The lobby, for moderators. */
+  readonly lobby: Lobby;
+  /** Server-side recording (`canRecord`). */
+  readonly recording: OutputControl;
+  /** HLS output (`canHls`). */
+  readonly hls: OutputControl;
+  /** RTMP livestream (`canLivestream`): `start({ url: 'rtmp://…' })`. */
+  readonly livestream: OutputControl;
+  /** Transcription (`canTranscribe`). */
+  readonly transcription: OutputControl;
+  /** The shared whiteboard (`canWhiteboard` to start, draw and clear). */
+  readonly whiteboard: WhiteboardControl;
+  private readonly outputs: Record<OutputName, OutputControl>;
   private readonly events: Emitter<RoomEvents>;
   private readonly participants: Participants;
   private readonly moderation: Moderation;
@@ -48,7 +64,17 @@ export class Room {
     this.moderation = new Moderation(connection);
     this.pubsub = new PubSub(connection);
     this.dataStream = new DataStreams(connection);
-    this.events = new Emitter<RoomEvents>({ 'participant-joined': () => this.participants.joinedReplay() });
+    this.lobby = new Lobby(connection, joined.lobby ?? []);
+    this.recording = new OutputControl('recording', connection, joined.outputs.recording);
+    this.hls = new OutputControl('hls', connection, joined.outputs.hls);
+    this.livestream = new OutputControl('livestream', connection, joined.outputs.livestream);
+    this.transcription = new OutputControl('transcription', connection, joined.outputs.transcription);
+    this.whiteboard = new WhiteboardControl('whiteboard', connection, joined.outputs.whiteboard);
+    this.outputs = { recording: this.recording, hls: this.hls, livestream: this.livestream, transcription: this.transcription, whiteboard: this.whiteboard };
+    this.events = new Emitter<RoomEvents>({
+      'participant-joined': () => this.participants.joinedReplay(),
+      'lobby-request': () => this.lobby.pending,
+    });
     this.participants = new Participants(connection, this.events, this.moderation, joined.participants, joined.counts);
     this.handlers = {
       'participant-joined': (info) => this.participants.joined(info),
@@ -59,6 +85,22 @@ export class Room {
       'stream.end': ({ streamId }) => this.dataStream.ended(streamId),
       'stream.abort': ({ streamId, error }) => this.dataStream.aborted(streamId, error),
       'stream.ack': ({ streamId, seq }) => this.dataStream.acked(streamId, seq),
+      'lobby-request': (request) => {
+        if (this.lobby.requested(request)) this.events.emit('lobby-request', request);
+      },
+      'lobby-resolved': (data) => {
+        this.lobby.resolved(data.participantId);
+        this.events.emit('lobby-resolved', data);
+      },
+      'unpublish-requested': (data) => this.events.emit('unpublish-requested', data),
+      'output-changed': (data) => {
+        if (!OUTPUTS.includes(data.output)) return;
+        const { output, ...status } = data;
+        this.outputs[output].changed(status);
+        this.events.emit('output-changed', data);
+      },
+      'whiteboard-shape': (shape) => this.events.emit('whiteboard-shape', { shape }),
+      'whiteboard-cleared': (data) => this.events.emit('whiteboard-cleared', data),
     };
     connection.attach({
       event: (frame) => this.onEvent(frame),

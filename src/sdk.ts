@@ -18,8 +18,14 @@ export interface JoinOptions {
   participantId?: string;
   /** Cancels a pending join (`ENTRY_CANCELLED`). */
   signal?: AbortSignal;
-  /** How long to wait for the relay's answer, in ms (default 15000). */
+  /** How long to wait for the relay's answer, in ms (default 15000); the lobby wait has its own ttl. */
   timeoutMs?: number;
+  /**
+   * Called when the token asks for entry and the relay holds you in the lobby; `join()` stays
+   * pending until a moderator admits you (resolves), denies you (`ENTRY_DENIED`), the wait
+   * runs out (`ENTRY_TIMEOUT`), or you abort through `signal` (`ENTRY_CANCELLED`).
+   */
+  onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
 }
 
 function randomId(): string {
@@ -75,6 +81,7 @@ export const Sdk = Object.freeze({
       join: buildJoinFrame(options),
       timeoutMs: options.timeoutMs ?? 15_000,
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),
     });
     return new Room(connection, joined);
   },

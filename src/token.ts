@@ -1,4 +1,4 @@
-import { isRecord } from './protocol/validate.ts';
+import { isRecord } from './protocol/parse.ts';
 
 /**
  * Read the claims of a token without verifying it — for information only (the identity it

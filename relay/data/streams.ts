@@ -1,5 +1,6 @@
 import { decodeChunkHeader, CHUNK_HEADER_BYTES, type ServerFrame, type StreamInfo, type StreamOpenParams, type WireError } from '../../src/protocol/messages.ts';
 import { RelayError } from '../context.ts';
+import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/types.ts';
 
 /** Limits of data streams. */
@@ -43,6 +44,7 @@ export class StreamBoard {
     private readonly limits: StreamLimits,
     private readonly members: () => Iterable<Member>,
     private readonly lookup: (participantId: string) => Member | undefined,
+    private readonly timeline: Timeline,
   ) {}
 
   open(sender: Member, params: StreamOpenParams): { streamId: number; chunkBytes: number; window: number } {
@@ -62,6 +64,7 @@ export class StreamBoard {
     const info: StreamInfo = { ...meta, streamId: id, from: sender.id, timestamp: Date.now() };
     const data = serialise({ type: 'event', name: 'stream.open', data: info });
     for (const m of recipients) m.link.sendRaw(data);
+    if (!params.to) this.timeline.emit({ type: 'stream', from: sender.id, size: params.size, kind: params.kind, ...(params.name ? { name: params.name } : {}), ...(params.topic ? { topic: params.topic } : {}) });
     return { streamId: id, chunkBytes: this.limits.streamChunkBytes, window: this.limits.streamWindow };
   }
 

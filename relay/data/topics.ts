@@ -1,5 +1,6 @@
 import type { PubSubMessage, ServerFrame } from '../../src/protocol/messages.ts';
 import { RelayError } from '../context.ts';
+import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/types.ts';
 
 /** Limits of a room's topics. */
@@ -32,6 +33,7 @@ export class TopicBoard {
   constructor(
     private readonly limits: TopicLimits,
     private readonly lookup: (participantId: string) => Member | undefined,
+    private readonly timeline: Timeline,
   ) {}
 
   private topic(name: string, create: boolean): Topic | undefined {
@@ -84,6 +86,8 @@ export class TopicBoard {
     const topic = this.topic(name, options.persist === true);
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
     const to = options.to ? new Set(options.to) : undefined;
+    // targeted messages are private: outputs (recordings, captions) only see public ones
+    if (!to) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload, id: message.id });
     if (topic && options.persist && this.limits.historySize > 0) {
       topic.history.push(to ? { message, to } : { message });
       if (topic.history.length > this.limits.historySize) topic.history.shift();

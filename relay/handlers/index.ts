@@ -1,5 +1,6 @@
 import type { Method, Params, Result } from '../../src/protocol/messages.ts';
 import type { RequestScope } from '../context.ts';
+import { admitFromLobby, clearBoard, denyFromLobby, draw, requestUnpublish, shapes, startOutput, stopOutput } from './control.ts';
 import { closeStream, history, openStream, publish, subscribe, unsubscribe } from './data.ts';
 import { endRoom, leaveSession, removeParticipant } from './moderation.ts';
 import { listParticipants } from './participants.ts';
@@ -19,4 +20,12 @@ export const HANDLERS: { readonly [M in Method]: Handler<M> } = {
   'pubsub.history': history,
   'stream.open': openStream,
   'stream.close': closeStream,
+  'lobby.admit': admitFromLobby,
+  'lobby.deny': denyFromLobby,
+  'participant.request-unpublish': requestUnpublish,
+  'output.start': startOutput,
+  'output.stop': stopOutput,
+  'whiteboard.draw': draw,
+  'whiteboard.clear': clearBoard,
+  'whiteboard.shapes': shapes,
 };

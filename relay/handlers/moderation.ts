@@ -8,6 +8,7 @@ export function endRoom(scope: RequestScope): Result<'room.end'> {
   const { relay, room, member } = scope;
   relay.log.info(`room ${room.id} ended by ${member.id}`);
   relay.rooms.delete(room.id);
+  room.lobby.clear({ code: 'ENTRY_DENIED', message: 'the room has ended', reason: 'room-ended' });
   // after the response: the caller's own session is closed too
   scope.after(() => {
     for (const m of [...room.members()]) m.link.close(CloseCode.ROOM_ENDED, 'room-ended');

@@ -1,9 +1,12 @@
 import type { ParticipantCounts, ParticipantInfo, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 import { StreamBoard } from '../data/streams.ts';
 import { TopicBoard } from '../data/topics.ts';
+import { OutputBoard } from '../outputs/board.ts';
 import { CountCoalescer } from './count-coalescer.ts';
+import { Lobby } from './lobby.ts';
+import { Timeline } from './timeline.ts';
 import { MemberList, type ListNode } from './member-list.ts';
-import type { Member, Room, RoomLimits, RoomRegistry, TierCursor, TierPage } from './types.ts';
+import type { Member, Room, RoomRegistry, RoomServices, TierCursor, TierPage } from './types.ts';
 
 interface Entry {
   member: Member;
@@ -22,19 +25,25 @@ export class MemoryRoom implements Room {
   private readonly tiers: Record<Tier, MemberList<Member>> = { speaker: new MemberList(), viewer: new MemberList() };
   private readonly coalescer: CountCoalescer;
   private disposed = false;
+  private readonly moderators = new Set<Member>();
   readonly topics: TopicBoard;
   readonly streams: StreamBoard;
+  readonly lobby: Lobby;
+  readonly outputs: OutputBoard;
+  readonly timeline = new Timeline();
 
   constructor(
     readonly id: string,
-    limits: RoomLimits,
+    { limits, providers, log }: RoomServices,
   ) {
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
     );
     const lookup = (participantId: string) => this.get(participantId);
-    this.topics = new TopicBoard(limits, lookup);
-    this.streams = new StreamBoard(limits, () => this.members(), lookup);
+    this.topics = new TopicBoard(limits, lookup, this.timeline);
+    this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
+    this.lobby = new Lobby((frame) => this.toModerators(frame));
+    this.outputs = new OutputBoard({ roomId: id, timeline: this.timeline, log, broadcast: (frame) => this.broadcast(frame) }, providers);
   }
 
   get size(): number {
@@ -52,6 +61,8 @@ export class MemoryRoom implements Room {
   add(member: Member): void {
     const node = this.tiers[member.tier].append(member);
     this.entries.set(member.id, { member, node });
+    if (member.grant.canModerate) this.moderators.add(member);
+    this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
     if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: info(member) }, member.id);
     this.coalescer.changed();
   }
@@ -61,8 +72,10 @@ export class MemoryRoom implements Room {
     if (!entry || entry.member !== member) return false;
     this.entries.delete(member.id);
     this.tiers[member.tier].remove(entry.node);
+    this.moderators.delete(member);
     this.topics.drop(member);
     this.streams.memberLeft(member);
+    this.timeline.emit({ type: 'participant-left', participantId: member.id, tier: member.tier });
     if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
     this.coalescer.changed();
     return true;
@@ -92,10 +105,17 @@ export class MemoryRoom implements Room {
     for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data);
   }
 
+  toModerators(frame: ServerFrame): void {
+    if (this.disposed || this.moderators.size === 0) return;
+    const data = Buffer.from(JSON.stringify(frame));
+    for (const member of this.moderators) member.link.sendRaw(data);
+  }
+
   dispose(): void {
     this.disposed = true;
     this.coalescer.dispose();
     this.streams.dispose();
+    void this.outputs.dispose();
   }
 }
 
@@ -103,7 +123,7 @@ export class MemoryRoom implements Room {
 export class MemoryRoomRegistry implements RoomRegistry {
   private readonly rooms = new Map<string, MemoryRoom>();
 
-  constructor(private readonly limits: RoomLimits) {}
+  constructor(private readonly services: RoomServices) {}
 
   get size(): number {
     return this.rooms.size;
@@ -116,7 +136,7 @@ export class MemoryRoomRegistry implements RoomRegistry {
   getOrCreate(roomId: string): Room {
     let room = this.rooms.get(roomId);
     if (!room) {
-      room = new MemoryRoom(roomId, this.limits);
+      room = new MemoryRoom(roomId, this.services);
       this.rooms.set(roomId, room);
     }
     return room;

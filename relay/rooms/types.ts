@@ -1,6 +1,11 @@
 import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import type { StreamBoard, StreamLimits } from '../data/streams.ts';
 import type { TopicBoard, TopicLimits } from '../data/topics.ts';
+import type { OutputName } from '../../src/protocol/control.ts';
+import type { Logger } from '../log.ts';
+import type { OutputBoard, ProviderFactory } from '../outputs/board.ts';
+import type { Lobby } from './lobby.ts';
+import type { Timeline } from './timeline.ts';
 import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 
 /**
@@ -56,6 +61,12 @@ export interface Room {
   readonly topics: TopicBoard;
   /** Data streams in flight. */
   readonly streams: StreamBoard;
+  /** Joiners waiting for a moderator. */
+  readonly lobby: Lobby;
+  /** Recording, HLS, livestream, transcription, whiteboard. */
+  readonly outputs: OutputBoard;
+  /** What happens in the room, for the outputs. */
+  readonly timeline: Timeline;
   get(participantId: string): Member | undefined;
   /** Every member, on stage and in the audience. */
   members(): IterableIterator<Member>;
@@ -70,14 +81,23 @@ export interface Room {
   page(tier: Tier, after: TierCursor | null, limit: number): TierPage;
   /** Serialise once and send to every member (optionally but one). */
   broadcast(frame: ServerFrame, exceptId?: string): void;
+  /** Serialise once and send to the members with `canModerate`. */
+  toModerators(frame: ServerFrame): void;
   readonly size: number;
-  /** Stop timers; the room is gone. */
+  /** Stop timers and outputs; the room is gone. */
   dispose(): void;
 }
 
 /** What a room needs to know of the relay's configuration. */
 export interface RoomLimits extends TopicLimits, StreamLimits {
   countIntervalMs: number;
+}
+
+/** What a room is made with. */
+export interface RoomServices {
+  limits: RoomLimits;
+  providers: Readonly<Record<OutputName, ProviderFactory>>;
+  log: Logger;
 }
 
 /** All rooms of the relay. */

@@ -1,6 +1,6 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { isRecord } from '../../src/protocol/validate.ts';
+import { isRecord } from '../../src/protocol/parse.ts';
 
 /** Where an API key stands. */
 export type KeyStatus = { state: 'active'; key: KeyObject } | { state: 'revoked' } | { state: 'unknown' };

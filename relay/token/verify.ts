@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ErrorCode } from '../../src/protocol/codes.ts';
 import { claimShapeProblem, hasPrivilegedFlag, type TokenClaims } from '../../src/protocol/grant.ts';
-import { isRecord } from '../../src/protocol/validate.ts';
+import { isRecord } from '../../src/protocol/parse.ts';
 import type { KeyStore } from './keys.ts';
 
 /** A refused token: the code, a machine reason and a human message. */

@@ -1,4 +1,5 @@
 import type { Connection } from '../connection.ts';
+import type { Source } from '../protocol/grant.ts';
 
 /**
  * Moderation calls. Each needs `canModerate` in the token's grant; the SDK sends every call
@@ -10,6 +11,11 @@ export class Moderation {
   /** Remove a participant, on stage or in the audience, by id. */
   async remove(participantId: string): Promise<void> {
     await this.connection.request('participant.remove', { participantId });
+  }
+
+  /** Ask a participant to stop publishing a source; it decides. */
+  async requestUnpublish(participantId: string, source: Source): Promise<void> {
+    await this.connection.request('participant.request-unpublish', { participantId, source });
   }
 
   /** End the room for everyone. */

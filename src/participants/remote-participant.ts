@@ -1,8 +1,10 @@
+import type { Source } from '../protocol/grant.ts';
 import type { ParticipantInfo } from '../protocol/messages.ts';
 
 /** What a remote participant needs from its room to act on it. */
 export interface RemoteActions {
   remove(participantId: string): Promise<void>;
+  requestUnpublish(participantId: string, source: Source): Promise<void>;
 }
 
 /**
@@ -36,5 +38,13 @@ export class RemoteParticipant {
    */
   remove(): Promise<void> {
     return this.actions.remove(this.id);
+  }
+
+  /**
+   * Ask this participant to stop publishing a source (needs `canModerate`). It gets
+   * `unpublish-requested` and decides.
+   */
+  requestUnpublish(source: Source): Promise<void> {
+    return this.actions.requestUnpublish(this.id, source);
   }
 }

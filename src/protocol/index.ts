@@ -1,3 +1,4 @@
 export * from './codes.ts';
 export * from './grant.ts';
 export * from './messages.ts';
+export * from './control.ts';

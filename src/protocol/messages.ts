@@ -3,6 +3,7 @@
  * Version 1. `docs/protocol.md` describes the exchange.
  */
 import type { ErrorCode } from './codes.ts';
+import type { ControlEvents, ControlMethods, LobbyRequest, OutputName, OutputStatus } from './control.ts';
 import type { EffectiveGrant } from './grant.ts';
 
 /** The protocol version a client announces in its join frame. */
@@ -94,7 +95,7 @@ export interface JoinFrame {
 }
 
 /** Request methods, their parameters and their results. */
-export interface Methods {
+export interface Methods extends ControlMethods {
   'participants.list': {
     params: { tier: Tier; limit?: number; cursor?: string | null };
     result: { participants: ParticipantSummary[]; nextCursor: string | null };
@@ -135,7 +136,7 @@ export type ClientFrame = JoinFrame | RequestFrame;
 // ---- relay → client ------------------------------------------------------------------
 
 /** Room events pushed by the relay, and their payloads. */
-export interface ServerEvents {
+export interface ServerEvents extends ControlEvents {
   'participant-joined': ParticipantInfo;
   'participant-left': { id: string };
   'participant-count-changed': ParticipantCounts;
@@ -161,6 +162,18 @@ export interface JoinedFrame {
   /** On-stage participants other than the joiner, in join order. */
   participants: ParticipantInfo[];
   counts: ParticipantCounts;
+  /** The state of every output. */
+  outputs: Record<OutputName, OutputStatus>;
+  /** For moderators: the joiners waiting in the lobby, oldest first. */
+  lobby?: LobbyRequest[];
+}
+
+/** To a joiner whose token asks for entry: it waits in the lobby for a moderator. */
+export interface LobbyFrame {
+  type: 'lobby';
+  requestedAt: number;
+  /** Seconds it may wait before ENTRY_TIMEOUT. */
+  ttl: number;
 }
 
 /** The relay's answer to a refused join; the socket is closed right after. */
@@ -188,7 +201,7 @@ export interface ErrorFrame {
 }
 
 /** Every frame the relay may send. */
-export type ServerFrame = JoinedFrame | JoinErrorFrame | ResponseFrame | EventFrame | ErrorFrame;
+export type ServerFrame = JoinedFrame | LobbyFrame | JoinErrorFrame | ResponseFrame | EventFrame | ErrorFrame;
 
 // ---- binary frames: data stream chunks -----------------------------------------------
 

@@ -3,32 +3,11 @@
  * goes through {@link parseClientFrame}, which either returns a typed frame or says what is
  * wrong with it.
  */
+import { CONTROL_PARAMS } from './validate-control.ts';
 import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame } from './messages.ts';
+import { bad, isId, isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, ok, optionalString, type Parsed, type ParamsParser } from './parse.ts';
 
-/** The outcome of a parse: a typed value, or a human-readable problem. */
-export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string; id?: number };
-
-const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
-const bad = (problem: string, id?: number): Parsed<never> =>
-  id === undefined ? { ok: false, problem } : { ok: false, problem, id };
-
-/** True for a plain JSON object (not null, not an array). */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Identifiers (room and participant ids, names) are bounded, non-empty strings. */
-export const MAX_ID_LENGTH = 128;
-/** Display names are bounded too. */
-export const MAX_NAME_LENGTH = 256;
-
-function optionalString(value: unknown, max: number): boolean {
-  return value === undefined || (typeof value === 'string' && value.length > 0 && value.length <= max);
-}
-
-function isId(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
-}
+export { isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, type Parsed } from './parse.ts';
 
 /** Hard caps of the protocol; the relay's configurable limits are at most these. */
 export const MAX_TOPIC_LENGTH = 1024;
@@ -50,10 +29,9 @@ function parseTargets(value: unknown): Parsed<string[] | undefined> {
 
 const isUint32 = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;
 
-type ParamsParser<M extends Method> = (params: Record<string, unknown>) => Parsed<Params<M>>;
-
 /** One parser per method: the typed dispatch table of request validation. */
 const PARAMS: { [M in Method]: ParamsParser<M> } = {
+  ...CONTROL_PARAMS,
   'participants.list': (p) => {
     if (p.tier !== 'viewer' && p.tier !== 'speaker') return bad("tier must be 'viewer' or 'speaker'");
     if (p.limit !== undefined && !(Number.isInteger(p.limit) && (p.limit as number) >= 1 && (p.limit as number) <= 1000)) {

@@ -1,0 +1,94 @@
+import type { LobbyDecision, LobbyOutcome, LobbyRequest } from '../../src/protocol/control.ts';
+import type { ServerFrame, WireError } from '../../src/protocol/messages.ts';
+
+/** A joiner held in the lobby, with the two ways its wait can end. */
+export interface Waiting {
+  readonly request: LobbyRequest;
+  /** Let it in; returns why it could not enter, if it could not. */
+  admit(): WireError | null;
+  /** End its wait with an error (its join fails with it). */
+  refuse(error: WireError): void;
+}
+
+interface Held extends Waiting {
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/**
+ * The joiners of one room waiting for a moderator, oldest first. Each wait ends exactly once:
+ * admitted, denied, out of time, or cancelled (the joiner went away). Moderators are told of
+ * each request and of each ending.
+ */
+export class Lobby {
+  private readonly held = new Map<string, Held>();
+
+  /** @param toModerators sends a frame to the room's moderators */
+  constructor(private readonly toModerators: (frame: ServerFrame) => void) {}
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  has(participantId: string): boolean {
+    return this.held.has(participantId);
+  }
+
+  list(): LobbyRequest[] {
+    return [...this.held.values()].map((h) => h.request);
+  }
+
+  /** Hold a joiner for at most `ttlSeconds`. */
+  hold(waiting: Waiting, ttlSeconds: number): void {
+    const id = waiting.request.participantId;
+    const timer = setTimeout(() => {
+      if (!this.release(id, 'timeout')) return;
+      waiting.refuse({ code: 'ENTRY_TIMEOUT', message: `no moderator admitted you within ${ttlSeconds} s`, reason: 'ttl' });
+    }, ttlSeconds * 1000);
+    timer.unref?.();
+    this.held.set(id, { ...waiting, timer });
+    this.toModerators({ type: 'event', name: 'lobby-request', data: waiting.request });
+  }
+
+  /** A moderator's decision about one id. */
+  decide(participantId: string, admit: boolean, by: string): LobbyDecision {
+    const held = this.held.get(participantId);
+    if (!held) {
+      return { participantId, ok: false, error: { code: 'NOT_FOUND', message: `"${participantId}" is not waiting in the lobby (already admitted, denied, gone, or never there)`, reason: 'not-waiting' } };
+    }
+    this.release(participantId, admit ? 'admitted' : 'denied', by);
+    if (!admit) {
+      held.refuse({ code: 'ENTRY_DENIED', message: 'a moderator denied your request to join', reason: 'denied' });
+      return { participantId, ok: true };
+    }
+    const error = held.admit();
+    return error ? { participantId, ok: false, error } : { participantId, ok: true };
+  }
+
+  /** The joiner went away (socket closed or join aborted). */
+  cancel(participantId: string, waiting: Waiting): void {
+    if (this.held.get(participantId)?.request === waiting.request) this.release(participantId, 'cancelled');
+  }
+
+  /** End one wait with an error (the identity asked again from elsewhere). */
+  evict(participantId: string, error: WireError): void {
+    const held = this.held.get(participantId);
+    if (held && this.release(participantId, 'cancelled')) held.refuse(error);
+  }
+
+  /** Refuse everyone (the room ended). */
+  clear(error: WireError): void {
+    for (const [id, held] of [...this.held]) {
+      this.release(id, 'denied');
+      held.refuse(error);
+    }
+  }
+
+  private release(participantId: string, outcome: LobbyOutcome, by?: string): boolean {
+    const held = this.held.get(participantId);
+    if (!held) return false;
+    clearTimeout(held.timer);
+    this.held.delete(participantId);
+    this.toModerators({ type: 'event', name: 'lobby-resolved', data: { participantId, outcome, ...(by ? { by } : {}) } });
+    return true;
+  }
+}

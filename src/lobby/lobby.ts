@@ -1,0 +1,65 @@
+import type { Connection } from '../connection.ts';
+import { SdkError } from '../errors.ts';
+import type { LobbyDecision, LobbyRequest } from '../protocol/control.ts';
+
+/**
+ * The lobby as a moderator sees it: who waits, and the decisions. `admit` and `deny` need
+ * `canModerate` (the relay decides). Listen to the room's `lobby-request` (retroactive: a late
+ * listener first gets every request already waiting) and `lobby-resolved` events.
+ *
+ * @example
+ * ```ts
+ * room.on('lobby-request', ({ participantId, name }) => askHost(name).then((ok) =>
+ *   ok ? room.lobby.admit(participantId) : room.lobby.deny(participantId)));
+ * await room.lobby.admit(room.lobby.pending.map((r) => r.participantId)); // everyone at once
+ * ```
+ */
+export class Lobby {
+  private readonly waiting = new Map<string, LobbyRequest>();
+
+  /** @internal */
+  constructor(
+    private readonly connection: Connection,
+    initial: LobbyRequest[],
+  ) {
+    for (const request of initial) this.waiting.set(request.participantId, request);
+  }
+
+  /** The requests waiting now, oldest first (empty unless you may moderate). */
+  get pending(): LobbyRequest[] {
+    return [...this.waiting.values()];
+  }
+
+  /** Let one joiner in (rejects with `NOT_FOUND` if it is no longer waiting), or several (resolves with one decision each). */
+  admit(participantId: string): Promise<void>;
+  admit(participantIds: string[]): Promise<LobbyDecision[]>;
+  admit(ids: string | string[]): Promise<void | LobbyDecision[]> {
+    return this.decide('lobby.admit', ids);
+  }
+
+  /** Turn one joiner away (its join fails with `ENTRY_DENIED`), or several. */
+  deny(participantId: string): Promise<void>;
+  deny(participantIds: string[]): Promise<LobbyDecision[]>;
+  deny(ids: string | string[]): Promise<void | LobbyDecision[]> {
+    return this.decide('lobby.deny', ids);
+  }
+
+  private async decide(method: 'lobby.admit' | 'lobby.deny', ids: string | string[]): Promise<void | LobbyDecision[]> {
+    const { decisions } = await this.connection.request(method, { participantIds: typeof ids === 'string' ? [ids] : ids });
+    if (Array.isArray(ids)) return decisions;
+    const [only] = decisions;
+    if (only && !only.ok) throw SdkError.fromWire(only.error);
+  }
+
+  /** @internal */
+  requested(request: LobbyRequest): boolean {
+    if (this.waiting.has(request.participantId)) return false;
+    this.waiting.set(request.participantId, request);
+    return true;
+  }
+
+  /** @internal */
+  resolved(participantId: string): void {
+    this.waiting.delete(participantId);
+  }
+}

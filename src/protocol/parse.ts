@@ -1,0 +1,30 @@
+/** Small parsing helpers shared by the frame validators. */
+import type { Method, Params } from './messages.ts';
+
+/** The outcome of a parse: a typed value, or a human-readable problem. */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string; id?: number };
+
+export const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
+export const bad = (problem: string, id?: number): Parsed<never> =>
+  id === undefined ? { ok: false, problem } : { ok: false, problem, id };
+
+/** True for a plain JSON object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Identifiers (room and participant ids, names) are bounded, non-empty strings. */
+export const MAX_ID_LENGTH = 128;
+/** Display names are bounded too. */
+export const MAX_NAME_LENGTH = 256;
+
+export function optionalString(value: unknown, max: number): boolean {
+  return value === undefined || (typeof value === 'string' && value.length > 0 && value.length <= max);
+}
+
+export function isId(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
+}
+
+/** A parser of one method's parameters. */
+export type ParamsParser<M extends Method> = (params: Record<string, unknown>) => Parsed<Params<M>>;

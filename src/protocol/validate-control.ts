@@ -1,0 +1,75 @@
+/** Parsers of the lobby, moderation-request, output and whiteboard methods. */
+import { OUTPUTS, type OutputName, type ShapeInput } from './control.ts';
+import { SOURCES, type Source } from './grant.ts';
+import type { Method } from './messages.ts';
+import { bad, isId, isRecord, ok, type Parsed, type ParamsParser } from './parse.ts';
+
+type ControlMethod = Extract<Method, 'lobby.admit' | 'lobby.deny' | 'participant.request-unpublish' | 'output.start' | 'output.stop' | 'whiteboard.draw' | 'whiteboard.clear' | 'whiteboard.shapes'>;
+
+/** Board coordinates and sizes stay within this range. */
+export const BOARD_SIZE = 10_000;
+const MAX_POINTS = 4000;
+const MAX_TEXT = 1000;
+
+function ids(p: Record<string, unknown>): Parsed<{ participantIds: string[] }> {
+  const list = p.participantIds;
+  if (!Array.isArray(list) || list.length === 0 || list.length > 100 || !list.every(isId)) {
+    return bad('participantIds must be an array of 1 to 100 participant ids');
+  }
+  return ok({ participantIds: [...new Set(list as string[])] });
+}
+
+const isOutput = (v: unknown): v is OutputName => OUTPUTS.includes(v as OutputName);
+const coord = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && Math.abs(v) <= BOARD_SIZE;
+const optionalStyle = (v: unknown, max: number) => v === undefined || (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= max);
+const optionalColor = (v: unknown) => v === undefined || (typeof v === 'string' && /^#[0-9a-fA-F]{3,8}$|^[a-z]{3,20}$/.test(v));
+
+/** Validate a shape, keeping only its known fields. */
+export function parseShape(value: unknown): Parsed<ShapeInput> {
+  if (!isRecord(value)) return bad('shape must be an object');
+  const { kind, color } = value;
+  if (!optionalColor(color)) return bad('color must be #rgb, #rrggbb(aa) or a colour name');
+  const style = color === undefined ? {} : { color: color as string };
+  if (kind === 'stroke') {
+    const points = value.points;
+    if (!Array.isArray(points) || points.length < 2 || points.length > MAX_POINTS || points.length % 2 !== 0 || !points.every(coord)) {
+      return bad(`a stroke has 2 to ${MAX_POINTS} coordinates (x, y pairs) within ±${BOARD_SIZE}`);
+    }
+    if (!optionalStyle(value.width, 200)) return bad('width must be a number from 0 to 200');
+    return ok({ kind, points: points as number[], ...style, ...(value.width === undefined ? {} : { width: value.width as number }) });
+  }
+  if (kind === 'line' || kind === 'rect' || kind === 'ellipse') {
+    if (![value.x, value.y, value.w, value.h].every(coord)) return bad(`x, y, w and h must be numbers within ±${BOARD_SIZE}`);
+    if (!optionalStyle(value.width, 200)) return bad('width must be a number from 0 to 200');
+    return ok({ kind, x: value.x as number, y: value.y as number, w: value.w as number, h: value.h as number, ...style, ...(value.width === undefined ? {} : { width: value.width as number }) });
+  }
+  if (kind === 'text') {
+    if (![value.x, value.y].every(coord)) return bad(`x and y must be numbers within ±${BOARD_SIZE}`);
+    if (typeof value.text !== 'string' || value.text.length === 0 || value.text.length > MAX_TEXT) return bad(`text must be 1 to ${MAX_TEXT} characters`);
+    if (!optionalStyle(value.size, 500)) return bad('size must be a number from 0 to 500');
+    return ok({ kind, x: value.x as number, y: value.y as number, text: value.text, ...style, ...(value.size === undefined ? {} : { size: value.size as number }) });
+  }
+  return bad("shape kind must be 'stroke', 'line', 'rect', 'ellipse' or 'text'");
+}
+
+export const CONTROL_PARAMS: { [M in ControlMethod]: ParamsParser<M> } = {
+  'lobby.admit': ids,
+  'lobby.deny': ids,
+  'participant.request-unpublish': (p) => {
+    if (!isId(p.participantId)) return bad('participantId must be a non-empty string');
+    if (!SOURCES.includes(p.source as Source)) return bad("source must be 'camera', 'microphone' or 'screen'");
+    return ok({ participantId: p.participantId, source: p.source as Source });
+  },
+  'output.start': (p) => {
+    if (!isOutput(p.output)) return bad(`output must be one of ${OUTPUTS.join(', ')}`);
+    if (p.options !== undefined && !isRecord(p.options)) return bad('options must be an object');
+    return ok({ output: p.output, ...(p.options === undefined ? {} : { options: p.options as Record<string, unknown> }) });
+  },
+  'output.stop': (p) => (isOutput(p.output) ? ok({ output: p.output }) : bad(`output must be one of ${OUTPUTS.join(', ')}`)),
+  'whiteboard.draw': (p) => {
+    const shape = parseShape(p.shape);
+    return shape.ok ? ok({ shape: shape.value }) : shape;
+  },
+  'whiteboard.clear': () => ok({}),
+  'whiteboard.shapes': () => ok({}),
+};
