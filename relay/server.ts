@@ -11,6 +11,7 @@ import type { RoomRegistry } from './rooms/types.ts';
 import type { OutputName } from '../src/protocol/control.ts';
 import type { ProviderFactory } from './outputs/board.ts';
 import { localProviders } from './outputs/providers.ts';
+import { serveHttp } from './http.ts';
 import { Session } from './session.ts';
 import type { KeyStore } from './token/keys.ts';
 
@@ -102,11 +103,7 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 }
 
 function answerHttp(req: IncomingMessage, res: ServerResponse, context: RelayContext, sessions: Set<Session>): void {
-  if (req.url === '/healthz') {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ok: true, rooms: context.rooms.size, connections: sessions.size }));
-    return;
-  }
+  if (serveHttp(req, res, context, sessions.size)) return;
   res.writeHead(426, { 'content-type': 'text/plain' });
   res.end('This is a Tessera relay: connect with a WebSocket (the Tessera SDK does).\n');
 }

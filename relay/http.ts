@@ -1,0 +1,67 @@
+import { createReadStream, existsSync, statSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { RelayContext } from './context.ts';
+import { listRecordings, safeName } from './outputs/recording.ts';
+import { verifyToken } from './token/verify.ts';
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(JSON.stringify(body));
+};
+
+function sendFile(res: ServerResponse, file: string, type: string): void {
+  if (!existsSync(file) || !statSync(file).isFile()) return json(res, 404, { error: 'not found' });
+  res.writeHead(200, { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' });
+  createReadStream(file).pipe(res);
+}
+
+/**
+ * Recordings are private: a request carries a token (`Authorization: Bearer <token>`) scoped
+ * to the room, with `canRecord`; it sees that room's recordings only.
+ */
+function recordingAccess(req: IncomingMessage, relay: RelayContext): { roomId: string } | { status: number; error: string } {
+  const header = req.headers.authorization ?? '';
+  const token = header.startsWith('Bearer ') ? header.slice(7) : '';
+  const verified = verifyToken(token, { keys: relay.keys, maxTtlRoom: relay.config.maxTtlRoom, maxTtlDomain: relay.config.maxTtlDomain });
+  if (!verified.ok) return { status: 401, error: `${verified.code}: ${verified.message}` };
+  const { claims } = verified;
+  if (claims.roomId === undefined || claims.grant.canRecord !== true) return { status: 403, error: 'INVALID_PERMISSIONS: needs a room-scoped token with canRecord' };
+  return { roomId: claims.roomId };
+}
+
+/** The relay's HTTP side: health, recordings, HLS. Returns false for paths it does not serve. */
+export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number): boolean {
+  const path = new URL(req.url ?? '/', 'http://relay').pathname;
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  if (path === '/healthz') {
+    json(res, 200, { ok: true, rooms: relay.rooms.size, connections });
+    return true;
+  }
+  if (path === '/recordings' || path.startsWith('/recordings/')) {
+    const access = recordingAccess(req, relay);
+    if ('status' in access) {
+      json(res, access.status, { error: access.error });
+      return true;
+    }
+    const dir = relay.config.recordingsDir;
+    if (path === '/recordings') {
+      json(res, 200, { recordings: listRecordings(dir, access.roomId).map((r) => ({ ...r, url: `/recordings/${encodeURIComponent(r.file)}` })) });
+      return true;
+    }
+    const file = decodeURIComponent(path.slice('/recordings/'.length));
+    if (!/^[\w-]+--[\w-]+\.jsonl$/.test(file) || !file.startsWith(`${safeName(access.roomId)}--`)) {
+      json(res, 404, { error: 'not found' });
+      return true;
+    }
+    sendFile(res, join(dir, file), 'application/x-ndjson');
+    return true;
+  }
+  const hls = /^\/hls\/([\w-]+)\/(index\.m3u8|seg\d+\.vtt)$/.exec(path);
+  if (hls) {
+    const [, room, file] = hls as unknown as [string, string, string];
+    sendFile(res, join(relay.config.hlsDir, room, file), file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : 'text/vtt');
+    return true;
+  }
+  return false;
+}

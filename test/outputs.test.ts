@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { OUTPUTS, OUTPUT_FLAGS, type OutputName, type OutputStatus } from '../src/protocol/control.ts';
+import type { Room } from '../src/room.ts';
+import { nextEvent, rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { startRtmpListener } from './rtmp-listener.ts';
+
+const ALL = { canRecord: true, canHls: true, canLivestream: true, canTranscribe: true, canWhiteboard: true, canPublishData: true, canModerate: true };
+
+describe('outputs: each gated by its flag, a state machine, a real local provider', () => {
+  let t: TestRelay;
+  let http: string;
+  const hooks: Array<Record<string, unknown>> = [];
+  const hook = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      hooks.push(JSON.parse(body) as Record<string, unknown>);
+      res.writeHead(204).end();
+    });
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-outputs-'));
+
+  before(async () => {
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+    t = await startTestRelay({
+      recordingsDir: join(dir, 'rec'),
+      hlsDir: join(dir, 'hls'),
+      hlsSegmentSeconds: 1,
+      transcriptionUrl: `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook`,
+    });
+    http = t.url.replace('ws:', 'http:');
+  });
+  after(async () => {
+    await t.close();
+    hook.close();
+  });
+
+  const host = (room: string, grant: Record<string, boolean> = ALL, id = 'host') => t.join({ token: t.token({ roomId: room, participantId: id, grant }) });
+
+  it('without its flag every start and stop is INVALID_PERMISSIONS; with it, it runs', async () => {
+    const nobody = await host('o1', {}, 'nobody');
+    for (const output of OUTPUTS) {
+      const err = await rejectsWith(nobody[output].start(), 'INVALID_PERMISSIONS');
+      assert.equal(err.reason, `missing-${OUTPUT_FLAGS[output]}`);
+      await rejectsWith(nobody[output].stop(), 'INVALID_PERMISSIONS');
+    }
+    for (const output of ['recording', 'hls', 'whiteboard', 'transcription'] as OutputName[]) {
+      const only = await host('o1', { [OUTPUT_FLAGS[output]]: true }, `only-${output}`);
+      await only[output].start();
+      for (const other of OUTPUTS.filter((o) => o !== output)) await rejectsWith(only[other].start(), 'INVALID_PERMISSIONS');
+      await only[output].stop();
+      await only.leave();
+    }
+    await nobody.leave();
+  });
+
+  it('every change reaches everyone as output-changed; late joiners see the states; double start/stop are clear errors', async () => {
+    const a = await host('o2');
+    const b = await host('o2', {}, 'b');
+    const seen: Array<{ output: string; state: string; by?: string }> = [];
+    b.on('output-changed', ({ output, state, by }) => seen.push({ output, state, ...(by ? { by } : {}) }));
+    const status = await a.whiteboard.start();
+    assert.equal(status.state, 'active');
+    await until(() => seen.length === 2);
+    assert.deepEqual(seen, [{ output: 'whiteboard', state: 'starting', by: 'host' }, { output: 'whiteboard', state: 'active', by: 'host' }]);
+    assert.equal(b.whiteboard.state, 'active');
+    const late = await host('o2', {}, 'late');
+    assert.equal(late.whiteboard.state, 'active');
+    assert.equal(late.recording.state, 'stopped');
+    const again = await rejectsWith(a.whiteboard.start(), 'INVALID_ARGUMENT');
+    assert.equal(again.reason, 'output-already-active');
+    await a.whiteboard.stop();
+    const stopped = await rejectsWith(a.whiteboard.stop(), 'INVALID_ARGUMENT');
+    assert.equal(stopped.reason, 'output-not-active');
+    await until(() => late.whiteboard.state === 'stopped');
+    for (const r of [a, b, late]) await r.leave();
+  });
+
+  it('recording writes the room timeline to a file, listed and downloadable with a canRecord token of the room', async () => {
+    const a = await host('o3');
+    const status = await a.recording.start();
+    const url = status.info!.url!;
+    const b = await host('o3', { canPublishData: true }, 'b');
+    await a.pubsub.publish('chat', { text: 'for the record' });
+    await a.pubsub.publish('chat', 'secret', { to: ['b'] });
+    await b.leave();
+    await a.recording.stop();
+    const auth = { authorization: `Bearer ${t.token({ roomId: 'o3', grant: { canRecord: true } })}` };
+    const list = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ file: string; url: string; size: number }> };
+    assert.equal(list.recordings.length, 1);
+    assert.equal(list.recordings[0]!.url, url);
+    const res = await fetch(`${http}${url}`, { headers: auth });
+    assert.equal(res.status, 200);
+    const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload?: unknown; participantId?: string });
+    assert.equal(lines[0]!.type, 'recording-started');
+    assert.equal(lines.at(-1)!.type, 'recording-stopped');
+    assert.ok(lines.some((l) => l.type === 'participant-joined' && l.participantId === 'b'));
+    assert.ok(lines.some((l) => l.type === 'message' && (l.payload as { text: string }).text === 'for the record'));
+    assert.ok(!lines.some((l) => l.payload === 'secret'), 'targeted messages stay private');
+    assert.ok(lines.some((l) => l.type === 'participant-left' && l.participantId === 'b'));
+    assert.equal((await fetch(`${http}/recordings`)).status, 401, 'no token');
+    const noFlag = { authorization: `Bearer ${t.token({ roomId: 'o3', grant: {} })}` };
+    assert.equal((await fetch(`${http}/recordings`, { headers: noFlag })).status, 403);
+    const otherRoom = { authorization: `Bearer ${t.token({ roomId: 'other', grant: { canRecord: true } })}` };
+    assert.deepEqual(((await (await fetch(`${http}/recordings`, { headers: otherRoom })).json()) as { recordings: unknown[] }).recordings, []);
+    assert.equal((await fetch(`${http}${url}`, { headers: otherRoom })).status, 404);
+    await a.leave();
+  });
+
+  it('hls: a playlist of WebVTT segments under /hls, with the timeline as cues, ended on stop', async () => {
+    const a = await host('o4');
+    const status = await a.hls.start({ segmentSeconds: 0.5 });
+    const playlist = `${http}${status.info!.playlist}`;
+    await a.pubsub.publish('chat', 'hello hls');
+    await new Promise((r) => setTimeout(r, 1300));
+    let text = await (await fetch(playlist)).text();
+    assert.match(text, /^#EXTM3U/);
+    assert.match(text, /#EXT-X-TARGETDURATION:\d+/);
+    assert.doesNotMatch(text, /#EXT-X-ENDLIST/);
+    const segments = [...text.matchAll(/^(seg\d+\.vtt)$/gm)].map((m) => m[1]!);
+    assert.ok(segments.length >= 2);
+    const bodies = await Promise.all(segments.map(async (s) => (await fetch(playlist.replace('index.m3u8', s))).text()));
+    assert.ok(bodies.every((b) => b.startsWith('WEBVTT')));
+    assert.ok(bodies.some((b) => b.includes('host: hello hls')));
+    assert.equal((await fetch(playlist)).headers.get('content-type'), 'application/vnd.apple.mpegurl');
+    await a.hls.stop();
+    text = await (await fetch(playlist)).text();
+    assert.match(text, /#EXT-X-ENDLIST/);
+    assert.equal((await fetch(`${http}/hls/o4/../../etc/passwd`)).status, 426, 'nothing outside the HLS tree');
+    await a.leave();
+  });
+
+  it('livestream: publishes to a local RTMP listener (connect, publish, metadata, timeline data); failures are clear', async () => {
+    const rtmp = await startRtmpListener();
+    const a = await host('o5');
+    try {
+      const bad = await rejectsWith(a.livestream.start({ url: 'http://nope' }), 'INVALID_ARGUMENT');
+      assert.equal(bad.reason, 'bad-url');
+      assert.equal(a.livestream.state, 'failed');
+      const status = await a.livestream.start({ url: `rtmp://127.0.0.1:${rtmp.port}/live/secret-key` });
+      assert.equal(status.state, 'active');
+      await a.pubsub.publish('chat', 'on air');
+      await until(() => (rtmp.sessions[0]?.data.length ?? 0) >= 2);
+      const got = rtmp.sessions[0]!;
+      assert.deepEqual(got.commands.slice(0, 5), ['connect', 'releaseStream', 'FCPublish', 'createStream', 'publish']);
+      assert.equal(got.app, 'live');
+      assert.equal(got.key, 'secret-key');
+      assert.deepEqual(got.data[0]!.slice(0, 2), ['@setDataFrame', 'onMetaData']);
+      assert.ok(got.data.some((d) => d[0] === 'onTextData' && String((d[1] as { text: string }).text).includes('on air')));
+      // the server drops the connection: the output fails, everyone is told
+      const failed = nextEvent(a, 'output-changed');
+      for (const s of rtmp.sockets) s.destroy();
+      const change = await failed;
+      assert.equal(change.state, 'failed');
+      assert.equal((change as OutputStatus).error?.code, 'CONNECTION_LOST');
+      // nothing listening: CONNECTION_FAILED
+      const port = rtmp.port;
+      rtmp.close();
+      const unreachable = await rejectsWith(a.livestream.start({ url: `rtmp://127.0.0.1:${port}/live/k` }), 'CONNECTION_FAILED');
+      assert.equal(unreachable.kind, 'Network');
+    } finally {
+      rtmp.close();
+      await a.leave();
+    }
+  });
+
+  it('transcription: the external hook is told of start and stop; without a hook it fails clearly', async () => {
+    const a = await host('o6');
+    await a.transcription.start({ language: 'de' });
+    await a.transcription.stop();
+    const mine = () => hooks.filter((h) => h.roomId === 'o6');
+    await until(() => mine().length >= 2);
+    assert.deepEqual(mine().map((h) => h.type), ['start', 'stop']);
+    assert.equal(mine()[0]!.language, 'de');
+    const bare = await startTestRelay();
+    try {
+      const b = await bare.join({ token: bare.token({ roomId: 'o6', grant: { canTranscribe: true } }) });
+      const err = await rejectsWith(b.transcription.start(), 'INVALID_ARGUMENT');
+      assert.equal(err.reason, 'not-configured');
+      assert.equal(b.transcription.state, 'failed');
+    } finally {
+      await bare.close();
+    }
+    await a.leave();
+  });
+
+  it('whiteboard: shapes synced to everyone, kept for late joiners; drawing needs canWhiteboard', async () => {
+    const a = await host('o7');
+    const viewer = await t.join({ token: t.token({ roomId: 'o7', participantId: 'v', isViewer: true, grant: {} }) });
+    await rejectsWith(a.whiteboard.draw({ kind: 'rect', x: 0, y: 0, w: 1, h: 1 }), 'INVALID_ARGUMENT');
+    await a.whiteboard.start();
+    const drawn = nextEvent(viewer, 'whiteboard-shape');
+    const shape = await a.whiteboard.draw({ kind: 'stroke', points: [0, 0, 10, 10, 20, 5], color: '#ff0000', width: 3 });
+    assert.equal(shape.by, 'host');
+    assert.deepEqual((await drawn).shape, shape);
+    await a.whiteboard.draw({ kind: 'text', x: 5, y: 5, text: 'hello' });
+    const late: Room = await t.join({ token: t.token({ roomId: 'o7', participantId: 'late', grant: {} }) });
+    assert.deepEqual((await late.whiteboard.getShapes()).map((s) => s.kind), ['stroke', 'text']);
+    await rejectsWith(late.whiteboard.draw({ kind: 'rect', x: 0, y: 0, w: 1, h: 1 }), 'INVALID_PERMISSIONS');
+    await rejectsWith(late.whiteboard.clear(), 'INVALID_PERMISSIONS');
+    for (const bad of [{ kind: 'blob' }, { kind: 'stroke', points: [1] }, { kind: 'rect', x: 'a', y: 0, w: 1, h: 1 }, { kind: 'text', x: 0, y: 0, text: '' }, { kind: 'line', x: 0, y: 0, w: 1, h: 1, color: 'javascript:alert(1)' }]) {
+      await rejectsWith(a.whiteboard.draw(bad as never), 'INVALID_ARGUMENT');
+    }
+    const cleared = nextEvent(late, 'whiteboard-cleared');
+    await a.whiteboard.clear();
+    assert.deepEqual(await cleared, { by: 'host' });
+    assert.deepEqual(await late.whiteboard.getShapes(), []);
+    for (const r of [a, viewer, late]) await r.leave();
+  });
+
+  it('request-unpublish reaches the target, who decides; it needs canModerate; self and unknown ids are clear errors', async () => {
+    const mod = await host('o8');
+    const speaker = await host('o8', {}, 'speaker');
+    await until(() => mod.remoteParticipants.has('speaker'));
+    const asked = nextEvent(speaker, 'unpublish-requested');
+    await mod.remoteParticipants.get('speaker')!.requestUnpublish('camera');
+    assert.deepEqual(await asked, { source: 'camera', by: 'host' });
+    await rejectsWith(speaker.remoteParticipants.get('host')!.requestUnpublish('microphone'), 'INVALID_PERMISSIONS');
+    await until(() => speaker.remoteParticipants.has('host'));
+    await rejectsWith(mod.remoteParticipants.get('speaker')!.requestUnpublish('webcam' as never), 'INVALID_ARGUMENT');
+    await mod.leave();
+    await speaker.leave();
+  });
+
+  it('files stay where the relay was told to write them', () => {
+    assert.ok(readFileSync(join(dir, 'hls', 'o4', 'index.m3u8'), 'utf8').includes('#EXTM3U'));
+  });
+});
