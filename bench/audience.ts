@@ -3,11 +3,12 @@
  * several client processes, against the relay in its own process — beside a raw ws join storm
  * of the same size against a bare ws server, in the same run.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mintToken } from '../src/server/mint.ts';
 import { Sdk } from '../src/sdk.ts';
 import type { Room } from '../src/room.ts';
 import { ms, summary, table } from './lib.ts';
+import { ask, child, message, stop } from './procs.ts';
 
 const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 10_000);
 const SPEAKERS = 10;
@@ -16,32 +17,10 @@ const CONCURRENCY = 64; // in flight per worker
 const SIMULATED = Number(process.env.BENCH_SIMULATED ?? 90_000);
 const SECRET = 'bench-secret-0123456789';
 const ROOM = 'audience';
-const here = new URL('.', import.meta.url).pathname;
 
-function child(script: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-  const prof = process.env.BENCH_PROFILE && args[0] === process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? '.'}`] : [];
-  return fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc', ...prof], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-}
 
-const firstMessage = <T>(proc: ChildProcess, pick: (m: T) => boolean = () => true) =>
-  new Promise<T>((resolve) => {
-    const on = (m: T) => {
-      if (!pick(m)) return;
-      proc.off('message', on);
-      resolve(m);
-    };
-    proc.on('message', on);
-  });
 
-const stop = (proc: ChildProcess) => new Promise((resolve) => { proc.once('exit', resolve); proc.send({ cmd: 'exit' }); });
 
-let rid = 0;
-async function ask<T>(proc: ChildProcess, msg: Record<string, unknown>): Promise<T> {
-  const id = ++rid;
-  const answer = firstMessage<T & { id: number }>(proc, (m) => m.id === id);
-  proc.send({ ...msg, id });
-  return answer;
-}
 
 interface Storm {
   seconds: number;
@@ -55,8 +34,8 @@ async function storm(mode: 'sdk' | 'raw', url: string, token: string): Promise<S
   const workers = Array.from({ length: WORKERS }, (_, i) =>
     child('audience-worker.ts', [mode, url, String(Math.min(per, VIEWERS - i * per)), String(CONCURRENCY)], { BENCH_TOKEN: token, BENCH_ROOM: ROOM }),
   );
-  await Promise.all(workers.map((w) => firstMessage(w)));
-  const done = workers.map((w) => firstMessage<{ done: boolean; at: number; failed: number }>(w, (m) => m.done));
+  await Promise.all(workers.map((w) => message(w)));
+  const done = workers.map((w) => message<{ done: boolean; at: number; failed: number }>(w, (m) => m.done));
   const start = Date.now();
   for (const w of workers) w.send({ cmd: 'go' });
   const results = await Promise.all(done);
@@ -84,8 +63,8 @@ async function pageLatencies(observer: Room, pages: number): Promise<number[]> {
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 async function rawRound(): Promise<{ storm: Storm; base: number; rss: number }> {
-  const raw = child('audience-server.ts', ['raw']);
-  const started = await firstMessage<{ url: string; rss: number }>(raw);
+  const raw = child('server-child.ts', ['raw']);
+  const started = await message<{ url: string; rss: number }>(raw);
   const s = await storm('raw', started.url, 'x'.repeat(200));
   const mem = await ask<{ rss: number }>(raw, { cmd: 'rss' });
   await closeStorm(s);
@@ -104,8 +83,8 @@ interface RelayRound {
 }
 
 async function relayRound(measurePaging: boolean): Promise<RelayRound> {
-  const relay = child('audience-server.ts', ['relay'], { BENCH_SECRET: SECRET });
-  const started = await firstMessage<{ url: string; rss: number }>(relay);
+  const relay = child('server-child.ts', ['relay'], { BENCH_SECRET: SECRET });
+  const started = await message<{ url: string; rss: number }>(relay);
   const mint = (claims: Record<string, unknown>) => mintToken({ apiKey: 'bench', secret: SECRET, grant: { canSubscribe: true }, ...claims });
   const observer = await Sdk.join({ url: started.url, token: mint({ roomId: ROOM, participantId: 'observer', isViewer: true }) });
   let participantEvents = 0;

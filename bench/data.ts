@@ -3,7 +3,7 @@
  * (Node and Chromium) and relay memory during a large stream — each beside raw `ws` doing the
  * same work in the same run.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chromium } from '@playwright/test';
 import { WebSocket } from 'ws';
 import { mintToken } from '../src/server/mint.ts';
@@ -11,33 +11,13 @@ import { Sdk } from '../src/sdk.ts';
 import { serveStatic } from '../test-e2e/static-server.ts';
 import { CHROMIUM_ARGS } from '../playwright.config.ts';
 import { ms, summary, table } from './lib.ts';
+import { ask, child, message, stop } from './procs.ts';
 
 const SECRET = 'bench-secret-0123456789';
-const here = new URL('.', import.meta.url).pathname;
 const now = () => performance.timeOrigin + performance.now();
 const MiB = 1024 * 1024;
 const RELAY_CONFIG = JSON.stringify({ messageRate: 10_000, messageBurst: 10_000, maxBufferedBytes: 64 * MiB });
 
-function child(script: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-  return fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc'], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-}
-const message = <T>(proc: ChildProcess, pick: (m: T) => boolean = () => true) =>
-  new Promise<T>((resolve) => {
-    const on = (m: T) => {
-      if (!pick(m)) return;
-      proc.off('message', on);
-      resolve(m);
-    };
-    proc.on('message', on);
-  });
-let rid = 0;
-async function ask<T>(proc: ChildProcess, msg: Record<string, unknown>): Promise<T> {
-  const id = ++rid;
-  const answer = message<T & { id: number }>(proc, (m) => m.id === id);
-  proc.send({ ...msg, id });
-  return answer;
-}
-const stop = (proc: ChildProcess) => new Promise((resolve) => { proc.once('exit', resolve); proc.send({ cmd: 'exit' }); });
 const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
 interface Report { latencies: number[]; lastArrival: number; arrivals: number }
@@ -55,7 +35,7 @@ async function collect(workers: ChildProcess[]): Promise<Report> {
 const closeAll = (workers: ChildProcess[]) => Promise.all(workers.map((w) => new Promise((r) => { w.once('exit', r); w.send({ cmd: 'close' }); })));
 
 async function startRelayChild() {
-  const relay = child('audience-server.ts', ['relay'], { BENCH_SECRET: SECRET, BENCH_RELAY_CONFIG: RELAY_CONFIG });
+  const relay = child('server-child.ts', ['relay'], { BENCH_SECRET: SECRET, BENCH_RELAY_CONFIG: RELAY_CONFIG });
   const { url } = await message<{ url: string }>(relay);
   return { relay, url };
 }
@@ -83,7 +63,7 @@ async function fanOutLatency(): Promise<string[][]> {
 async function timeToAll(): Promise<string[][]> {
   const N = 10_000;
   const ROUNDS = 7;
-  const raw = child('audience-server.ts', ['raw-broadcast']);
+  const raw = child('server-child.ts', ['raw-broadcast']);
   const { url: rawUrl } = await message<{ url: string }>(raw);
   const rawWorkers = await subscribers('raw', rawUrl, N, 2);
   const rawTimes: number[] = [];
@@ -156,7 +136,7 @@ async function nodeStream(url: string, bytes: number, forwardRaw: boolean): Prom
 
 async function streams(): Promise<string[][]> {
   const SIZE = 100 * MiB;
-  const raw = child('audience-server.ts', ['raw-broadcast']);
+  const raw = child('server-child.ts', ['raw-broadcast']);
   const { url: rawUrl } = await message<{ url: string }>(raw);
   await nodeStream(rawUrl, 10 * MiB, true);
   const rawMs = await nodeStream(rawUrl, SIZE, true);
@@ -196,7 +176,7 @@ async function browserStreams(): Promise<string[][]> {
   for (const p of [pageA, pageB]) await p.goto(`${origin}/test-e2e/pages/esm.html`);
   for (const p of [pageA, pageB]) await p.waitForFunction(() => (window as unknown as { Tessera?: unknown }).Tessera);
 
-  const raw = child('audience-server.ts', ['raw-broadcast']);
+  const raw = child('server-child.ts', ['raw-broadcast']);
   const { url: rawUrl } = await message<{ url: string }>(raw);
   const rawOnce = async () => {
     await pageB.evaluate(({ url, size }) => {

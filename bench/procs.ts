@@ -1,0 +1,42 @@
+/** Child processes of the benchmarks: start them, await their messages, ask them, stop them. */
+import { fork, type ChildProcess } from 'node:child_process';
+
+const here = new URL('.', import.meta.url).pathname;
+
+/**
+ * Start `bench/<script>` under tsx with `--expose-gc`. `BENCH_PROFILE=<first arg>` adds a CPU
+ * profile (in `BENCH_PROFILE_DIR`) to the children started with that first argument.
+ */
+export function child(script: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+  const prof = process.env.BENCH_PROFILE && args[0] === process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? '.'}`] : [];
+  return fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc', ...prof], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+}
+
+/** The next message of `proc` that `pick` accepts. */
+export function message<T>(proc: ChildProcess, pick: (m: T) => boolean = () => true): Promise<T> {
+  return new Promise<T>((resolve) => {
+    const on = (m: T) => {
+      if (!pick(m)) return;
+      proc.off('message', on);
+      resolve(m);
+    };
+    proc.on('message', on);
+  });
+}
+
+let rid = 0;
+/** Send `msg` with a fresh id; resolve with the answer carrying that id. */
+export async function ask<T>(proc: ChildProcess, msg: Record<string, unknown>): Promise<T> {
+  const id = ++rid;
+  const answer = message<T & { id: number }>(proc, (m) => m.id === id);
+  proc.send({ ...msg, id });
+  return answer;
+}
+
+/** Ask a child to exit and wait until it has (so that profiles get written). */
+export function stop(proc: ChildProcess): Promise<unknown> {
+  return new Promise((resolve) => {
+    proc.once('exit', resolve);
+    proc.send({ cmd: 'exit' });
+  });
+}
