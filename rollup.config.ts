@@ -35,7 +35,7 @@ const config: RollupOptions[] = [
     // the relay behind `tessera-relay`
     input: 'relay/index.ts',
     plugins: [ts()],
-    external: [...node, 'ws'],
+    external: [...node, 'ws', 'werift'],
     output: { file: 'dist/relay.mjs', format: 'es', sourcemap: true },
   },
 ];

@@ -11,6 +11,8 @@ import type { RoomRegistry } from './rooms/types.ts';
 import type { OutputName } from '../src/protocol/control.ts';
 import type { ProviderFactory } from './outputs/board.ts';
 import { localProviders } from './outputs/providers.ts';
+import type { MediaEngine } from './media/engine.ts';
+import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
 import { Session } from './session.ts';
 import type { KeyStore } from './token/keys.ts';
@@ -22,6 +24,8 @@ export type RelayOptions = Partial<RelayConfig> & {
   rooms?: RoomRegistry;
   /** Replace output providers (e.g. a cloud recorder). */
   providers?: Record<OutputName, ProviderFactory>;
+  /** Replace the media engine; `null` runs without media. Default: werift. */
+  media?: MediaEngine | null;
 };
 
 /** A running relay. */
@@ -43,7 +47,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const context: RelayContext = {
     config,
     keys: options.keys,
-    rooms: options.rooms ?? new MemoryRoomRegistry({ limits: config, providers: options.providers ?? localProviders(config), log }),
+    rooms:
+      options.rooms ??
+      new MemoryRoomRegistry({
+        limits: config,
+        providers: options.providers ?? localProviders(config),
+        log,
+        media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp }) : options.media,
+      }),
     bans: new Bans(),
     log,
   };

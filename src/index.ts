@@ -14,6 +14,10 @@ export { PubSub, type PublishOptions, type HistoryOptions, type Published, type 
 export { DataStreams, type StreamSendOptions, type StreamSent, type DataStreamEvents } from './data/data-stream.ts';
 export { IncomingStream } from './data/incoming-stream.ts';
 export { Lobby } from './lobby/lobby.ts';
+export { LocalTrackPublication, RemoteTrackPublication } from './media/publications.ts';
+export type { MediaPlatform } from './media/platform.ts';
+export type { TrackKind, TrackInfo } from './protocol/media.ts';
+export type { TrackEvent } from './room-events.ts';
 export { OutputControl, WhiteboardControl } from './outputs/outputs.ts';
 export type { LobbyDecision, LobbyOutcome, LobbyRequest, OutputName, OutputState, OutputStatus, Shape, ShapeInput } from './protocol/control.ts';
 export type { JsonValue, PubSubMessage } from './protocol/messages.ts';

@@ -3,6 +3,14 @@ import type { LobbyOutcome, LobbyRequest, OutputName, OutputStatus, Shape } from
 import type { Source } from './protocol/grant.ts';
 import type { ParticipantCounts } from './protocol/messages.ts';
 import type { RemoteParticipant } from './participants/remote-participant.ts';
+import type { LocalTrackPublication, RemoteTrackPublication } from './media/publications.ts';
+import type { SdkError } from './errors.ts';
+
+/** The payload of the remote track events. */
+export interface TrackEvent {
+  participant: RemoteParticipant;
+  publication: RemoteTrackPublication;
+}
 
 /**
  * Every event of a {@link Room}, with its one payload object. Listen with `room.on(name, fn)`.
@@ -36,6 +44,23 @@ export interface RoomEvents {
   'whiteboard-shape': { shape: Shape };
   /** The whiteboard was cleared. */
   'whiteboard-cleared': { by: string };
+  /**
+   * A participant published a source after it appeared (tracks present when it appears are in
+   * `participant.tracks`). With `autoSubscribe` (default) a subscription follows.
+   */
+  'track-published': TrackEvent;
+  /** A publication ended (unpublished, stopped by a moderator, or its publisher left). */
+  'track-unpublished': TrackEvent;
+  /** A subscribed track arrived: play `track`. */
+  'track-subscribed': TrackEvent & { track: MediaStreamTrack };
+  /** You no longer receive a track. */
+  'track-unsubscribed': TrackEvent;
+  /** A subscription could not be set up (e.g. `INVALID_PERMISSIONS` without `canSubscribe`). */
+  'track-subscription-failed': TrackEvent & { error: SdkError };
+  'track-muted': TrackEvent;
+  'track-unmuted': TrackEvent;
+  /** One of your publications ended: you unpublished it, or a moderator stopped it. */
+  'local-track-unpublished': { publication: LocalTrackPublication; reason: 'unpublished' | 'force-unpublished'; by?: string };
   /** The session ended; `reason` says why. No event follows. */
   disconnected: { reason: DisconnectReason };
 }

@@ -3,6 +3,8 @@ import { Emitter, type Listener } from './emitter.ts';
 import { DataStreams } from './data/data-stream.ts';
 import { PubSub } from './data/pubsub.ts';
 import { Lobby } from './lobby/lobby.ts';
+import { Media } from './media/media.ts';
+import type { MediaPlatform } from './media/platform.ts';
 import { Moderation } from './moderation/moderation.ts';
 import { OutputControl, WhiteboardControl } from './outputs/outputs.ts';
 import { OUTPUTS, type OutputName } from './protocol/control.ts';
@@ -51,6 +53,7 @@ export class Room {
   private readonly events: Emitter<RoomEvents>;
   private readonly participants: Participants;
   private readonly moderation: Moderation;
+  private readonly media: Media;
   private readonly handlers: EventHandlers;
   private ended: DisconnectReason | null = null;
 
@@ -58,9 +61,9 @@ export class Room {
   constructor(
     private readonly connection: Connection,
     joined: JoinedFrame,
+    options: { platform: () => MediaPlatform; autoSubscribe: boolean },
   ) {
     this.id = joined.roomId;
-    this.localParticipant = new LocalParticipant(joined.self);
     this.moderation = new Moderation(connection);
     this.pubsub = new PubSub(connection);
     this.dataStream = new DataStreams(connection);
@@ -75,7 +78,22 @@ export class Room {
       'participant-joined': () => this.participants.joinedReplay(),
       'lobby-request': () => this.lobby.pending,
     });
-    this.participants = new Participants(connection, this.events, this.moderation, joined.participants, joined.counts);
+    this.media = new Media(connection, this.events, options.platform, options.autoSubscribe, (id) => this.participants.view.get(id));
+    this.localParticipant = new LocalParticipant(joined.self, this.media);
+    const media = this.media;
+    this.participants = new Participants(
+      connection,
+      this.events,
+      this.moderation,
+      {
+        appeared: (participant, info) => {
+          for (const track of info.tracks ?? []) media.added(participant, track, false);
+        },
+        gone: (participant) => media.participantLeft(participant),
+      },
+      joined.participants,
+      joined.counts,
+    );
     this.handlers = {
       'participant-joined': (info) => this.participants.joined(info),
       'participant-left': ({ id }) => this.participants.left(id),
@@ -101,7 +119,13 @@ export class Room {
       },
       'whiteboard-shape': (shape) => this.events.emit('whiteboard-shape', { shape }),
       'whiteboard-cleared': (data) => this.events.emit('whiteboard-cleared', data),
+      'track-published': (info) => this.media.published(info),
+      'track-unpublished': ({ participantId, source }) => this.media.unpublished(participantId, source),
+      'track-mute': ({ participantId, source, muted }) => this.media.muteChanged(participantId, source, muted),
+      'subscription-ended': ({ subscriptionId }) => this.media.subscriptionEnded(subscriptionId),
+      'force-unpublished': ({ source, by }) => this.media.forced(source, by),
     };
+    this.participants.start(joined.participants);
     connection.attach({
       event: (frame) => this.onEvent(frame),
       binary: (frame) => this.dataStream.chunk(frame),
@@ -184,6 +208,7 @@ export class Room {
     if (this.ended) return;
     this.ended = reason;
     this.dataStream.closed();
+    this.media.closed();
     this.events.emit('disconnected', { reason });
     this.events.clear();
   }

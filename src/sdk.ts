@@ -1,6 +1,7 @@
 import { Connection } from './connection.ts';
 import { SdkError } from './errors.ts';
 import { PROTOCOL_VERSION, type JoinFrame } from './protocol/messages.ts';
+import { browserPlatform, type MediaPlatform } from './media/platform.ts';
 import { Room } from './room.ts';
 import { peekClaims } from './token.ts';
 
@@ -26,6 +27,10 @@ export interface JoinOptions {
    * runs out (`ENTRY_TIMEOUT`), or you abort through `signal` (`ENTRY_CANCELLED`).
    */
   onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
+  /** Subscribe to every publication as it appears (default `true`). */
+  autoSubscribe?: boolean;
+  /** The WebRTC to use (default: the browser's). In Node, e.g. werift's polyfill. */
+  media?: MediaPlatform;
 }
 
 function randomId(): string {
@@ -83,6 +88,10 @@ export const Sdk = Object.freeze({
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),
     });
-    return new Room(connection, joined);
+    const platform = options.media;
+    return new Room(connection, joined, {
+      platform: platform ? () => platform : browserPlatform,
+      autoSubscribe: options.autoSubscribe ?? true,
+    });
   },
 });

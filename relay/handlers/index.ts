@@ -2,6 +2,7 @@ import type { Method, Params, Result } from '../../src/protocol/messages.ts';
 import type { RequestScope } from '../context.ts';
 import { admitFromLobby, clearBoard, denyFromLobby, draw, requestUnpublish, shapes, startOutput, stopOutput } from './control.ts';
 import { closeStream, history, openStream, publish, subscribe, unsubscribe } from './data.ts';
+import * as media from './media.ts';
 import { endRoom, leaveSession, removeParticipant } from './moderation.ts';
 import { listParticipants } from './participants.ts';
 
@@ -28,4 +29,11 @@ export const HANDLERS: { readonly [M in Method]: Handler<M> } = {
   'whiteboard.draw': draw,
   'whiteboard.clear': clearBoard,
   'whiteboard.shapes': shapes,
+  'media.publish': media.publish,
+  'media.unpublish': media.unpublish,
+  'media.mute': media.mute,
+  'media.subscribe': media.subscribe,
+  'media.answer': media.answer,
+  'media.unsubscribe': media.unsubscribe,
+  'media.force-unpublish': media.forceUnpublish,
 };

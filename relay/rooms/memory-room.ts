@@ -1,6 +1,7 @@
 import type { ParticipantCounts, ParticipantInfo, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 import { StreamBoard } from '../data/streams.ts';
 import { TopicBoard } from '../data/topics.ts';
+import { MediaBoard } from '../media/board.ts';
 import { OutputBoard } from '../outputs/board.ts';
 import { CountCoalescer } from './count-coalescer.ts';
 import { Lobby } from './lobby.ts';
@@ -17,7 +18,6 @@ interface NodeCursor extends TierCursor {
   readonly node: ListNode<Member>;
 }
 
-const info = (m: Member): ParticipantInfo => ({ id: m.id, name: m.name, joinedAt: m.joinedAt });
 
 /** A room held in this process's memory. Joins and leaves are O(1) whatever the audience size. */
 export class MemoryRoom implements Room {
@@ -31,11 +31,13 @@ export class MemoryRoom implements Room {
   readonly lobby: Lobby;
   readonly outputs: OutputBoard;
   readonly timeline = new Timeline();
+  readonly media: MediaBoard;
 
   constructor(
     readonly id: string,
-    { limits, providers, log }: RoomServices,
+    { limits, providers, log, media }: RoomServices,
   ) {
+    this.media = new MediaBoard(media, { broadcast: (frame, exceptId) => this.broadcast(frame, exceptId), log });
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
     );
@@ -54,6 +56,10 @@ export class MemoryRoom implements Room {
     return this.entries.get(participantId)?.member;
   }
 
+  private info(m: Member): ParticipantInfo {
+    return { id: m.id, name: m.name, joinedAt: m.joinedAt, tracks: this.media.tracksOf(m) };
+  }
+
   *members(): IterableIterator<Member> {
     for (const entry of this.entries.values()) yield entry.member;
   }
@@ -63,7 +69,7 @@ export class MemoryRoom implements Room {
     this.entries.set(member.id, { member, node });
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
-    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: info(member) }, member.id);
+    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
     this.coalescer.changed();
   }
 
@@ -73,6 +79,7 @@ export class MemoryRoom implements Room {
     this.entries.delete(member.id);
     this.tiers[member.tier].remove(entry.node);
     this.moderators.delete(member);
+    this.media.memberLeft(member);
     this.topics.drop(member);
     this.streams.memberLeft(member);
     this.timeline.emit({ type: 'participant-left', participantId: member.id, tier: member.tier });
@@ -89,14 +96,14 @@ export class MemoryRoom implements Room {
 
   stage(exceptId?: string): ParticipantInfo[] {
     const out: ParticipantInfo[] = [];
-    for (const m of this.tiers.speaker) if (m.id !== exceptId) out.push(info(m));
+    for (const m of this.tiers.speaker) if (m.id !== exceptId) out.push(this.info(m));
     return out;
   }
 
   page(tier: Tier, after: TierCursor | null, limit: number): TierPage {
     const { values, last } = this.tiers[tier].page(after ? (after as NodeCursor).node : null, limit);
     const next: NodeCursor | null = last ? { tier, node: last } : null;
-    return { participants: values.map((m) => ({ ...info(m), tier: m.tier })), next };
+    return { participants: values.map((m) => ({ id: m.id, name: m.name, joinedAt: m.joinedAt, tier: m.tier })), next };
   }
 
   broadcast(frame: ServerFrame, exceptId?: string): void {
@@ -115,6 +122,7 @@ export class MemoryRoom implements Room {
     this.disposed = true;
     this.coalescer.dispose();
     this.streams.dispose();
+    this.media.dispose();
     void this.outputs.dispose();
   }
 }

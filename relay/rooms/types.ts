@@ -5,6 +5,8 @@ import type { OutputName } from '../../src/protocol/control.ts';
 import type { Logger } from '../log.ts';
 import type { OutputBoard, ProviderFactory } from '../outputs/board.ts';
 import type { Lobby } from './lobby.ts';
+import type { MediaBoard } from '../media/board.ts';
+import type { MediaEngine } from '../media/engine.ts';
 import type { Timeline } from './timeline.ts';
 import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 
@@ -67,6 +69,8 @@ export interface Room {
   readonly outputs: OutputBoard;
   /** What happens in the room, for the outputs. */
   readonly timeline: Timeline;
+  /** Published tracks and subscriptions. */
+  readonly media: MediaBoard;
   get(participantId: string): Member | undefined;
   /** Every member, on stage and in the audience. */
   members(): IterableIterator<Member>;
@@ -98,6 +102,8 @@ export interface RoomServices {
   limits: RoomLimits;
   providers: Readonly<Record<OutputName, ProviderFactory>>;
   log: Logger;
+  /** Forwards media; `null` runs a relay without media. */
+  media: MediaEngine | null;
 }
 
 /** All rooms of the relay. */

@@ -18,6 +18,11 @@ export class Moderation {
     await this.connection.request('participant.request-unpublish', { participantId, source });
   }
 
+  /** Stop forwarding a participant's source; the relay tells it and everyone else. */
+  async forceUnpublish(participantId: string, source: Source): Promise<void> {
+    await this.connection.request('media.force-unpublish', { participantId, source });
+  }
+
   /** End the room for everyone. */
   async end(): Promise<void> {
     await this.connection.request('room.end', {});

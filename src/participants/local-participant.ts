@@ -1,4 +1,6 @@
-import type { EffectiveGrant } from '../protocol/grant.ts';
+import type { EffectiveGrant, Source } from '../protocol/grant.ts';
+import type { Media } from '../media/media.ts';
+import type { LocalTrackPublication } from '../media/publications.ts';
 import type { SelfInfo } from '../protocol/messages.ts';
 
 /** You, in the room. */
@@ -17,11 +19,40 @@ export class LocalParticipant {
   readonly joinedAt: number;
 
   /** @internal */
-  constructor(self: SelfInfo) {
+  constructor(
+    self: SelfInfo,
+    private readonly media: Media,
+  ) {
     this.id = self.id;
     this.name = self.name;
     this.isViewer = self.isViewer;
     this.grant = Object.freeze({ ...self.grant, canPublishSources: [...self.grant.canPublishSources] });
     this.joinedAt = self.joinedAt;
+  }
+
+  /** Your publications, by source. */
+  get tracks(): ReadonlyMap<Source, LocalTrackPublication> {
+    return this.media.publications;
+  }
+
+  /**
+   * Publish `camera`, `microphone` or `screen`: the given track, or one the SDK captures
+   * (and then stops on unpublish; a track you give is never stopped by the SDK). The relay
+   * checks `canPublish` and `canPublishSources`.
+   *
+   * @example
+   * ```ts
+   * const camera = await room.localParticipant.publish('camera');
+   * preview.srcObject = new MediaStream([camera.track]);
+   * await camera.mute();
+   * ```
+   */
+  publish(source: Source, track?: MediaStreamTrack): Promise<LocalTrackPublication> {
+    return this.media.publish(source, track);
+  }
+
+  /** Stop publishing a source. */
+  unpublish(source: Source): Promise<void> {
+    return this.media.unpublish(source);
   }
 }

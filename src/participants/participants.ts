@@ -57,6 +57,12 @@ class ReadonlyMapView<K, V> implements ReadonlyMap<K, V> {
   }
 }
 
+/** What else happens when a participant appears or goes (its media). */
+export interface ParticipantHooks {
+  appeared(participant: RemoteParticipant, info: ParticipantInfo): void;
+  gone(participant: RemoteParticipant): void;
+}
+
 /**
  * The roster (on-stage participants only) and the room's counts. Audience members are only
  * counted, and pulled page by page on request.
@@ -71,6 +77,7 @@ export class Participants {
     private readonly connection: Connection,
     private readonly events: Emitter<RoomEvents>,
     private readonly actions: RemoteActions,
+    private readonly hooks: ParticipantHooks,
     initial: ParticipantInfo[],
     counts: ParticipantCounts,
   ) {
@@ -93,11 +100,21 @@ export class Participants {
     const participant = new RemoteParticipant(info, this.actions);
     this.stage.set(info.id, participant);
     this.events.emit('participant-joined', { participant });
+    this.hooks.appeared(participant, info);
+  }
+
+  /** @internal The initial stage's media, once the room is wired. */
+  start(initial: ParticipantInfo[]): void {
+    for (const info of initial) {
+      const participant = this.stage.get(info.id);
+      if (participant) this.hooks.appeared(participant, info);
+    }
   }
 
   left(id: string): void {
     const participant = this.stage.get(id);
     if (!participant) return;
+    this.hooks.gone(participant);
     this.stage.delete(id);
     this.events.emit('participant-left', { participant });
   }

@@ -1,10 +1,12 @@
 import type { Source } from '../protocol/grant.ts';
 import type { ParticipantInfo } from '../protocol/messages.ts';
+import type { RemoteTrackPublication } from '../media/publications.ts';
 
 /** What a remote participant needs from its room to act on it. */
 export interface RemoteActions {
   remove(participantId: string): Promise<void>;
   requestUnpublish(participantId: string, source: Source): Promise<void>;
+  forceUnpublish(participantId: string, source: Source): Promise<void>;
 }
 
 /**
@@ -17,6 +19,8 @@ export class RemoteParticipant {
   readonly name: string;
   /** Unix milliseconds at which it joined the room. */
   readonly joinedAt: number;
+  /** @internal */
+  readonly trackMap = new Map<Source, RemoteTrackPublication>();
 
   /** @internal */
   constructor(
@@ -38,6 +42,19 @@ export class RemoteParticipant {
    */
   remove(): Promise<void> {
     return this.actions.remove(this.id);
+  }
+
+  /** What it publishes, by source. */
+  get tracks(): ReadonlyMap<Source, RemoteTrackPublication> {
+    return this.trackMap;
+  }
+
+  /**
+   * Stop forwarding one of its sources (needs `canModerate`). The relay stops it and tells it
+   * and everyone else (`track-unpublished`).
+   */
+  forceUnpublish(source: Source): Promise<void> {
+    return this.actions.forceUnpublish(this.id, source);
   }
 
   /**

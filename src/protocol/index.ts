@@ -2,3 +2,4 @@ export * from './codes.ts';
 export * from './grant.ts';
 export * from './messages.ts';
 export * from './control.ts';
+export * from './media.ts';

@@ -5,6 +5,7 @@
 import type { ErrorCode } from './codes.ts';
 import type { ControlEvents, ControlMethods, LobbyRequest, OutputName, OutputStatus } from './control.ts';
 import type { EffectiveGrant } from './grant.ts';
+import type { MediaEvents, MediaMethods, TrackInfo } from './media.ts';
 
 /** The protocol version a client announces in its join frame. */
 export const PROTOCOL_VERSION = 1;
@@ -26,6 +27,8 @@ export interface ParticipantInfo {
   name: string;
   /** Unix milliseconds at which the participant joined the room. */
   joinedAt: number;
+  /** What it publishes now (in `joined` and `participant-joined`). */
+  tracks?: TrackInfo[];
 }
 
 /** One entry of a page of `participants.list`. */
@@ -95,7 +98,7 @@ export interface JoinFrame {
 }
 
 /** Request methods, their parameters and their results. */
-export interface Methods extends ControlMethods {
+export interface Methods extends ControlMethods, MediaMethods {
   'participants.list': {
     params: { tier: Tier; limit?: number; cursor?: string | null };
     result: { participants: ParticipantSummary[]; nextCursor: string | null };
@@ -136,7 +139,7 @@ export type ClientFrame = JoinFrame | RequestFrame;
 // ---- relay → client ------------------------------------------------------------------
 
 /** Room events pushed by the relay, and their payloads. */
-export interface ServerEvents extends ControlEvents {
+export interface ServerEvents extends ControlEvents, MediaEvents {
   'participant-joined': ParticipantInfo;
   'participant-left': { id: string };
   'participant-count-changed': ParticipantCounts;

@@ -4,6 +4,7 @@
  * wrong with it.
  */
 import { CONTROL_PARAMS } from './validate-control.ts';
+import { MEDIA_PARAMS } from './validate-media.ts';
 import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame } from './messages.ts';
 import { bad, isId, isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, ok, optionalString, type Parsed, type ParamsParser } from './parse.ts';
 
@@ -32,6 +33,7 @@ const isUint32 = (value: unknown): value is number => Number.isInteger(value) &&
 /** One parser per method: the typed dispatch table of request validation. */
 const PARAMS: { [M in Method]: ParamsParser<M> } = {
   ...CONTROL_PARAMS,
+  ...MEDIA_PARAMS,
   'participants.list': (p) => {
     if (p.tier !== 'viewer' && p.tier !== 'speaker') return bad("tier must be 'viewer' or 'speaker'");
     if (p.limit !== undefined && !(Number.isInteger(p.limit) && (p.limit as number) >= 1 && (p.limit as number) <= 1000)) {

@@ -1,0 +1,45 @@
+import type { Params, Result } from '../../src/protocol/messages.ts';
+import { RelayError, requireFlag, type RequestScope } from '../context.ts';
+
+export async function publish(scope: RequestScope, params: Params<'media.publish'>): Promise<Result<'media.publish'>> {
+  const { member, room } = scope;
+  requireFlag(member, 'canPublish', 'publishing media');
+  if (!member.grant.canPublishSources.includes(params.source)) {
+    throw new RelayError('INVALID_PERMISSIONS', `the token does not allow publishing ${params.source} (canPublishSources)`, 'source-not-allowed');
+  }
+  if (member.tier === 'viewer') throw new RelayError('INVALID_ARGUMENT', 'audience members are not on stage and do not publish', 'viewer-cannot-publish');
+  return { sdp: await room.media.publish(member, params.source, params.kind, params.sdp) };
+}
+
+export function unpublish(scope: RequestScope, params: Params<'media.unpublish'>): Result<'media.unpublish'> {
+  scope.room.media.unpublish(scope.member, params.source);
+  return {};
+}
+
+export function mute(scope: RequestScope, params: Params<'media.mute'>): Result<'media.mute'> {
+  scope.room.media.mute(scope.member, params.source, params.muted);
+  return {};
+}
+
+export function subscribe(scope: RequestScope, params: Params<'media.subscribe'>): Promise<Result<'media.subscribe'>> {
+  requireFlag(scope.member, 'canSubscribe', 'subscribing to media');
+  return scope.room.media.subscribe(scope.member, scope.room.get(params.participantId), params.source);
+}
+
+export async function answer(scope: RequestScope, params: Params<'media.answer'>): Promise<Result<'media.answer'>> {
+  await scope.room.media.answer(scope.member, params.subscriptionId, params.sdp);
+  return {};
+}
+
+export function unsubscribe(scope: RequestScope, params: Params<'media.unsubscribe'>): Result<'media.unsubscribe'> {
+  scope.room.media.unsubscribe(scope.member, params.subscriptionId);
+  return {};
+}
+
+export function forceUnpublish(scope: RequestScope, params: Params<'media.force-unpublish'>): Result<'media.force-unpublish'> {
+  requireFlag(scope.member, 'canModerate', 'stopping a participant\'s media');
+  const target = scope.room.get(params.participantId);
+  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`);
+  scope.room.media.forceUnpublish(target, params.source, scope.member.id);
+  return {};
+}

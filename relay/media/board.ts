@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import type { Source } from '../../src/protocol/grant.ts';
+import { SOURCE_KIND, type TrackInfo, type TrackKind } from '../../src/protocol/media.ts';
+import type { ServerFrame } from '../../src/protocol/messages.ts';
+import { RelayError } from '../context.ts';
+import type { Logger } from '../log.ts';
+import type { Member } from '../rooms/types.ts';
+import type { MediaEngine, PublishTransport, SubscribeTransport, TrackSource, TransportStats } from './engine.ts';
+
+interface Publication {
+  readonly member: Member;
+  readonly source: Source;
+  readonly kind: TrackKind;
+  muted: boolean;
+  readonly transport: PublishTransport;
+  /** Set once media arrives; only then is the publication announced and subscribable. */
+  track: TrackSource | null;
+  readonly subscriptions: Set<Subscription>;
+}
+
+interface Subscription {
+  readonly id: string;
+  readonly subscriber: Member;
+  readonly publication: Publication;
+  readonly transport: SubscribeTransport;
+}
+
+/** What the media board needs of its room. */
+export interface MediaRoom {
+  broadcast(frame: ServerFrame, exceptId?: string): void;
+  log: Logger;
+}
+
+/**
+ * The media of one room: each published track arrives on its own transport and is forwarded,
+ * packet by packet and without decoding, to one transport per subscription.
+ */
+export class MediaBoard {
+  private readonly published = new Map<Member, Map<Source, Publication>>();
+  private readonly subscriptions = new Map<string, Subscription>();
+
+  constructor(
+    private readonly engine: MediaEngine | null,
+    private readonly room: MediaRoom,
+  ) {}
+
+  /** What a member publishes now (announced publications only). */
+  tracksOf(member: Member): TrackInfo[] {
+    const out: TrackInfo[] = [];
+    for (const p of this.published.get(member)?.values() ?? []) if (p.track) out.push({ source: p.source, kind: p.kind, muted: p.muted });
+    return out;
+  }
+
+  private engineOrFail(): MediaEngine {
+    if (!this.engine) throw new RelayError('INVALID_ARGUMENT', 'this relay forwards no media (started without a media engine)', 'media-disabled');
+    return this.engine;
+  }
+
+  async publish(member: Member, source: Source, kind: TrackKind, offer: string): Promise<string> {
+    if (SOURCE_KIND[source] !== kind) throw new RelayError('INVALID_ARGUMENT', `${source} is a ${SOURCE_KIND[source]} source, not ${kind}`, 'wrong-kind');
+    const mine = this.published.get(member) ?? new Map<Source, Publication>();
+    if (mine.has(source)) throw new RelayError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, 'already-published');
+    const transport = await this.engineOrFail().publish(kind, offer).catch((err: Error) => {
+      throw new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
+    });
+    const publication: Publication = { member, source, kind, muted: false, transport, track: null, subscriptions: new Set() };
+    mine.set(source, publication);
+    this.published.set(member, mine);
+    transport.onClosed(() => this.end(publication, 'transport-closed'));
+    transport.track.then(
+      (track) => {
+        if (this.published.get(member)?.get(source) !== publication) return;
+        publication.track = track;
+        this.room.broadcast({ type: 'event', name: 'track-published', data: { participantId: member.id, source, kind, muted: publication.muted } }, member.id);
+      },
+      () => this.end(publication, 'no-media'),
+    );
+    return transport.answer;
+  }
+
+  private publication(member: Member, source: Source): Publication {
+    const p = this.published.get(member)?.get(source);
+    if (!p) throw new RelayError('NOT_FOUND', `${member.id} does not publish ${source}`, 'not-published');
+    return p;
+  }
+
+  unpublish(member: Member, source: Source): void {
+    this.end(this.publication(member, source), 'unpublished');
+  }
+
+  mute(member: Member, source: Source, muted: boolean): void {
+    const p = this.publication(member, source);
+    if (p.muted === muted) return;
+    p.muted = muted;
+    if (p.track) this.room.broadcast({ type: 'event', name: 'track-mute', data: { participantId: member.id, source, muted } }, member.id);
+  }
+
+  /** A moderator stops a source: forwarding ends, the publisher and everyone else are told. */
+  forceUnpublish(target: Member, source: Source, by: string): void {
+    const p = this.publication(target, source);
+    target.link.send({ type: 'event', name: 'force-unpublished', data: { source, by } });
+    this.end(p, 'force-unpublished');
+  }
+
+  async subscribe(subscriber: Member, publisher: Member | undefined, source: Source): Promise<{ subscriptionId: string; sdp: string }> {
+    const p = publisher && this.published.get(publisher)?.get(source);
+    if (!p || !p.track) throw new RelayError('NOT_FOUND', `no ${source} of "${publisher?.id ?? '?'}" to subscribe to`, 'not-published');
+    if (publisher === subscriber) throw new RelayError('INVALID_ARGUMENT', 'you cannot subscribe to your own track', 'self');
+    const transport = await this.engineOrFail().subscribe(p.kind);
+    const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport };
+    p.subscriptions.add(subscription);
+    this.subscriptions.set(subscription.id, subscription);
+    transport.onClosed(() => this.drop(subscription, false));
+    transport.attach(p.track);
+    return { subscriptionId: subscription.id, sdp: transport.offer };
+  }
+
+  private subscription(subscriber: Member, id: string): Subscription {
+    const s = this.subscriptions.get(id);
+    if (!s || s.subscriber !== subscriber) throw new RelayError('NOT_FOUND', 'no such subscription of yours', 'unknown-subscription');
+    return s;
+  }
+
+  async answer(subscriber: Member, id: string, sdp: string): Promise<void> {
+    await this.subscription(subscriber, id).transport.accept(sdp).catch((err: Error) => {
+      throw new RelayError('INVALID_ARGUMENT', `the answer could not be applied: ${err.message}`, 'bad-sdp');
+    });
+  }
+
+  unsubscribe(subscriber: Member, id: string): void {
+    this.drop(this.subscription(subscriber, id), false);
+  }
+
+  /** A member left: its publications end, its subscriptions close. */
+  memberLeft(member: Member): void {
+    for (const p of [...(this.published.get(member)?.values() ?? [])]) this.end(p, 'publisher-left');
+    for (const s of [...this.subscriptions.values()]) if (s.subscriber === member) this.drop(s, false);
+  }
+
+  /** Counters of every transport, for `/metrics` and benchmarks. */
+  stats(): { publications: number; subscriptions: number; in: TransportStats; out: TransportStats } {
+    const sum = (list: TransportStats[]) => list.reduce((a, b) => ({ packets: a.packets + b.packets, bytes: a.bytes + b.bytes, nacks: a.nacks + b.nacks, keyFrameRequests: a.keyFrameRequests + b.keyFrameRequests }), { packets: 0, bytes: 0, nacks: 0, keyFrameRequests: 0 });
+    const pubs = [...this.published.values()].flatMap((m) => [...m.values()]);
+    return { publications: pubs.length, subscriptions: this.subscriptions.size, in: sum(pubs.map((p) => p.transport.stats())), out: sum([...this.subscriptions.values()].map((s) => s.transport.stats())) };
+  }
+
+  dispose(): void {
+    for (const member of [...this.published.keys()]) this.memberLeft(member);
+  }
+
+  private end(p: Publication, why: string): void {
+    const mine = this.published.get(p.member);
+    if (mine?.get(p.source) !== p) return;
+    mine.delete(p.source);
+    if (mine.size === 0) this.published.delete(p.member);
+    for (const s of [...p.subscriptions]) this.drop(s, true);
+    p.transport.close();
+    this.room.log.debug(`media: ${p.member.id} ${p.source} ended (${why})`);
+    if (p.track) this.room.broadcast({ type: 'event', name: 'track-unpublished', data: { participantId: p.member.id, source: p.source } }, p.member.id);
+  }
+
+  private drop(s: Subscription, tell: boolean): void {
+    if (!this.subscriptions.delete(s.id)) return;
+    s.publication.subscriptions.delete(s);
+    s.transport.close();
+    if (tell) s.subscriber.link.send({ type: 'event', name: 'subscription-ended', data: { subscriptionId: s.id } });
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The relay's media engine, kept behind this small interface so that another SFU engine can
+ * replace werift: transports that receive one published track, transports that send one
+ * subscription, key-frame requests between them, and stats.
+ */
+import type { TrackKind } from '../../src/protocol/media.ts';
+
+/** An RTP packet as the engine hands it around (opaque to the rest of the relay). */
+export type RtpPacketRef = object;
+
+/** A published track on the relay: its packets, and a way to ask its publisher for a key frame. */
+export interface TrackSource {
+  readonly kind: TrackKind;
+  /** Receive every RTP packet of the track; returns a function that stops. */
+  onPacket(listener: (packet: RtpPacketRef) => void): () => void;
+  /** Ask the publisher for a key frame (rate-limited by the engine). */
+  requestKeyFrame(): void;
+}
+
+/** Counters of a transport. */
+export interface TransportStats {
+  packets: number;
+  bytes: number;
+  nacks: number;
+  keyFrameRequests: number;
+}
+
+/** Receives one published track. */
+export interface PublishTransport {
+  /** The relay's SDP answer to the client's offer. */
+  readonly answer: string;
+  /** Resolves once media arrives. */
+  readonly track: Promise<TrackSource>;
+  /** Called once when the transport fails or closes from the client's side. */
+  onClosed(listener: () => void): void;
+  stats(): TransportStats;
+  close(): void;
+}
+
+/** Sends one subscription to one subscriber. */
+export interface SubscribeTransport {
+  /** The relay's SDP offer. */
+  readonly offer: string;
+  /** Apply the client's answer; forwarding starts when the transport connects. */
+  accept(answer: string): Promise<void>;
+  /** Forward `source` to the subscriber (a key frame is requested when it connects). */
+  attach(source: TrackSource): void;
+  onClosed(listener: () => void): void;
+  stats(): TransportStats;
+  close(): void;
+}
+
+/** Makes transports. */
+export interface MediaEngine {
+  publish(kind: TrackKind, offer: string): Promise<PublishTransport>;
+  subscribe(kind: TrackKind): Promise<SubscribeTransport>;
+}

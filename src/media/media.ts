@@ -1,0 +1,219 @@
+import type { Connection } from '../connection.ts';
+import type { Emitter } from '../emitter.ts';
+import { SdkError } from '../errors.ts';
+import type { Source } from '../protocol/grant.ts';
+import { SOURCE_KIND, type TrackInfo } from '../protocol/media.ts';
+import type { RemoteParticipant } from '../participants/remote-participant.ts';
+import type { RoomEvents } from '../room-events.ts';
+import { iceGathered, type MediaPlatform } from './platform.ts';
+import { LocalTrackPublication, RemoteTrackPublication, type PublicationActions } from './publications.ts';
+
+const TRACK_TIMEOUT_MS = 10_000;
+
+/**
+ * Media of a room: your publications (one peer connection each) and your subscriptions (one
+ * each), negotiated through the relay. Nothing is refused here: every publish and subscribe
+ * goes to the relay, which answers `INVALID_PERMISSIONS` when the grant does not allow it.
+ */
+export class Media implements PublicationActions {
+  private readonly local = new Map<Source, LocalTrackPublication>();
+  /** Remote publications with a subscription (being set up or live). */
+  private readonly active = new Set<RemoteTrackPublication>();
+  private resolved: MediaPlatform | null = null;
+
+  constructor(
+    private readonly connection: Connection,
+    private readonly events: Emitter<RoomEvents>,
+    private readonly platform: () => MediaPlatform,
+    private readonly autoSubscribe: boolean,
+    private readonly participant: (id: string) => RemoteParticipant | undefined,
+  ) {}
+
+  private rtc(): MediaPlatform {
+    return (this.resolved ??= this.platform());
+  }
+
+  /** Your publications by source. */
+  get publications(): ReadonlyMap<Source, LocalTrackPublication> {
+    return this.local;
+  }
+
+  async publish(source: Source, given?: MediaStreamTrack): Promise<LocalTrackPublication> {
+    if (this.local.has(source)) throw new SdkError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, { reason: 'already-published' });
+    const rtc = this.rtc();
+    let track = given;
+    if (!track) {
+      const kind = SOURCE_KIND[source];
+      const stream = source === 'screen' ? await rtc.getDisplayMedia({ video: true }) : await rtc.getUserMedia(kind === 'video' ? { video: true } : { audio: true });
+      track = stream.getTracks()[0];
+      if (!track) throw new SdkError('INVALID_ARGUMENT', `no ${kind} track could be captured for ${source}`, { reason: 'no-track' });
+    }
+    const pc = new rtc.RTCPeerConnection({ iceServers: [] });
+    try {
+      pc.addTransceiver(track, { direction: 'sendonly' });
+      await pc.setLocalDescription(await pc.createOffer());
+      await iceGathered(pc);
+      const { sdp } = await this.connection.request('media.publish', { source, kind: track.kind as 'audio' | 'video', sdp: pc.localDescription!.sdp });
+      await pc.setRemoteDescription({ type: 'answer', sdp });
+    } catch (err) {
+      pc.close();
+      if (!given) track.stop();
+      throw err;
+    }
+    const publication = new LocalTrackPublication(source, SOURCE_KIND[source], track, !given, pc, this);
+    this.local.set(source, publication);
+    return publication;
+  }
+
+  async unpublish(source: Source): Promise<void> {
+    const publication = this.local.get(source);
+    if (!publication) throw new SdkError('NOT_FOUND', `${source} is not published`, { reason: 'not-published' });
+    this.dropLocal(publication);
+    await this.connection.request('media.unpublish', { source }).catch((err: SdkError) => {
+      if (err.code !== 'NOT_FOUND') throw err;
+    });
+    this.events.emit('local-track-unpublished', { publication, reason: 'unpublished' });
+  }
+
+  async setMuted(publication: LocalTrackPublication, muted: boolean): Promise<void> {
+    publication.track.enabled = !muted;
+    publication.setMutedState(muted);
+    await this.connection.request('media.mute', { source: publication.source, muted });
+  }
+
+  private dropLocal(publication: LocalTrackPublication): void {
+    if (this.local.get(publication.source) !== publication) return;
+    this.local.delete(publication.source);
+    publication.pc.close();
+    // a track the application gave us is the application's: never stop it
+    if (publication.acquired) publication.track.stop();
+  }
+
+  /** @internal A moderator stopped one of your sources. */
+  forced(source: Source, by: string): void {
+    const publication = this.local.get(source);
+    if (!publication) return;
+    this.dropLocal(publication);
+    this.events.emit('local-track-unpublished', { publication, reason: 'force-unpublished', by });
+  }
+
+  // ---- remote ---------------------------------------------------------------------------
+
+  /** @internal A publication of a participant, present when it appeared or announced later. */
+  added(participant: RemoteParticipant, info: TrackInfo, announce: boolean): void {
+    if (participant.trackMap.has(info.source)) return;
+    const publication = new RemoteTrackPublication(participant.id, info.source, info.kind, info.muted, this);
+    participant.trackMap.set(info.source, publication);
+    if (announce) this.events.emit('track-published', { participant, publication });
+    if (this.autoSubscribe) {
+      this.subscribe(publication).catch((error: unknown) => this.events.emit('track-subscription-failed', { participant, publication, error: error as SdkError }));
+    }
+  }
+
+  /** @internal */
+  published(info: TrackInfo & { participantId: string }): void {
+    const participant = this.participant(info.participantId);
+    if (participant) this.added(participant, info, true);
+  }
+
+  /** @internal */
+  unpublished(participantId: string, source: Source): void {
+    const participant = this.participant(participantId);
+    const publication = participant?.trackMap.get(source);
+    if (!participant || !publication) return;
+    this.endSubscription(publication);
+    participant.trackMap.delete(source);
+    this.events.emit('track-unpublished', { participant, publication });
+  }
+
+  /** @internal */
+  muteChanged(participantId: string, source: Source, muted: boolean): void {
+    const participant = this.participant(participantId);
+    const publication = participant?.trackMap.get(source);
+    if (!participant || !publication || publication.muted === muted) return;
+    publication.setMutedState(muted);
+    this.events.emit(muted ? 'track-muted' : 'track-unmuted', { participant, publication });
+  }
+
+  /** @internal The relay ended a subscription (its publication ended). */
+  subscriptionEnded(subscriptionId: string): void {
+    for (const publication of this.active) if (publication.subscription?.id === subscriptionId) this.endSubscription(publication);
+  }
+
+  /** @internal A participant left: its subscriptions close. */
+  participantLeft(participant: RemoteParticipant): void {
+    for (const publication of participant.trackMap.values()) this.endSubscription(publication);
+    participant.trackMap.clear();
+  }
+
+  async subscribe(publication: RemoteTrackPublication): Promise<void> {
+    if (publication.subscription) return;
+    const rtc = this.rtc();
+    const pc = new rtc.RTCPeerConnection({ iceServers: [] });
+    const slot = { id: null as string | null, pc };
+    publication.subscription = slot;
+    this.active.add(publication);
+    const arrived = new Promise<MediaStreamTrack>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new SdkError('TIMEOUT', `no ${publication.source} track arrived within ${TRACK_TIMEOUT_MS} ms`)), TRACK_TIMEOUT_MS);
+      pc.addEventListener('track', (event) => {
+        clearTimeout(timer);
+        resolve((event as RTCTrackEvent).track);
+      });
+    });
+    arrived.catch(() => undefined);
+    try {
+      const { subscriptionId, sdp } = await this.connection.request('media.subscribe', { participantId: publication.participantId, source: publication.source });
+      slot.id = subscriptionId;
+      if (publication.subscription !== slot) {
+        void this.connection.request('media.unsubscribe', { subscriptionId }).catch(() => undefined);
+        return;
+      }
+      await pc.setRemoteDescription({ type: 'offer', sdp });
+      await pc.setLocalDescription(await pc.createAnswer());
+      await iceGathered(pc);
+      await this.connection.request('media.answer', { subscriptionId, sdp: pc.localDescription!.sdp });
+      const track = await arrived;
+      if (publication.subscription !== slot) return;
+      publication.setTrack(track);
+      const participant = this.participant(publication.participantId);
+      if (participant) this.events.emit('track-subscribed', { participant, publication, track });
+    } catch (err) {
+      if (publication.subscription === slot) {
+        publication.subscription = null;
+        this.active.delete(publication);
+      }
+      pc.close();
+      throw err;
+    }
+  }
+
+  async unsubscribe(publication: RemoteTrackPublication): Promise<void> {
+    const slot = publication.subscription;
+    if (!slot) return;
+    this.endSubscription(publication);
+    if (slot.id) await this.connection.request('media.unsubscribe', { subscriptionId: slot.id }).catch(() => undefined);
+  }
+
+  private endSubscription(publication: RemoteTrackPublication): void {
+    const slot = publication.subscription;
+    if (!slot) return;
+    publication.subscription = null;
+    this.active.delete(publication);
+    slot.pc.close();
+    const wasSubscribed = publication.subscribed;
+    publication.setTrack(null);
+    const participant = this.participant(publication.participantId);
+    if (wasSubscribed && participant) this.events.emit('track-unsubscribed', { participant, publication });
+  }
+
+  /** @internal The session ended: every connection closes; tracks the SDK acquired stop. */
+  closed(): void {
+    for (const publication of [...this.local.values()]) this.dropLocal(publication);
+    for (const publication of this.active) {
+      publication.subscription?.pc.close();
+      publication.subscription = null;
+      publication.setTrack(null);
+    }
+    this.active.clear();
+  }
+}

@@ -1,0 +1,48 @@
+import { SdkError } from '../errors.ts';
+
+/**
+ * The WebRTC a room uses: the browser's by default. Injected in Node (bots, tests) — e.g. from
+ * werift's polyfill — so that the SDK's media code runs unchanged there.
+ */
+export interface MediaPlatform {
+  RTCPeerConnection: typeof RTCPeerConnection;
+  getUserMedia(constraints: MediaStreamConstraints): Promise<MediaStream>;
+  getDisplayMedia(constraints: DisplayMediaStreamOptions): Promise<MediaStream>;
+}
+
+/** The browser's WebRTC, looked up only when media is first used (never at import). */
+export function browserPlatform(): MediaPlatform {
+  const g = globalThis as { RTCPeerConnection?: typeof RTCPeerConnection; navigator?: Navigator };
+  if (typeof g.RTCPeerConnection !== 'function') {
+    throw new SdkError('INVALID_ARGUMENT', 'no WebRTC here: pass a media platform in the join options (Node) or use a browser', { reason: 'no-webrtc' });
+  }
+  const devices = g.navigator?.mediaDevices;
+  return {
+    RTCPeerConnection: g.RTCPeerConnection,
+    getUserMedia: (c) => {
+      if (!devices?.getUserMedia) return Promise.reject(new SdkError('INVALID_ARGUMENT', 'getUserMedia is not available here', { reason: 'no-devices' }));
+      return devices.getUserMedia(c);
+    },
+    getDisplayMedia: (c) => {
+      if (!devices?.getDisplayMedia) return Promise.reject(new SdkError('INVALID_ARGUMENT', 'screen capture is not available here', { reason: 'no-display-capture' }));
+      return devices.getDisplayMedia(c);
+    },
+  };
+}
+
+/** Resolve once ICE gathering is complete: the relay is ICE-lite and takes candidates in the SDP. */
+export function iceGathered(pc: RTCPeerConnection, timeoutMs = 3000): Promise<void> {
+  if (pc.iceGatheringState === 'complete') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      pc.removeEventListener('icegatheringstatechange', check);
+      resolve();
+    };
+    const check = () => {
+      if (pc.iceGatheringState === 'complete') done();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    pc.addEventListener('icegatheringstatechange', check);
+  });
+}

@@ -1,0 +1,44 @@
+/** Wire types of media: publications, subscriptions, and their negotiation. */
+import type { Source } from './grant.ts';
+
+/** The kind of a media track. */
+export type TrackKind = 'audio' | 'video';
+
+/** The kind each source must be. */
+export const SOURCE_KIND: Readonly<Record<Source, TrackKind>> = Object.freeze({ camera: 'video', microphone: 'audio', screen: 'video' });
+
+/** A published track as everyone sees it. */
+export interface TrackInfo {
+  source: Source;
+  kind: TrackKind;
+  muted: boolean;
+}
+
+/** Methods of media. Each publication and each subscription has its own peer connection. */
+export interface MediaMethods {
+  /** Publish a source: the client's SDP offer (one sendonly m-line); the relay's answer. */
+  'media.publish': { params: { source: Source; kind: TrackKind; sdp: string }; result: { sdp: string } };
+  'media.unpublish': { params: { source: Source }; result: Record<string, never> };
+  'media.mute': { params: { source: Source; muted: boolean }; result: Record<string, never> };
+  /** Subscribe to a publication: the relay's SDP offer (one sendonly m-line). */
+  'media.subscribe': { params: { participantId: string; source: Source }; result: { subscriptionId: string; sdp: string } };
+  /** The client's answer to a subscription's offer. */
+  'media.answer': { params: { subscriptionId: string; sdp: string }; result: Record<string, never> };
+  'media.unsubscribe': { params: { subscriptionId: string }; result: Record<string, never> };
+  /** Moderators: stop forwarding a participant's source and tell everyone. */
+  'media.force-unpublish': { params: { participantId: string; source: Source }; result: Record<string, never> };
+}
+
+/** Events of media. */
+export interface MediaEvents {
+  /** Everyone: an on-stage participant published a source. */
+  'track-published': TrackInfo & { participantId: string };
+  /** Everyone: a publication ended (unpublished, force-unpublished, or its publisher left). */
+  'track-unpublished': { participantId: string; source: Source };
+  /** Everyone: a publication was muted or unmuted. */
+  'track-mute': { participantId: string; source: Source; muted: boolean };
+  /** To a subscriber: a subscription ended on the relay's side (its publication ended). */
+  'subscription-ended': { subscriptionId: string };
+  /** To the publisher: a moderator stopped one of its sources. */
+  'force-unpublished': { source: Source; by: string };
+}
