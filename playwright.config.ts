@@ -16,6 +16,8 @@ export const CHROMIUM_ARGS = [
 export default defineConfig({
   testDir: 'test-e2e',
   testMatch: '**/*.spec.ts',
+  // media tests need a network namespace: playwright.media.config.ts, `npm test -- media`
+  testIgnore: 'media/**',
   workers: 1,
   timeout: 30_000,
   retries: 0,

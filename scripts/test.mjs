@@ -1,4 +1,4 @@
-// `npm test`: everything CI runs. Stages: typecheck, build, unit, integration, size, e2e.
+// `npm test`: everything CI runs. Stages: typecheck, build, unit, integration, size, e2e, media.
 // `npm test -- unit` (or integration, e2e, ...) runs only the named stages.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -46,17 +46,31 @@ const stages = {
   integration: () => nodeTests(find('test', '.test.ts')),
   size: () => run(process.execPath, ['scripts/size.mjs']).then((r) => r.code),
   e2e: async () => {
-    const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-    if (!existsSync(chromium)) {
-      console.error(`e2e: no Chromium at ${chromium}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
-      return 1;
-    }
-    const { code, out } = await run(bin('playwright'), ['test'], { PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1' });
-    totals.passed += Number(/(\d+) passed/.exec(out)?.[1] ?? 0);
-    totals.failed += Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + (code !== 0 && !/\d+ failed/.test(out) ? 1 : 0);
-    return code;
+    if (!existsSync(chromiumPath())) return missingChromium();
+    return playwright(bin('playwright'), ['test']);
+  },
+  // WebRTC in Chromium needs a network namespace (see scripts/netns.sh): root and iproute2
+  media: async () => {
+    if (!existsSync(chromiumPath())) return missingChromium();
+    return playwright(join(root, 'scripts/netns.sh'), [bin('playwright'), 'test', '--config', 'playwright.media.config.ts']);
   },
 };
+
+function chromiumPath() {
+  return process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+}
+
+function missingChromium() {
+  console.error(`no Chromium at ${chromiumPath()}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
+  return 1;
+}
+
+async function playwright(cmd, args) {
+  const { code, out } = await run(cmd, args, { PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1' });
+  totals.passed += Number(/(\d+) passed/.exec(out)?.[1] ?? 0);
+  totals.failed += Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + (code !== 0 && !/\d+ failed/.test(out) ? 1 : 0);
+  return code;
+}
 
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(stages);

@@ -23,7 +23,7 @@ export const test = base.extend<{}, Fixtures>({
   keys: [async ({}, use) => use(new KeyStore({ [API_KEY]: SECRET, 'revoked-key': 'revoked-secret-0123456789' }, ['revoked-key'])), { scope: 'worker' }],
   relay: [
     async ({ keys }, use) => {
-      const relay = await startRelay({ port: 0, keys, logLevel: 'silent', countIntervalMs: 100 });
+      const relay = await startRelay({ port: 0, keys, logLevel: 'silent', countIntervalMs: 100, ...(process.env.TESSERA_E2E_MEDIA_IP ? { mediaIp: process.env.TESSERA_E2E_MEDIA_IP } : {}) });
       await use(relay);
       await relay.close();
     },

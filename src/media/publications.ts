@@ -45,6 +45,11 @@ export class LocalTrackPublication {
   setMutedState(muted: boolean): void {
     this.#muted = muted;
   }
+
+  /** WebRTC statistics of this publication's connection (`outbound-rtp` and friends). */
+  getStats(): Promise<RTCStatsReport> {
+    return this.pc.getStats();
+  }
 }
 
 /**
@@ -110,5 +115,10 @@ export class RemoteTrackPublication {
   /** @internal */
   setTrack(track: MediaStreamTrack | null): void {
     this.#track = track;
+  }
+
+  /** WebRTC statistics of the subscription (`inbound-rtp`: frames decoded, packets lost...); `null` when not subscribed. */
+  async getStats(): Promise<RTCStatsReport | null> {
+    return this.subscription ? this.subscription.pc.getStats() : null;
   }
 }
