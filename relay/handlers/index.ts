@@ -34,6 +34,7 @@ export const HANDLERS: { readonly [M in Method]: Handler<M> } = {
   'media.mute': media.mute,
   'media.subscribe': media.subscribe,
   'media.answer': media.answer,
+  'media.layer': media.layer,
   'media.unsubscribe': media.unsubscribe,
   'media.force-unpublish': media.forceUnpublish,
 };

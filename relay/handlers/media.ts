@@ -8,7 +8,7 @@ export async function publish(scope: RequestScope, params: Params<'media.publish
     throw new RelayError('INVALID_PERMISSIONS', `the token does not allow publishing ${params.source} (canPublishSources)`, 'source-not-allowed');
   }
   if (member.tier === 'viewer') throw new RelayError('INVALID_ARGUMENT', 'audience members are not on stage and do not publish', 'viewer-cannot-publish');
-  return { sdp: await room.media.publish(member, params.source, params.kind, params.sdp) };
+  return { sdp: await room.media.publish(member, params.source, params.kind, params.sdp, params.layers) };
 }
 
 export function unpublish(scope: RequestScope, params: Params<'media.unpublish'>): Result<'media.unpublish'> {
@@ -23,7 +23,11 @@ export function mute(scope: RequestScope, params: Params<'media.mute'>): Result<
 
 export function subscribe(scope: RequestScope, params: Params<'media.subscribe'>): Promise<Result<'media.subscribe'>> {
   requireFlag(scope.member, 'canSubscribe', 'subscribing to media');
-  return scope.room.media.subscribe(scope.member, scope.room.get(params.participantId), params.source);
+  return scope.room.media.subscribe(scope.member, scope.room.get(params.participantId), params.source, params.size);
+}
+
+export function layer(scope: RequestScope, params: Params<'media.layer'>): Result<'media.layer'> {
+  return { layer: scope.room.media.setSize(scope.member, params.subscriptionId, params.size) };
 }
 
 export async function answer(scope: RequestScope, params: Params<'media.answer'>): Promise<Result<'media.answer'>> {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Source } from '../../src/protocol/grant.ts';
-import { SOURCE_KIND, type TrackInfo, type TrackKind } from '../../src/protocol/media.ts';
+import { SOURCE_KIND, type LayerInfo, type PreferredSize, type TrackInfo, type TrackKind } from '../../src/protocol/media.ts';
 import type { ServerFrame } from '../../src/protocol/messages.ts';
 import { RelayError } from '../context.ts';
 import type { Logger } from '../log.ts';
@@ -11,6 +11,8 @@ interface Publication {
   readonly member: Member;
   readonly source: Source;
   readonly kind: TrackKind;
+  /** Simulcast layers, smallest first; empty for a single-layer track. */
+  readonly layers: LayerInfo[];
   muted: boolean;
   readonly transport: PublishTransport;
   /** Set once media arrives; only then is the publication announced and subscribable. */
@@ -23,6 +25,23 @@ interface Subscription {
   readonly subscriber: Member;
   readonly publication: Publication;
   readonly transport: SubscribeTransport;
+  size: PreferredSize | undefined;
+}
+
+const HEALTH_MS = 1000;
+
+/**
+ * The layer for a size: the largest layer that fits (with a quarter of slack), else the
+ * smallest; the largest when no size was asked. Only layers that are flowing count, when any
+ * are: a sender under pressure pauses its top layers.
+ */
+export function chooseLayer(layers: LayerInfo[], live: string[], size?: PreferredSize): string {
+  if (layers.length === 0) return '';
+  const flowing = layers.filter((l) => live.includes(l.rid));
+  const pool = flowing.length ? flowing : layers;
+  if (!size) return pool.at(-1)!.rid;
+  const fits = pool.filter((l) => l.width <= size.maxWidth * 1.25 && l.height <= size.maxHeight * 1.25);
+  return (fits.at(-1) ?? pool[0]!).rid;
 }
 
 /** What the media board needs of its room. */
@@ -56,14 +75,15 @@ export class MediaBoard {
     return this.engine;
   }
 
-  async publish(member: Member, source: Source, kind: TrackKind, offer: string): Promise<string> {
+  async publish(member: Member, source: Source, kind: TrackKind, offer: string, layers: LayerInfo[] = []): Promise<string> {
     if (SOURCE_KIND[source] !== kind) throw new RelayError('INVALID_ARGUMENT', `${source} is a ${SOURCE_KIND[source]} source, not ${kind}`, 'wrong-kind');
     const mine = this.published.get(member) ?? new Map<Source, Publication>();
     if (mine.has(source)) throw new RelayError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, 'already-published');
     const transport = await this.engineOrFail().publish(kind, offer).catch((err: Error) => {
       throw new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
     });
-    const publication: Publication = { member, source, kind, muted: false, transport, track: null, subscriptions: new Set() };
+    const sorted = [...layers].sort((a, b) => a.width - b.width);
+    const publication: Publication = { member, source, kind, layers: sorted, muted: false, transport, track: null, subscriptions: new Set() };
     mine.set(source, publication);
     this.published.set(member, mine);
     transport.onClosed(() => this.end(publication, 'transport-closed'));
@@ -102,16 +122,17 @@ export class MediaBoard {
     this.end(p, 'force-unpublished');
   }
 
-  async subscribe(subscriber: Member, publisher: Member | undefined, source: Source): Promise<{ subscriptionId: string; sdp: string }> {
+  async subscribe(subscriber: Member, publisher: Member | undefined, source: Source, size?: PreferredSize): Promise<{ subscriptionId: string; sdp: string }> {
     const p = publisher && this.published.get(publisher)?.get(source);
     if (!p || !p.track) throw new RelayError('NOT_FOUND', `no ${source} of "${publisher?.id ?? '?'}" to subscribe to`, 'not-published');
     if (publisher === subscriber) throw new RelayError('INVALID_ARGUMENT', 'you cannot subscribe to your own track', 'self');
     const transport = await this.engineOrFail().subscribe(p.kind);
-    const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport };
+    const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport, size };
     p.subscriptions.add(subscription);
     this.subscriptions.set(subscription.id, subscription);
     transport.onClosed(() => this.drop(subscription, false));
-    transport.attach(p.track);
+    transport.attach(p.track, chooseLayer(p.layers, p.track.liveLayers(), size));
+    if (p.layers.length > 1) this.watchLayers();
     return { subscriptionId: subscription.id, sdp: transport.offer };
   }
 
@@ -125,6 +146,41 @@ export class MediaBoard {
     await this.subscription(subscriber, id).transport.accept(sdp).catch((err: Error) => {
       throw new RelayError('INVALID_ARGUMENT', `the answer could not be applied: ${err.message}`, 'bad-sdp');
     });
+  }
+
+  /** A subscriber's new size: the relay picks the layer that fits and switches at its next key frame. */
+  setSize(subscriber: Member, id: string, size: PreferredSize): string {
+    const s = this.subscription(subscriber, id);
+    s.size = size;
+    return this.rebalance(s);
+  }
+
+  private rebalance(s: Subscription): string {
+    const track = s.publication.track;
+    if (!track || s.publication.layers.length < 2) return s.transport.layer;
+    const layer = chooseLayer(s.publication.layers, track.liveLayers(), s.size);
+    s.transport.switchLayer(layer);
+    return layer;
+  }
+
+  private health: ReturnType<typeof setInterval> | null = null;
+
+  /** While simulcast subscriptions exist, move those whose layer stopped (or came back) every second. */
+  private watchLayers(): void {
+    if (this.health) return;
+    this.health = setInterval(() => {
+      let any = false;
+      for (const s of this.subscriptions.values()) {
+        if (s.publication.layers.length < 2) continue;
+        any = true;
+        this.rebalance(s);
+      }
+      if (!any && this.health) {
+        clearInterval(this.health);
+        this.health = null;
+      }
+    }, HEALTH_MS);
+    this.health.unref?.();
   }
 
   unsubscribe(subscriber: Member, id: string): void {
@@ -145,6 +201,8 @@ export class MediaBoard {
   }
 
   dispose(): void {
+    if (this.health) clearInterval(this.health);
+    this.health = null;
     for (const member of [...this.published.keys()]) this.memberLeft(member);
   }
 

@@ -8,13 +8,19 @@ import type { TrackKind } from '../../src/protocol/media.ts';
 /** An RTP packet as the engine hands it around (opaque to the rest of the relay). */
 export type RtpPacketRef = object;
 
-/** A published track on the relay: its packets, and a way to ask its publisher for a key frame. */
+/**
+ * A published track on the relay: its packets, and a way to ask its publisher for a key frame.
+ * A simulcast track has several layers, each known by its `rid`; a single-layer track has the
+ * one layer `''`.
+ */
 export interface TrackSource {
   readonly kind: TrackKind;
-  /** Receive every RTP packet of the track; returns a function that stops. */
-  onPacket(listener: (packet: RtpPacketRef) => void): () => void;
-  /** Ask the publisher for a key frame (rate-limited by the engine). */
-  requestKeyFrame(): void;
+  /** Layers that delivered packets within the last second. */
+  liveLayers(): string[];
+  /** Receive the RTP packets of one layer; returns a function that stops. */
+  onPacket(layer: string, listener: (packet: RtpPacketRef) => void): () => void;
+  /** Ask the publisher for a key frame on a layer (rate-limited by the engine). */
+  requestKeyFrame(layer: string): void;
 }
 
 /** Counters of a transport. */
@@ -43,8 +49,12 @@ export interface SubscribeTransport {
   readonly offer: string;
   /** Apply the client's answer; forwarding starts when the transport connects. */
   accept(answer: string): Promise<void>;
-  /** Forward `source` to the subscriber (a key frame is requested when it connects). */
-  attach(source: TrackSource): void;
+  /** Forward one layer of `source` to the subscriber (a key frame is requested when it connects). */
+  attach(source: TrackSource, layer: string): void;
+  /** Move to another layer, at its next key frame (sequence numbers and timestamps stay continuous). */
+  switchLayer(layer: string): void;
+  /** The layer forwarded now. */
+  readonly layer: string;
   onClosed(listener: () => void): void;
   stats(): TransportStats;
   close(): void;

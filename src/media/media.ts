@@ -2,13 +2,33 @@ import type { Connection } from '../connection.ts';
 import type { Emitter } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
 import type { Source } from '../protocol/grant.ts';
-import { SOURCE_KIND, type TrackInfo } from '../protocol/media.ts';
+import { SOURCE_KIND, type PreferredSize, type TrackInfo } from '../protocol/media.ts';
 import type { RemoteParticipant } from '../participants/remote-participant.ts';
 import type { RoomEvents } from '../room-events.ts';
 import { iceGathered, type MediaPlatform } from './platform.ts';
 import { LocalTrackPublication, RemoteTrackPublication, type PublicationActions } from './publications.ts';
 
 const TRACK_TIMEOUT_MS = 10_000;
+
+/** Options of `publish`. */
+export interface PublishTrackOptions {
+  /**
+   * Send the video in several sizes so that each subscriber gets the one that fits its tile
+   * (default: on for a browser's `camera`).
+   */
+  simulcast?: boolean;
+}
+
+/** Layers for a video track: quarter, half and full size from 540p up, else half and full. */
+function simulcastLayers(track: MediaStreamTrack): Array<{ rid: string; scale: number; maxBitrate: number; width: number; height: number }> {
+  const { width = 640, height = 480 } = track.getSettings();
+  const all = [
+    { rid: 'q', scale: 4, maxBitrate: 150_000 },
+    { rid: 'h', scale: 2, maxBitrate: 500_000 },
+    { rid: 'f', scale: 1, maxBitrate: 1_500_000 },
+  ];
+  return (height >= 540 ? all : all.slice(1)).map((l) => ({ ...l, width: Math.round(width / l.scale), height: Math.round(height / l.scale) }));
+}
 
 /**
  * Media of a room: your publications (one peer connection each) and your subscriptions (one
@@ -38,7 +58,7 @@ export class Media implements PublicationActions {
     return this.local;
   }
 
-  async publish(source: Source, given?: MediaStreamTrack): Promise<LocalTrackPublication> {
+  async publish(source: Source, given?: MediaStreamTrack, options: PublishTrackOptions = {}): Promise<LocalTrackPublication> {
     if (this.local.has(source)) throw new SdkError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, { reason: 'already-published' });
     const rtc = this.rtc();
     let track = given;
@@ -50,10 +70,21 @@ export class Media implements PublicationActions {
     }
     const pc = new rtc.RTCPeerConnection({ iceServers: [] });
     try {
-      pc.addTransceiver(track, { direction: 'sendonly' });
+      // by default for cameras whose platform can send layers (browser tracks report their settings)
+      const simulcast = options.simulcast ?? (source === 'camera' && typeof track.getSettings === 'function');
+      const layers = simulcast && track.kind === 'video' ? simulcastLayers(track) : [];
+      pc.addTransceiver(track, {
+        direction: 'sendonly',
+        ...(layers.length ? { sendEncodings: layers.map((l) => ({ rid: l.rid, scaleResolutionDownBy: l.scale, maxBitrate: l.maxBitrate })) } : {}),
+      });
       await pc.setLocalDescription(await pc.createOffer());
       await iceGathered(pc);
-      const { sdp } = await this.connection.request('media.publish', { source, kind: track.kind as 'audio' | 'video', sdp: pc.localDescription!.sdp });
+      const { sdp } = await this.connection.request('media.publish', {
+        source,
+        kind: track.kind as 'audio' | 'video',
+        sdp: pc.localDescription!.sdp,
+        ...(layers.length ? { layers: layers.map(({ rid, width, height }) => ({ rid, width, height })) } : {}),
+      });
       await pc.setRemoteDescription({ type: 'answer', sdp });
     } catch (err) {
       pc.close();
@@ -162,7 +193,12 @@ export class Media implements PublicationActions {
     });
     arrived.catch(() => undefined);
     try {
-      const { subscriptionId, sdp } = await this.connection.request('media.subscribe', { participantId: publication.participantId, source: publication.source });
+      const size = publication.preferredSize;
+      const { subscriptionId, sdp } = await this.connection.request('media.subscribe', {
+        participantId: publication.participantId,
+        source: publication.source,
+        ...(size ? { size } : {}),
+      });
       slot.id = subscriptionId;
       if (publication.subscription !== slot) {
         void this.connection.request('media.unsubscribe', { subscriptionId }).catch(() => undefined);
@@ -185,6 +221,12 @@ export class Media implements PublicationActions {
       pc.close();
       throw err;
     }
+  }
+
+  async setPreferredSize(publication: RemoteTrackPublication, size: PreferredSize): Promise<void> {
+    publication.preferredSize = size;
+    const id = publication.subscription?.id;
+    if (id) await this.connection.request('media.layer', { subscriptionId: id, size });
   }
 
   async unsubscribe(publication: RemoteTrackPublication): Promise<void> {

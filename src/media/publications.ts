@@ -1,9 +1,10 @@
 import type { Source } from '../protocol/grant.ts';
-import type { TrackKind } from '../protocol/media.ts';
+import type { PreferredSize, TrackKind } from '../protocol/media.ts';
 
 /** What a publication needs from the media manager. */
 export interface PublicationActions {
   subscribe(publication: RemoteTrackPublication): Promise<void>;
+  setPreferredSize(publication: RemoteTrackPublication, size: PreferredSize): Promise<void>;
   unsubscribe(publication: RemoteTrackPublication): Promise<void>;
   setMuted(publication: LocalTrackPublication, muted: boolean): Promise<void>;
 }
@@ -68,6 +69,8 @@ export class RemoteTrackPublication {
   #track: MediaStreamTrack | null = null;
   /** @internal The relay's subscription, while subscribing or subscribed. */
   subscription: { id: string | null; pc: RTCPeerConnection } | null = null;
+  /** @internal */
+  preferredSize: PreferredSize | undefined;
 
   /** @internal */
   constructor(
@@ -100,6 +103,19 @@ export class RemoteTrackPublication {
   /** Receive it; resolves once the track has arrived. */
   subscribe(): Promise<void> {
     return this.actions.subscribe(this);
+  }
+
+  /**
+   * The largest video you want (e.g. your tile's size in pixels). For a simulcast publication
+   * the relay then forwards the layer that fits, switching at the next key frame.
+   *
+   * @example
+   * ```ts
+   * new ResizeObserver(() => publication.setPreferredSize({ maxWidth: tile.clientWidth, maxHeight: tile.clientHeight })).observe(tile);
+   * ```
+   */
+  setPreferredSize(size: PreferredSize): Promise<void> {
+    return this.actions.setPreferredSize(this, size);
   }
 
   /** Stop receiving it. */

@@ -1,5 +1,5 @@
 import type { EffectiveGrant, Source } from '../protocol/grant.ts';
-import type { Media } from '../media/media.ts';
+import type { Media, PublishTrackOptions } from '../media/media.ts';
 import type { LocalTrackPublication } from '../media/publications.ts';
 import type { SelfInfo } from '../protocol/messages.ts';
 
@@ -47,8 +47,8 @@ export class LocalParticipant {
    * await camera.mute();
    * ```
    */
-  publish(source: Source, track?: MediaStreamTrack): Promise<LocalTrackPublication> {
-    return this.media.publish(source, track);
+  publish(source: Source, track?: MediaStreamTrack, options?: PublishTrackOptions): Promise<LocalTrackPublication> {
+    return this.media.publish(source, track, options);
   }
 
   /** Stop publishing a source. */

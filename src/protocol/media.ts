@@ -14,14 +14,29 @@ export interface TrackInfo {
   muted: boolean;
 }
 
+/** A simulcast layer as its publisher announces it. */
+export interface LayerInfo {
+  rid: string;
+  width: number;
+  height: number;
+}
+
+/** The largest video a subscriber wants (e.g. the size of its tile, in pixels). */
+export interface PreferredSize {
+  maxWidth: number;
+  maxHeight: number;
+}
+
 /** Methods of media. Each publication and each subscription has its own peer connection. */
 export interface MediaMethods {
   /** Publish a source: the client's SDP offer (one sendonly m-line); the relay's answer. */
-  'media.publish': { params: { source: Source; kind: TrackKind; sdp: string }; result: { sdp: string } };
+  'media.publish': { params: { source: Source; kind: TrackKind; sdp: string; layers?: LayerInfo[] }; result: { sdp: string } };
   'media.unpublish': { params: { source: Source }; result: Record<string, never> };
   'media.mute': { params: { source: Source; muted: boolean }; result: Record<string, never> };
   /** Subscribe to a publication: the relay's SDP offer (one sendonly m-line). */
-  'media.subscribe': { params: { participantId: string; source: Source }; result: { subscriptionId: string; sdp: string } };
+  'media.subscribe': { params: { participantId: string; source: Source; size?: PreferredSize }; result: { subscriptionId: string; sdp: string } };
+  /** Ask for the simulcast layer that best fits a size; the relay switches at the next key frame. */
+  'media.layer': { params: { subscriptionId: string; size: PreferredSize }; result: { layer: string } };
   /** The client's answer to a subscription's offer. */
   'media.answer': { params: { subscriptionId: string; sdp: string }; result: Record<string, never> };
   'media.unsubscribe': { params: { subscriptionId: string }; result: Record<string, never> };

@@ -1,7 +1,8 @@
 /** Parsers of the media methods. */
 import { SOURCES, type Source } from './grant.ts';
 import type { Method } from './messages.ts';
-import { bad, isId, ok, type ParamsParser } from './parse.ts';
+import type { LayerInfo, PreferredSize } from './media.ts';
+import { bad, isId, isRecord, ok, type Parsed, type ParamsParser } from './parse.ts';
 
 type MediaMethod = Extract<Method, `media.${string}`>;
 
@@ -9,13 +10,35 @@ const MAX_SDP = 64 * 1024;
 const isSource = (v: unknown): v is Source => SOURCES.includes(v as Source);
 const isSdp = (v: unknown): v is string => typeof v === 'string' && v.startsWith('v=0') && v.length <= MAX_SDP;
 const SOURCE = "source must be 'camera', 'microphone' or 'screen'";
+const pixels = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 0 && (v as number) <= 16384;
+
+function size(v: unknown): Parsed<PreferredSize | undefined> {
+  if (v === undefined) return ok(undefined);
+  if (!isRecord(v) || !pixels(v.maxWidth) || !pixels(v.maxHeight)) return bad('size must be { maxWidth, maxHeight } in pixels');
+  return ok({ maxWidth: v.maxWidth, maxHeight: v.maxHeight });
+}
+
+function layers(v: unknown): Parsed<LayerInfo[] | undefined> {
+  if (v === undefined) return ok(undefined);
+  if (!Array.isArray(v) || v.length === 0 || v.length > 4) return bad('layers must list 1 to 4 simulcast layers');
+  const out: LayerInfo[] = [];
+  for (const l of v) {
+    if (!isRecord(l) || typeof l.rid !== 'string' || !/^[a-zA-Z0-9]{1,16}$/.test(l.rid) || !pixels(l.width) || !pixels(l.height)) {
+      return bad('each layer is { rid, width, height }');
+    }
+    out.push({ rid: l.rid, width: l.width, height: l.height });
+  }
+  return ok(out);
+}
 
 export const MEDIA_PARAMS: { [M in MediaMethod]: ParamsParser<M> } = {
   'media.publish': (p) => {
     if (!isSource(p.source)) return bad(SOURCE);
     if (p.kind !== 'audio' && p.kind !== 'video') return bad("kind must be 'audio' or 'video'");
     if (!isSdp(p.sdp)) return bad('sdp must be an SDP offer');
-    return ok({ source: p.source, kind: p.kind, sdp: p.sdp });
+    const l = layers(p.layers);
+    if (!l.ok) return l;
+    return ok({ source: p.source, kind: p.kind, sdp: p.sdp, ...(l.value ? { layers: l.value } : {}) });
   },
   'media.unpublish': (p) => (isSource(p.source) ? ok({ source: p.source }) : bad(SOURCE)),
   'media.mute': (p) => {
@@ -26,7 +49,16 @@ export const MEDIA_PARAMS: { [M in MediaMethod]: ParamsParser<M> } = {
   'media.subscribe': (p) => {
     if (!isId(p.participantId)) return bad('participantId must be a participant id');
     if (!isSource(p.source)) return bad(SOURCE);
-    return ok({ participantId: p.participantId, source: p.source });
+    const s = size(p.size);
+    if (!s.ok) return s;
+    return ok({ participantId: p.participantId, source: p.source, ...(s.value ? { size: s.value } : {}) });
+  },
+  'media.layer': (p) => {
+    if (!isId(p.subscriptionId)) return bad('subscriptionId must be a subscription id');
+    const s = size(p.size);
+    if (!s.ok) return s;
+    if (!s.value) return bad('size is required');
+    return ok({ subscriptionId: p.subscriptionId, size: s.value });
   },
   'media.answer': (p) => {
     if (!isId(p.subscriptionId)) return bad('subscriptionId must be a subscription id');
