@@ -184,12 +184,10 @@ export class Media implements PublicationActions {
     const slot = { id: null as string | null, pc };
     publication.subscription = slot;
     this.active.add(publication);
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const arrived = new Promise<MediaStreamTrack>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new SdkError('TIMEOUT', `no ${publication.source} track arrived within ${TRACK_TIMEOUT_MS} ms`)), TRACK_TIMEOUT_MS);
-      pc.addEventListener('track', (event) => {
-        clearTimeout(timer);
-        resolve((event as RTCTrackEvent).track);
-      });
+      timer = setTimeout(() => reject(new SdkError('TIMEOUT', `no ${publication.source} track arrived within ${TRACK_TIMEOUT_MS} ms`)), TRACK_TIMEOUT_MS);
+      pc.addEventListener('track', (event) => resolve((event as RTCTrackEvent).track));
     });
     arrived.catch(() => undefined);
     try {
@@ -220,6 +218,8 @@ export class Media implements PublicationActions {
       }
       pc.close();
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
