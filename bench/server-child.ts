@@ -33,6 +33,11 @@ if (mode === 'relay') {
   process.on('message', (msg: { cmd: string; room?: string; count?: number; id?: number }) => {
     if (msg.cmd === 'exit') void relay.close().then(() => process.exit(0));
     if (msg.cmd === 'rss-now') send({ id: msg.id, rss: process.memoryUsage().rss });
+    if (msg.cmd === 'cpu') send({ id: msg.id, cpu: process.cpuUsage(), rss: process.memoryUsage().rss, at: performance.now() });
+    if (msg.cmd === 'media-stats') {
+      const stats = [...relay.context.rooms].map((r) => r.media.stats());
+      send({ id: msg.id, stats });
+    }
     if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
     if (msg.cmd === 'simulate') {
       const room = relay.context.rooms.getOrCreate(msg.room!);
