@@ -70,6 +70,8 @@ interface Layer {
   lastKeyFrameRequest: number;
   /** A key frame was asked for before the SSRC was known: ask as soon as it is. */
   keyFrameWanted: boolean;
+  /** A request that came too soon after the last one, sent when the interval is over. */
+  deferred: ReturnType<typeof setTimeout> | null;
 }
 
 class Source implements TrackSource {
@@ -83,7 +85,7 @@ class Source implements TrackSource {
 
   private layer(rid: string): Layer {
     let layer = this.layers.get(rid);
-    if (!layer) this.layers.set(rid, (layer = { listeners: new Set(), ssrc: null, lastPacketAt: 0, lastKeyFrameRequest: 0, keyFrameWanted: false }));
+    if (!layer) this.layers.set(rid, (layer = { listeners: new Set(), ssrc: null, lastPacketAt: 0, lastKeyFrameRequest: 0, keyFrameWanted: false, deferred: null }));
     return layer;
   }
 
@@ -115,6 +117,11 @@ class Source implements TrackSource {
     for (const listener of layer.listeners) listener(packet);
   }
 
+  /** Cancel deferred requests (the publication ended). */
+  dispose(): void {
+    for (const layer of this.layers.values()) if (layer.deferred) clearTimeout(layer.deferred);
+  }
+
   requestKeyFrame(rid: string): void {
     if (this.kind !== 'video') return;
     const layer = this.layer(rid);
@@ -123,7 +130,15 @@ class Source implements TrackSource {
       layer.keyFrameWanted = true;
       return;
     }
-    if (now - layer.lastKeyFrameRequest < KEY_FRAME_INTERVAL_MS) return;
+    const wait = layer.lastKeyFrameRequest + KEY_FRAME_INTERVAL_MS - now;
+    if (wait > 0) {
+      // deferred, not dropped: a subscriber that connects just after another must still get one
+      layer.deferred ??= setTimeout(() => {
+        layer.deferred = null;
+        this.requestKeyFrame(rid);
+      }, wait);
+      return;
+    }
     layer.keyFrameWanted = false;
     layer.lastKeyFrameRequest = now;
     this.counters.keyFrameRequests++;
@@ -196,6 +211,7 @@ export class WeriftEngine implements MediaEngine {
       stats: () => ({ ...counters }),
       close: () => {
         if (remb) clearInterval(remb);
+        void track.then((t) => (t as Source).dispose(), () => undefined);
         void pc.close();
       },
     };
@@ -238,7 +254,8 @@ export class WeriftEngine implements MediaEngine {
         source = s;
         current = layer;
         stopCurrent = s.onPacket(layer, send);
-        s.requestKeyFrame(layer);
+        // a key frame sent before the subscriber's transport connects would be lost
+        if (pc.connectionState === 'connected') s.requestKeyFrame(layer);
       },
       switchLayer: (layer) => {
         const s = source;
