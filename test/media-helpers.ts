@@ -10,11 +10,17 @@ export const nodePlatform: MediaPlatform = {
 };
 
 /** A track that emits RTP like a camera (VP8 key frames every `keyEvery` frames) or a microphone. */
-export function fakeTrack(kind: 'video' | 'audio', keyEvery = 30): { track: MediaStreamTrack; stop(): void; sent: () => number } {
+export function fakeTrack(kind: 'video' | 'audio', keyEvery = 30, lose: (seq: number) => boolean = () => false): { track: MediaStreamTrack; stop(): void; sent: () => number } {
   const track = new WeriftTrack({ kind });
   let seq = 1;
   let frame = 0;
   const timer = setInterval(() => {
+    // a lost packet: its sequence number is used, the packet never leaves
+    if (lose(seq)) {
+      seq++;
+      frame++;
+      return;
+    }
     const key = frame % keyEvery === 0;
     // VP8 payload descriptor (S bit) + a 3-byte frame tag whose lowest bit is 0 on key frames
     const payload = kind === 'video' ? Buffer.from([0x10, key ? 0x00 : 0x01, 0x00, 0x00, 0x9d, 0x01, 0x2a, frame & 0xff]) : Buffer.from([0xf8, 0xff, 0xfe]);

@@ -123,6 +123,15 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
     await b.leave();
   });
 
+  it('packets lost on the way from the publisher are NACKed by the relay', async () => {
+    const a = await join('m7', 'a');
+    const lossy = fakeTrack('video', 30, (seq) => seq % 25 === 0);
+    stops.push(lossy.stop);
+    await a.localParticipant.publish('camera', lossy.track);
+    await until(() => t.relay.context.rooms.get('m7')!.media.stats().in.nacks > 0, 8000, 'a NACK for the missing packets');
+    await a.leave();
+  });
+
   it('unsubscribe and subscribe again by hand; autoSubscribe false subscribes nothing', async () => {
     const a = await join('m5', 'a');
     await a.localParticipant.publish('camera', camera().track);
