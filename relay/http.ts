@@ -50,11 +50,11 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
       return true;
     }
     const file = decodeURIComponent(path.slice('/recordings/'.length));
-    if (!/^[\w-]+--[\w-]+\.jsonl$/.test(file) || !file.startsWith(`${safeName(access.roomId)}--`)) {
+    if (!/^[\w-]+--[\w-]+(--[\w-]+)?\.(jsonl|webm)$/.test(file) || !file.startsWith(`${safeName(access.roomId)}--`)) {
       json(res, 404, { error: 'not found' });
       return true;
     }
-    sendFile(res, join(dir, file), 'application/x-ndjson');
+    sendFile(res, join(dir, file), file.endsWith('.webm') ? 'video/webm' : 'application/x-ndjson');
     return true;
   }
   const hls = /^\/hls\/([\w-]+)\/(index\.m3u8|seg\d+\.vtt)$/.exec(path);

@@ -8,6 +8,8 @@ import type { Member } from '../rooms/types.ts';
 import type { MediaEngine, PublishTransport, SubscribeTransport, TrackSource, TransportStats } from './engine.ts';
 
 interface Publication {
+  /** Cleanups of the taps that saw it. */
+  readonly tapped: Array<() => void>;
   readonly member: Member;
   readonly source: Source;
   readonly kind: TrackKind;
@@ -43,6 +45,18 @@ export function chooseLayer(layers: LayerInfo[], live: string[], size?: Preferre
   const fits = pool.filter((l) => l.width <= size.maxWidth * 1.25 && l.height <= size.maxHeight * 1.25);
   return (fits.at(-1) ?? pool[0]!).rid;
 }
+
+/** A publication as an output sees it. */
+export interface TappedTrack {
+  participantId: string;
+  source: Source;
+  kind: TrackKind;
+  /** Record it (its largest flowing layer) to `path`. */
+  record(path: string): Promise<{ stop(): Promise<void> }>;
+}
+
+/** Called for each publication with media; may return what to do when it ends. */
+export type TrackTap = (track: TappedTrack) => (() => void) | void;
 
 /** What the media board needs of its room. */
 export interface MediaRoom {
@@ -83,7 +97,7 @@ export class MediaBoard {
       throw new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
     });
     const sorted = [...layers].sort((a, b) => a.width - b.width);
-    const publication: Publication = { member, source, kind, layers: sorted, muted: false, transport, track: null, subscriptions: new Set() };
+    const publication: Publication = { tapped: [], member, source, kind, layers: sorted, muted: false, transport, track: null, subscriptions: new Set() };
     mine.set(source, publication);
     this.published.set(member, mine);
     transport.onClosed(() => this.end(publication, 'transport-closed'));
@@ -91,6 +105,7 @@ export class MediaBoard {
       (track) => {
         if (this.published.get(member)?.get(source) !== publication) return;
         publication.track = track;
+        for (const tap of this.taps) this.feed(tap, publication);
         this.room.broadcast({ type: 'event', name: 'track-published', data: { participantId: member.id, source, kind, muted: publication.muted } }, member.id);
       },
       () => this.end(publication, 'no-media'),
@@ -206,9 +221,32 @@ export class MediaBoard {
     for (const member of [...this.published.keys()]) this.memberLeft(member);
   }
 
+  private readonly taps = new Set<TrackTap>();
+
+  /** See every publication with media, now and later (e.g. a recording). Returns a function that stops. */
+  tap(tap: TrackTap): () => void {
+    this.taps.add(tap);
+    for (const mine of this.published.values()) for (const p of mine.values()) if (p.track) this.feed(tap, p);
+    return () => this.taps.delete(tap);
+  }
+
+  private feed(tap: TrackTap, p: Publication): void {
+    const engine = this.engine;
+    const track = p.track;
+    if (!engine || !track) return;
+    const cleanup = tap({
+      participantId: p.member.id,
+      source: p.source,
+      kind: p.kind,
+      record: (path) => engine.record(track, chooseLayer(p.layers, track.liveLayers()), path),
+    });
+    if (cleanup) p.tapped.push(cleanup);
+  }
+
   private end(p: Publication, why: string): void {
     const mine = this.published.get(p.member);
     if (mine?.get(p.source) !== p) return;
+    for (const cleanup of p.tapped.splice(0)) cleanup();
     mine.delete(p.source);
     if (mine.size === 0) this.published.delete(p.member);
     for (const s of [...p.subscriptions]) this.drop(s, true);

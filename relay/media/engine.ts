@@ -60,8 +60,15 @@ export interface SubscribeTransport {
   close(): void;
 }
 
-/** Makes transports. */
+/** A recording of one track to a file, until stopped. */
+export interface TrackRecorder {
+  stop(): Promise<void>;
+}
+
+/** Makes transports, and records tracks. */
 export interface MediaEngine {
   publish(kind: TrackKind, offer: string): Promise<PublishTransport>;
   subscribe(kind: TrackKind): Promise<SubscribeTransport>;
+  /** Write one layer of a track to `path` as it arrives (WebM for VP8 and Opus). */
+  record(source: TrackSource, layer: string, path: string): Promise<TrackRecorder>;
 }

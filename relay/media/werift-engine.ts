@@ -11,7 +11,8 @@ import {
   useSdesRTPStreamId,
 } from 'werift';
 import type { TrackKind } from '../../src/protocol/media.ts';
-import type { MediaEngine, PublishTransport, SubscribeTransport, TrackSource, TransportStats } from './engine.ts';
+import { MediaRecorder } from 'werift/nonstandard';
+import type { MediaEngine, PublishTransport, SubscribeTransport, TrackRecorder, TrackSource, TransportStats } from './engine.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
 
 const KEY_FRAME_INTERVAL_MS = 300;
@@ -213,6 +214,22 @@ export class WeriftEngine implements MediaEngine {
         if (remb) clearInterval(remb);
         void track.then((t) => (t as Source).dispose(), () => undefined);
         void pc.close();
+      },
+    };
+  }
+
+  async record(source: TrackSource, layer: string, path: string): Promise<TrackRecorder> {
+    const codec = source.kind === 'video' ? codecs().video[0]! : codecs().audio[0]!;
+    const track = new MediaStreamTrack({ kind: source.kind, codec });
+    // one track per file: nothing to synchronise with, timing from RTP timestamps alone
+    const recorder = new MediaRecorder({ path, tracks: [track], numOfTracks: 1, disableLipSync: true, disableNtp: true });
+    const off = source.onPacket(layer, (p) => track.writeRtp(p as RtpPacket));
+    // a recording starts at a key frame
+    source.requestKeyFrame(layer);
+    return {
+      stop: async () => {
+        off();
+        await recorder.stop();
       },
     };
   }

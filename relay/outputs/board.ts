@@ -3,6 +3,7 @@ import type { ServerFrame, WireError } from '../../src/protocol/messages.ts';
 import { RelayError } from '../context.ts';
 import type { Logger } from '../log.ts';
 import type { Timeline } from '../rooms/timeline.ts';
+import type { TrackTap } from '../media/board.ts';
 
 /** What an output provider may use. */
 export interface OutputContext {
@@ -11,6 +12,8 @@ export interface OutputContext {
   readonly log: Logger;
   /** Send a frame to everyone in the room. */
   broadcast(frame: ServerFrame): void;
+  /** The room's published tracks, now and later. */
+  tapMedia(tap: TrackTap): () => void;
 }
 
 /**

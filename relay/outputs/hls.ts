@@ -18,6 +18,8 @@ const cueText = (e: TimedEvent): string => {
       return `${e.output} ${e.state}`;
     case 'whiteboard':
       return `${e.by} ${e.action === 'clear' ? 'cleared the whiteboard' : 'drew on the whiteboard'}`;
+    case 'track-recorded':
+      return `recording ${e.participantId}'s ${e.source}`;
   }
 };
 

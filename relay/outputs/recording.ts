@@ -14,13 +14,17 @@ export interface RecordingFile {
 }
 
 /**
- * Records the room to a file in `dir`: today its timeline — joins and leaves, pubsub messages,
- * streams, output and whiteboard changes — one JSON object per line (JSON Lines). The media
- * tracks join the recording when the relay forwards media.
+ * Records the room into `dir`: its timeline — joins and leaves, pubsub messages, streams, output
+ * and whiteboard changes, the media files — one JSON object per line (JSON Lines), and each
+ * published track as it is published, one WebM file per track (VP8 or Opus, as forwarded; no
+ * re-encoding), all sharing the recording's name: `<room>--<time>.jsonl`,
+ * `<room>--<time>--<participant>-<source>.webm`.
  */
 export class RecordingProvider implements OutputProvider {
   private out: WriteStream | null = null;
   private off: (() => void) | null = null;
+  private offMedia: (() => void) | null = null;
+  private readonly recorders = new Set<Promise<{ stop(): Promise<void> }>>();
 
   constructor(
     private readonly ctx: OutputContext,
@@ -41,10 +45,29 @@ export class RecordingProvider implements OutputProvider {
     out.write(`${JSON.stringify({ type: 'recording-started', roomId: this.ctx.roomId, at: Date.now(), format: 'tessera-timeline/1' })}\n`);
     this.off = this.ctx.timeline.on((event) => out.write(`${JSON.stringify(event)}\n`));
     this.out = out;
+    const base = file.slice(0, -'.jsonl'.length);
+    this.offMedia = this.ctx.tapMedia((track) => {
+      const media = `${base}--${safeName(track.participantId)}-${track.source}.webm`;
+      const recorder = track.record(join(this.dir, media));
+      this.recorders.add(recorder);
+      recorder.then(
+        () => this.ctx.timeline.emit({ type: 'track-recorded', participantId: track.participantId, source: track.source, kind: track.kind, file: media }),
+        (err: Error) => this.ctx.log.warn(`recording of ${track.participantId} ${track.source} failed: ${err.message}`),
+      );
+      return () => {
+        this.recorders.delete(recorder);
+        void recorder.then((r) => r.stop()).catch(() => undefined);
+      };
+    });
     return { file, url: `/recordings/${encodeURIComponent(file)}` };
   }
 
   async stop(): Promise<void> {
+    this.offMedia?.();
+    this.offMedia = null;
+    const recorders = [...this.recorders];
+    this.recorders.clear();
+    await Promise.allSettled(recorders.map((r) => r.then((x) => x.stop())));
     this.off?.();
     this.off = null;
     const out = this.out;
@@ -65,7 +88,7 @@ export function listRecordings(dir: string, roomId: string): RecordingFile[] {
     return [];
   }
   return names
-    .filter((f) => f.startsWith(prefix) && f.endsWith('.jsonl'))
-    .map((file) => ({ file, roomId, size: statSync(join(dir, file)).size, startedAt: file.slice(prefix.length, -6) }))
+    .filter((f) => f.startsWith(prefix) && (f.endsWith('.jsonl') || f.endsWith('.webm')))
+    .map((file) => ({ file, roomId, size: statSync(join(dir, file)).size, startedAt: file.slice(prefix.length).split('--')[0]!.replace(/\.jsonl$/, '') }))
     .sort((a, b) => b.file.localeCompare(a.file));
 }

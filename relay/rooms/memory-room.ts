@@ -45,7 +45,10 @@ export class MemoryRoom implements Room {
     this.topics = new TopicBoard(limits, lookup, this.timeline);
     this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
     this.lobby = new Lobby((frame) => this.toModerators(frame));
-    this.outputs = new OutputBoard({ roomId: id, timeline: this.timeline, log, broadcast: (frame) => this.broadcast(frame) }, providers);
+    this.outputs = new OutputBoard(
+      { roomId: id, timeline: this.timeline, log, broadcast: (frame) => this.broadcast(frame), tapMedia: (tap) => this.media.tap(tap) },
+      providers,
+    );
   }
 
   get size(): number {

@@ -5,7 +5,8 @@ export type TimelineEvent =
   | { type: 'message'; topic: string; from: string; payload: unknown; id: string }
   | { type: 'stream'; from: string; size: number; kind: string; name?: string; topic?: string }
   | { type: 'output'; output: string; state: string; by?: string }
-  | { type: 'whiteboard'; action: 'draw' | 'clear'; by: string; shapeId?: string };
+  | { type: 'whiteboard'; action: 'draw' | 'clear'; by: string; shapeId?: string }
+  | { type: 'track-recorded'; participantId: string; source: string; kind: string; file: string };
 
 /** A timeline event with the time it happened (unix ms). */
 export type TimedEvent = TimelineEvent & { at: number };
