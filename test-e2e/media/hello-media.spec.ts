@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { startExample } from '../start-example.ts';
 import { expect, test, type Page } from '@playwright/test';
 
 /** The hello example with media, started by `npm start`'s script inside the namespace. */
@@ -6,16 +7,7 @@ let child: ChildProcess;
 let web = '';
 
 test.beforeAll(async () => {
-  child = spawn(process.execPath, ['scripts/start.mjs'], { env: { ...process.env, TESSERA_PORT: '0', PORT: '0', TESSERA_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] });
-  web = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c;
-      const match = /token server: (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`npm start exited ${code}: ${out}`)));
-  });
+  ({ child, web } = await startExample({ TESSERA_LOG_LEVEL: 'warn' }));
 });
 test.afterAll(() => child.kill('SIGTERM'));
 
