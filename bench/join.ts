@@ -20,7 +20,11 @@ async function rawRoundTrip(url: string, payload: string): Promise<number> {
     ws.once('error', reject);
   });
   const elapsed = performance.now() - start;
-  ws.close();
+  // like the SDK's leave: the next measurement starts once this socket is closed
+  await new Promise<void>((resolve) => {
+    ws.once('close', () => resolve());
+    ws.close();
+  });
   return elapsed;
 }
 

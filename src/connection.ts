@@ -104,7 +104,7 @@ export class Connection {
       ws.onopen = () => ws.send(JSON.stringify(options.join));
       ws.onerror = () => settle(new SdkError('CONNECTION_FAILED', `cannot connect to ${options.url}`));
       ws.onclose = (event) => {
-        settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
+        if (!settled) settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
         connection.onSocketClose(event.code);
         connection.socketClosed();
       };

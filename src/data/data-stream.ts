@@ -186,9 +186,11 @@ export class DataStreams {
 
   /** @internal The session ended: nothing more will arrive or leave. */
   closed(): void {
-    const error = new SdkError('CONNECTION_LOST', 'the session ended before the stream did', { reason: 'session-ended' });
-    for (const stream of this.incoming.values()) stream.fail(error);
-    for (const out of this.outgoing.values()) out.fail(error);
+    if (this.incoming.size + this.outgoing.size > 0) {
+      const error = new SdkError('CONNECTION_LOST', 'the session ended before the stream did', { reason: 'session-ended' });
+      for (const stream of this.incoming.values()) stream.fail(error);
+      for (const out of this.outgoing.values()) out.fail(error);
+    }
     this.incoming.clear();
     this.events.clear();
   }
