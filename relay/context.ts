@@ -59,3 +59,14 @@ export interface CursorTable {
   put(value: unknown): string;
   get(token: string): unknown;
 }
+
+/**
+ * Spend a token of the member's bucket: every data message, stream and media subscription
+ * costs one. A client that keeps going past the bucket is cut off (`flooding`).
+ */
+export function spend(scope: RequestScope): void {
+  if (!scope.limiter.take()) {
+    scope.flooding();
+    throw new RelayError('RATE_LIMITED', `at most ${scope.relay.config.messageRate} messages per second (burst ${scope.relay.config.messageBurst})`, 'message-rate');
+  }
+}

@@ -1,18 +1,11 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, type RequestScope } from '../context.ts';
+import { RelayError, requireFlag, spend, type RequestScope } from '../context.ts';
 
 function checkTopic(scope: RequestScope, topic: string): void {
   const max = scope.relay.config.maxTopicLength;
   if (topic.length > max) throw new RelayError('INVALID_ARGUMENT', `topic names are at most ${max} characters`, 'topic-too-long');
 }
 
-/** Every data send spends a token of the sender's bucket. */
-function spend(scope: RequestScope): void {
-  if (!scope.limiter.take()) {
-    scope.flooding();
-    throw new RelayError('RATE_LIMITED', `at most ${scope.relay.config.messageRate} data messages per second (burst ${scope.relay.config.messageBurst})`, 'message-rate');
-  }
-}
 
 export function publish(scope: RequestScope, params: Params<'pubsub.publish'>): Result<'pubsub.publish'> {
   requireFlag(scope.member, 'canPublishData', 'publishing data');

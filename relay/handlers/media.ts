@@ -1,5 +1,5 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, type RequestScope } from '../context.ts';
+import { RelayError, requireFlag, spend, type RequestScope } from '../context.ts';
 
 export async function publish(scope: RequestScope, params: Params<'media.publish'>): Promise<Result<'media.publish'>> {
   const { member, room } = scope;
@@ -23,6 +23,7 @@ export function mute(scope: RequestScope, params: Params<'media.mute'>): Result<
 
 export function subscribe(scope: RequestScope, params: Params<'media.subscribe'>): Promise<Result<'media.subscribe'>> {
   requireFlag(scope.member, 'canSubscribe', 'subscribing to media');
+  spend(scope);
   return scope.room.media.subscribe(scope.member, scope.room.get(params.participantId), params.source, params.size);
 }
 

@@ -31,6 +31,8 @@ interface Subscription {
 }
 
 const HEALTH_MS = 1000;
+/** Subscriptions one participant may hold at once: each is a peer connection on the relay. */
+export const MAX_SUBSCRIPTIONS = 100;
 
 /**
  * The layer for a size: the largest layer that fits (with a quarter of slack), else the
@@ -71,6 +73,8 @@ export interface MediaRoom {
 export class MediaBoard {
   private readonly published = new Map<Member, Map<Source, Publication>>();
   private readonly subscriptions = new Map<string, Subscription>();
+  /** The same subscriptions by subscriber: a leave costs its own subscriptions, not the room's. */
+  private readonly bySubscriber = new Map<Member, Set<Subscription>>();
 
   constructor(
     private readonly engine: MediaEngine | null,
@@ -141,10 +145,14 @@ export class MediaBoard {
     const p = publisher && this.published.get(publisher)?.get(source);
     if (!p || !p.track) throw new RelayError('NOT_FOUND', `no ${source} of "${publisher?.id ?? '?'}" to subscribe to`, 'not-published');
     if (publisher === subscriber) throw new RelayError('INVALID_ARGUMENT', 'you cannot subscribe to your own track', 'self');
+    const mine = this.bySubscriber.get(subscriber) ?? new Set<Subscription>();
+    if (mine.size >= MAX_SUBSCRIPTIONS) throw new RelayError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions at once`, 'too-many-subscriptions');
     const transport = await this.engineOrFail().subscribe(p.kind);
     const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport, size };
     p.subscriptions.add(subscription);
     this.subscriptions.set(subscription.id, subscription);
+    mine.add(subscription);
+    this.bySubscriber.set(subscriber, mine);
     transport.onClosed(() => this.drop(subscription, false));
     transport.attach(p.track, chooseLayer(p.layers, p.track.liveLayers(), size));
     if (p.layers.length > 1) this.watchLayers();
@@ -205,7 +213,7 @@ export class MediaBoard {
   /** A member left: its publications end, its subscriptions close. */
   memberLeft(member: Member): void {
     for (const p of [...(this.published.get(member)?.values() ?? [])]) this.end(p, 'publisher-left');
-    for (const s of [...this.subscriptions.values()]) if (s.subscriber === member) this.drop(s, false);
+    for (const s of [...(this.bySubscriber.get(member) ?? [])]) this.drop(s, false);
   }
 
   /** Counters of every transport, for `/metrics` and benchmarks. */
@@ -257,6 +265,9 @@ export class MediaBoard {
 
   private drop(s: Subscription, tell: boolean): void {
     if (!this.subscriptions.delete(s.id)) return;
+    const mine = this.bySubscriber.get(s.subscriber);
+    mine?.delete(s);
+    if (mine?.size === 0) this.bySubscriber.delete(s.subscriber);
     s.publication.subscriptions.delete(s);
     s.transport.close();
     if (tell) s.subscriber.link.send({ type: 'event', name: 'subscription-ended', data: { subscriptionId: s.id } });
