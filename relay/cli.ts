@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { DEV_API_KEY, loadOrCreateDevKeys } from '../src/server/dev-keys.ts';
 import { helpText, parseCli } from './config.ts';
 import { createLogger } from './log.ts';
 import { startRelay } from './server.ts';
@@ -38,9 +38,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       }
     });
   } else {
-    const secret = env.TESSERA_DEV_SECRET || randomBytes(24).toString('base64url');
-    keys.replace({ devkey: secret });
-    process.stdout.write(`dev mode (no --keys): API key "devkey", secret "${secret}"\n`);
+    // dev mode: a key kept in a file of the user's, shared with `tessera token`
+    const dev = env.TESSERA_DEV_SECRET ? { apiKey: DEV_API_KEY, secret: env.TESSERA_DEV_SECRET, path: '(TESSERA_DEV_SECRET)' } : loadOrCreateDevKeys(env);
+    keys.replace({ [dev.apiKey]: dev.secret });
+    process.stdout.write(`dev mode (no --keys): API key "${dev.apiKey}", secret "${dev.secret}" (kept in ${dev.path}; \`npx tessera token\` signs with it)\n`);
   }
 
   const relay = await startRelay({ ...config, keys, logger: log });

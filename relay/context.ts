@@ -8,8 +8,16 @@ import type { Member, Room, RoomRegistry } from './rooms/types.ts';
 import type { KeyStore } from './token/keys.ts';
 import type { TokenBucket } from './data/token-bucket.ts';
 
+/** Counters the relay keeps for `/metrics`. */
+export interface RelayCounters {
+  joins: number;
+  /** Refused joins by code. */
+  refusals: Map<string, number>;
+}
+
 /** What every part of the relay shares. */
 export interface RelayContext {
+  readonly counters: RelayCounters;
   readonly config: RelayConfig;
   readonly keys: KeyStore;
   readonly rooms: RoomRegistry;

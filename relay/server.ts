@@ -45,6 +45,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const config: RelayConfig = { ...DEFAULTS, mediaIp: defaultMediaIp(), ...stripUndefined(options) };
   const log = options.logger ?? createLogger(config.logLevel);
   const context: RelayContext = {
+    counters: { joins: 0, refusals: new Map() },
     config,
     keys: options.keys,
     rooms:

@@ -158,12 +158,15 @@ export class Session implements MemberLink {
     this.state = 'joined';
     const { messageRate, messageBurst } = this.relay.config;
     this.scope = { relay: this.relay, member, room, cursors: new Cursors(), limiter: new TokenBucket(messageRate, messageBurst), flooding: () => this.flooding() };
+    this.relay.counters.joins++;
     this.relay.log.info(`joined: ${member.id} room=${room.id} tier=${member.tier}`);
     this.send(joined);
     return null;
   }
 
   private refuseJoin(refusal: WireError, frame: JoinFrame): void {
+    const { refusals } = this.relay.counters;
+    refusals.set(refusal.code, (refusals.get(refusal.code) ?? 0) + 1);
     this.relay.log.info(`join refused: ${refusal.code} (${refusal.reason ?? '-'}) room=${frame.roomId ?? '-'} participant=${frame.participantId}`);
     this.send({ type: 'join-error', error: { code: refusal.code, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
     this.state = 'closed';

@@ -103,6 +103,13 @@ describe('bad input: the relay answers with a typed error or a documented close,
     assert.equal(res.status, 426);
     const health = (await (await fetch(`${url}/healthz`)).json()) as { ok: boolean };
     assert.equal(health.ok, true);
+    const metrics = await fetch(`${url}/metrics`);
+    assert.match(metrics.headers.get('content-type') ?? '', /^text\/plain/);
+    const text = await metrics.text();
+    assert.match(text, /^# TYPE tessera_connections gauge$/m);
+    assert.match(text, /^tessera_joins_total [1-9]\d*$/m, 'joins counted');
+    assert.match(text, /^tessera_join_refusals_total\{code="INVALID_TOKEN"\} [1-9]\d*$/m, 'refusals counted by code');
+    assert.match(text, /^tessera_participants\{tier="speaker"\} \d+$/m);
   });
 
   it('a dead peer is dropped by the heartbeat', async () => {

@@ -9,12 +9,15 @@ import { nextEvent, rejectsWith } from './helpers.ts';
 import { Sdk } from '../src/sdk.ts';
 
 const BIN = new URL('../bin/tessera-relay.mjs', import.meta.url).pathname;
+const TOOL = new URL('../bin/tessera.mjs', import.meta.url).pathname;
+// dev mode keeps its key in a file: a temporary one here, never the user's
+const DEV_KEYS = join(mkdtempSync(join(tmpdir(), 'tessera-dev-')), 'dev-keys.json');
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.kill('SIGKILL')));
 
 /** Start the built relay command; resolves with its URL from the `listening on` line. */
 function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string; out: () => string }> {
-  const child = spawn(process.execPath, [BIN, '--port', '0', '--log-level', 'warn', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, '--port', '0', '--log-level', 'warn', ...args], { env: { ...process.env, TESSERA_DEV_KEYS: DEV_KEYS, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   return new Promise((resolve, reject) => {
@@ -71,6 +74,38 @@ describe('tessera-relay command line', () => {
     assert.equal(live.connected, true, 'sessions already in keep going');
     child.kill('SIGTERM');
     assert.equal(await exited(child), 0);
+  });
+
+  it('tessera token signs with the dev-mode key: its tokens join a dev-mode relay', async () => {
+    const { child, url } = await startCli([]);
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+        const p = spawn(process.execPath, [TOOL, 'token', ...args], { env: { ...process.env, TESSERA_DEV_KEYS: DEV_KEYS }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        let err = '';
+        p.stdout.on('data', (c: Buffer) => (out += c));
+        p.stderr.on('data', (c: Buffer) => (err += c));
+        p.on('exit', (code) => resolve({ code, out, err }));
+      });
+    const minted = await run(['--room', 'cli-token', '--identity', 'ada', '--grant', 'canPublish,canSubscribe', '--sources', 'camera', '--ttl', '15m']);
+    assert.equal(minted.code, 0, minted.err);
+    const room = await Sdk.join({ url, token: minted.out.trim() });
+    assert.equal(room.localParticipant.id, 'ada');
+    assert.deepEqual(room.localParticipant.grant.canPublishSources, ['camera']);
+    assert.equal(room.localParticipant.grant.canPublish, true);
+    await room.leave();
+    const viewer = await run(['--viewer', '--grant', 'canSubscribe']);
+    const v = await Sdk.join({ url, token: viewer.out.trim(), roomId: 'cli-token' });
+    assert.equal(v.localParticipant.isViewer, true);
+    await v.leave();
+    const ask = await run(['--room', 'r', '--ask', '30']);
+    assert.equal(ask.code, 0);
+    assert.equal((await run(['--grant', 'canFly'])).code, 2, 'unknown flag');
+    const refused = await run(['--grant', 'canModerate']);
+    assert.equal(refused.code, 2, 'refused at mint: privileged flag without a room');
+    assert.match(refused.err, /roomId/);
+    child.kill('SIGTERM');
+    await exited(child);
   });
 
   it('environment variables set flags; --help lists them; bad flags exit 2', async () => {

@@ -5,4 +5,6 @@
 export { mintToken, parseTtl, type MintOptions } from './mint.ts';
 export type { Grant, JoinPolicy, Source, TokenClaims } from '../protocol/grant.ts';
 export { SdkError } from '../errors.ts';
+export { tokenCommand } from './token-cli.ts';
+export { DEV_API_KEY, devKeysPath, loadOrCreateDevKeys } from './dev-keys.ts';
 export { ErrorCode, ErrorKind } from '../protocol/codes.ts';
