@@ -34,6 +34,24 @@ if (mode === 'relay') {
     if (msg.cmd === 'exit') void relay.close().then(() => process.exit(0));
     if (msg.cmd === 'rss-now') send({ id: msg.id, rss: process.memoryUsage().rss });
     if (msg.cmd === 'cpu') send({ id: msg.id, cpu: process.cpuUsage(), rss: process.memoryUsage().rss, at: performance.now() });
+    if (msg.cmd === 'page-cost') {
+      // the relay's own cost of a page of 100, without the network: walk the viewer tier
+      const room = relay.context.rooms.get(msg.room!)!;
+      const walk = (pages: number) => {
+        const times: number[] = [];
+        let after = null as ReturnType<typeof room.page>['next'];
+        for (let i = 0; i < pages; i++) {
+          const t0 = performance.now();
+          const page = room.page('viewer', after, 100);
+          JSON.stringify(page.participants);
+          times.push(performance.now() - t0);
+          after = page.next;
+        }
+        return times.sort((a, b) => a - b)[Math.floor(times.length / 2)]! * 1000;
+      };
+      walk(2000);
+      send({ id: msg.id, p50us: walk(msg.count!) });
+    }
     if (msg.cmd === 'media-stats') {
       const stats = [...relay.context.rooms].map((r) => r.media.stats());
       send({ id: msg.id, stats });

@@ -60,7 +60,8 @@ export class MemoryRoom implements Room {
   }
 
   private info(m: Member): ParticipantInfo {
-    return { id: m.id, name: m.name, joinedAt: m.joinedAt, tracks: this.media.tracksOf(m) };
+    const tracks = this.media.tracksOf(m);
+    return tracks.length ? { id: m.id, name: m.name, joinedAt: m.joinedAt, tracks } : { id: m.id, name: m.name, joinedAt: m.joinedAt };
   }
 
   *members(): IterableIterator<Member> {

@@ -27,7 +27,7 @@ export interface ParticipantInfo {
   name: string;
   /** Unix milliseconds at which the participant joined the room. */
   joinedAt: number;
-  /** What it publishes now (in `joined` and `participant-joined`). */
+  /** What it publishes now (in `joined` and `participant-joined`); absent when nothing. */
   tracks?: TrackInfo[];
 }
 
