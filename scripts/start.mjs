@@ -50,7 +50,7 @@ try {
     { TESSERA_API_KEY: apiKey, TESSERA_API_SECRET: secret, TESSERA_RELAY_URL: relayUrl, PORT: webPort },
     /listening on (http:\/\/\S+)/,
   );
-  console.log(`\n  Tessera is running.\n  relay:        ${relayUrl}\n  token server: ${web}\n\n  Open ${web}/examples/hello/ in two browser windows (password: tessera).\n  Ctrl-C stops everything.\n`);
+  console.log(`\n  Tessera is running.\n  relay:        ${relayUrl}\n  token server: ${web}\n\n  Open ${web}/examples/stage/ in two browser windows (password: tessera).\n  The minimal example: ${web}/examples/hello/\n  Ctrl-C stops everything.\n`);
 } catch (err) {
   console.error(`npm start: ${err.message}`);
   shutdown(1);

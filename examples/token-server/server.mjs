@@ -27,10 +27,13 @@ const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '
 /** Roles of the demo, each a grant (and a tier) — the only place grants are decided. */
 const ROLES = {
   speaker: { grant: { canPublish: true, canSubscribe: true, canPublishData: true } },
-  viewer: { grant: { canSubscribe: true }, isViewer: true },
+  // the audience may watch and chat; it is only counted, never rostered
+  viewer: { grant: { canSubscribe: true, canPublishData: true }, isViewer: true },
   moderator: {
     grant: { canPublish: true, canSubscribe: true, canPublishData: true, canModerate: true, canRecord: true, canHls: true, canLivestream: true, canTranscribe: true, canWhiteboard: true },
   },
+  // a speaker who must be let in by a moderator
+  guest: { grant: { canPublish: true, canSubscribe: true, canPublishData: true }, joinPolicy: { mode: 'ask', ttl: 120 } },
 };
 
 const sessions = new Map(); // session id → { name }
@@ -80,6 +83,7 @@ const routes = {
       roomId: room,
       // viewers share an audience identity scheme: each joiner gets a fresh id
       ...(spec.isViewer ? { isViewer: true } : { participantId: `${session.name.toLowerCase().replace(/[^\w-]/g, '-')}-${role}` }),
+      ...(spec.joinPolicy ? { joinPolicy: spec.joinPolicy } : {}),
       grant: spec.grant,
       ttl: '2h',
     });
@@ -89,7 +93,7 @@ const routes = {
 
 function serveStatic(req, res) {
   let path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-  if (path === '/') path = '/examples/hello/';
+  if (path === '/') path = '/examples/stage/';
   if (path.endsWith('/')) path += 'index.html';
   const file = join(ROOT, path);
   if (!STATIC.some((p) => path.startsWith(p)) || !file.startsWith(ROOT) || !existsSync(file) || !statSync(file).isFile()) {

@@ -1,0 +1,413 @@
+// Tessera Stage: a small product on the ESM bundle. Every permission is the relay's call:
+// buttons are offered by role for convenience, and every refusal is shown as a sentence.
+import { Sdk, SdkError, ErrorCode } from '/dist/tessera.mjs';
+
+const $ = (id) => document.getElementById(id);
+function h(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children.filter((c) => c !== null && c !== undefined));
+  return node;
+}
+
+// ---- errors as sentences ---------------------------------------------------------------
+const SENTENCES = {
+  [ErrorCode.INVALID_TOKEN]: 'Your access has expired or is not valid. Log in again.',
+  [ErrorCode.INVALID_API_KEY]: 'This application is not accepted by the relay.',
+  [ErrorCode.INVALID_PERMISSIONS]: 'Your role does not allow that.',
+  [ErrorCode.UNAUTHORIZED_ROOM]: 'Your access is for another room.',
+  [ErrorCode.UNAUTHORIZED_PARTICIPANT]: 'You are already in this room elsewhere, or were removed from it.',
+  [ErrorCode.INVALID_ENTRY_CLAIM]: 'This access cannot both moderate and wait in the lobby.',
+  [ErrorCode.ENTRY_DENIED]: 'A moderator turned your request down.',
+  [ErrorCode.ENTRY_TIMEOUT]: 'Nobody let you in in time. Try again later.',
+  [ErrorCode.ENTRY_CANCELLED]: 'You stopped waiting.',
+  [ErrorCode.CONNECTION_FAILED]: 'The service cannot be reached right now.',
+  [ErrorCode.CONNECTION_LOST]: 'The connection was lost.',
+  [ErrorCode.TIMEOUT]: 'The service did not answer in time.',
+  [ErrorCode.PAYLOAD_TOO_LARGE]: 'That is too large to send.',
+  [ErrorCode.RATE_LIMITED]: 'Slow down a little.',
+  [ErrorCode.NOT_CONNECTED]: 'You are no longer in the room.',
+  [ErrorCode.ROOM_ENDED]: 'The room has ended.',
+};
+const DISCONNECTS = {
+  removed: 'A moderator removed you from the room.',
+  'room-ended': 'The room has ended.',
+  'duplicate-identity': 'You joined this room from somewhere else.',
+  'server-shutdown': 'The service is restarting. Please join again in a moment.',
+  'connection-lost': 'The connection was lost.',
+};
+function toast(message, kind = 'error') {
+  const node = h('div', { className: `toast ${kind}`, textContent: message });
+  $('toasts').append(node);
+  setTimeout(() => node.remove(), 6000);
+}
+function showError(err) {
+  if (err instanceof SdkError) toast(`${SENTENCES[err.code] ?? err.message} (${err.code})`);
+  else toast(String(err?.message ?? err));
+}
+const guard = (fn) => async (...args) => {
+  try {
+    await fn(...args);
+  } catch (err) {
+    showError(err);
+  }
+};
+
+// ---- joining -----------------------------------------------------------------------------
+async function api(path, body) {
+  const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const data = await res.json();
+  if (!res.ok) throw new Error(data.error ?? res.statusText);
+  return data;
+}
+
+let room = null;
+let waiting = null;
+
+$('join-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const role = new FormData(event.target).get('role');
+  $('join-button').disabled = true;
+  try {
+    await api('/api/login', { name: $('name').value, password: $('password').value });
+    const { token, url, name } = await api('/api/token', { room: $('room').value, role });
+    waiting = new AbortController();
+    room = await Sdk.join({ url, token, name, signal: waiting.signal, onWaiting: () => ($('waiting').hidden = false) });
+    enter(room, role);
+  } catch (err) {
+    showError(err);
+  } finally {
+    $('join-button').disabled = false;
+    $('waiting').hidden = true;
+    waiting = null;
+  }
+});
+$('cancel-wait').onclick = () => waiting?.abort();
+$('leave').onclick = () => room?.leave();
+
+// ---- the room ----------------------------------------------------------------------------
+function enter(room, role) {
+  window.room = room;
+  document.body.classList.toggle('moderator', room.localParticipant.grant.canModerate);
+  $('join-screen').hidden = true;
+  $('room-screen').hidden = false;
+  $('room-bar').hidden = false;
+  $('room-name').textContent = `# ${room.id}`;
+  $('controls').hidden = room.localParticipant.isViewer;
+
+  const counts = ({ speaker, viewer, total }) => {
+    $('c-speaker').textContent = speaker;
+    $('c-viewer').textContent = viewer;
+    $('c-total').textContent = total;
+    $('audience-count').textContent = `(${viewer})`;
+  };
+  counts(room.participantCount);
+  room.on('participant-count-changed', counts);
+
+  stage(room);
+  chat(room);
+  people(room);
+  lobby(room);
+  outputs(room);
+  files(room);
+  whiteboard(room);
+
+  room.on('disconnected', ({ reason }) => {
+    if (reason !== 'left') toast(DISCONNECTS[reason] ?? `Disconnected (${reason}).`);
+    location.reload();
+  });
+  if (role === 'speaker' || role === 'guest' || role === 'moderator') toast(`Welcome, ${room.localParticipant.name}. Turn your camera on when you are ready.`, 'info');
+}
+
+// ---- stage: tiles, publishing, speaking indicator -----------------------------------------
+function stage(room) {
+  const tiles = $('tiles');
+  const tileOf = (id, name) => {
+    let tile = document.getElementById(`tile-${id}`);
+    if (!tile) {
+      tile = h('div', { className: 'tile', id: `tile-${id}` }, h('div', { className: 'avatar', textContent: name.slice(0, 1).toUpperCase() }), h('video', { autoplay: true, muted: true, playsInline: true, hidden: true }), h('div', { className: 'label' }, h('span', { className: 'name', textContent: name })));
+      tiles.append(tile);
+    }
+    return tile;
+  };
+  const setVideo = (tile, track) => {
+    const video = tile.querySelector('video');
+    video.srcObject = track ? new MediaStream([track]) : null;
+    video.hidden = !track;
+    tile.querySelector('.avatar').hidden = Boolean(track);
+  };
+  const setMuted = (tile, source, muted) => {
+    const label = tile.querySelector('.label');
+    label.querySelector(`[data-muted="${source}"]`)?.remove();
+    if (!muted) return;
+    const badge = h('span', { className: 'muted-badge', textContent: source === 'microphone' ? 'mic off' : `${source} off` });
+    badge.dataset.muted = source;
+    label.append(badge);
+  };
+  // a speaking indicator: the audio level of a track, read with Web Audio
+  const context = window.AudioContext ? new AudioContext() : null;
+  const listen = (tile, track) => {
+    if (!context) return () => {};
+    const source = context.createMediaStreamSource(new MediaStream([track]));
+    const analyser = context.createAnalyser();
+    analyser.fftSize = 256;
+    source.connect(analyser);
+    const data = new Uint8Array(analyser.frequencyBinCount);
+    const timer = setInterval(() => {
+      analyser.getByteFrequencyData(data);
+      const level = data.reduce((a, b) => a + b, 0) / data.length;
+      tile.classList.toggle('speaking', level > 18);
+    }, 150);
+    return () => {
+      clearInterval(timer);
+      source.disconnect();
+      tile.classList.remove('speaking');
+    };
+  };
+  const audio = new Map();
+  const me = room.localParticipant;
+  if (!me.isViewer) tileOf('me', `${me.name} (you)`);
+  room.on('participant-joined', ({ participant }) => tileOf(participant.id, participant.name));
+  room.on('participant-left', ({ participant }) => document.getElementById(`tile-${participant.id}`)?.remove());
+  room.on('track-subscribed', ({ participant, publication, track }) => {
+    const tile = tileOf(participant.id, participant.name);
+    if (track.kind === 'video') {
+      if (publication.source === 'camera' || !tile.querySelector('video').srcObject) setVideo(tile, track);
+      publication.setPreferredSize({ maxWidth: tile.clientWidth || 320, maxHeight: tile.clientHeight || 200 }).catch(() => {});
+    } else {
+      const element = h('audio', { autoplay: true });
+      element.srcObject = new MediaStream([track]);
+      audio.set(participant.id, { element, stop: listen(tile, track) });
+    }
+    setMuted(tile, publication.source, publication.muted);
+  });
+  room.on('track-unsubscribed', ({ participant, publication }) => {
+    const tile = document.getElementById(`tile-${participant.id}`);
+    if (!tile) return;
+    if (publication.kind === 'video') setVideo(tile, null);
+    else {
+      audio.get(participant.id)?.stop();
+      audio.delete(participant.id);
+    }
+  });
+  for (const name of ['track-muted', 'track-unmuted']) {
+    room.on(name, ({ participant, publication }) => {
+      const tile = document.getElementById(`tile-${participant.id}`);
+      if (tile) setMuted(tile, publication.source, publication.muted);
+    });
+  }
+  room.on('track-subscription-failed', ({ error }) => showError(error));
+  room.on('unpublish-requested', ({ source, by }) => {
+    if (confirm(`${by} asks you to stop your ${source}. Stop it?`)) me.unpublish(source).catch(showError);
+  });
+  room.on('local-track-unpublished', ({ publication, reason, by }) => {
+    document.querySelector(`[data-source="${publication.source}"]`)?.setAttribute('aria-pressed', 'false');
+    if (publication.source === 'camera') setVideo(tileOf('me', me.name), null);
+    if (publication.source === 'microphone') $('mute-mic').hidden = true;
+    if (reason === 'force-unpublished') toast(`${by} stopped your ${publication.source}.`, 'info');
+  });
+  for (const button of document.querySelectorAll('#controls [data-source]')) {
+    button.onclick = guard(async () => {
+      const source = button.dataset.source;
+      if (me.tracks.has(source)) return me.unpublish(source);
+      const publication = await me.publish(source);
+      button.setAttribute('aria-pressed', 'true');
+      if (source === 'camera') setVideo(tileOf('me', me.name), publication.track);
+      if (source === 'microphone') {
+        $('mute-mic').hidden = false;
+        audio.set('me', { stop: listen(tileOf('me', me.name), publication.track) });
+      }
+    });
+  }
+  $('mute-mic').onclick = guard(async () => {
+    const mic = me.tracks.get('microphone');
+    if (!mic) return;
+    await (mic.muted ? mic.unmute() : mic.mute());
+    $('mute-mic').textContent = mic.muted ? 'Unmute' : 'Mute';
+    setMuted(tileOf('me', me.name), 'microphone', mic.muted);
+  });
+}
+
+// ---- chat: pubsub with history and direct messages ---------------------------------------
+async function chat(room) {
+  const list = $('messages');
+  const names = new Map();
+  const show = ({ from, payload, timestamp }, direct) => {
+    const who = from === room.localParticipant.id ? 'You' : names.get(from) ?? payload.name ?? from.slice(0, 8);
+    list.append(h('li', { className: direct ? 'direct' : '', title: new Date(timestamp).toLocaleTimeString() }, h('span', { className: 'from', textContent: `${who}${direct ? ' (privately)' : ''}` }), String(payload.text ?? '')));
+    list.scrollTop = list.scrollHeight;
+  };
+  const refreshTargets = () => {
+    const select = $('chat-to');
+    select.replaceChildren(h('option', { value: '', textContent: 'Everyone' }), ...[...room.remoteParticipants.values()].map((p) => h('option', { value: p.id, textContent: p.name })));
+  };
+  room.on('participant-joined', ({ participant }) => {
+    names.set(participant.id, participant.name);
+    refreshTargets();
+  });
+  room.on('participant-left', refreshTargets);
+  try {
+    await room.pubsub.subscribe('chat', (m) => show(m, Array.isArray(m.payload.to)));
+    for (const m of await room.pubsub.getHistory('chat', { limit: 50 })) show(m, Array.isArray(m.payload.to));
+  } catch (err) {
+    showError(err);
+  }
+  $('chat-form').addEventListener('submit', guard(async (event) => {
+    event.preventDefault();
+    const text = $('chat-text').value.trim();
+    if (!text) return;
+    const to = $('chat-to').value;
+    const payload = { text, name: room.localParticipant.name, ...(to ? { to: [to] } : {}) };
+    const sent = await room.pubsub.publish('chat', payload, { persist: true, ...(to ? { to: [to] } : {}) });
+    show({ from: room.localParticipant.id, payload, timestamp: sent.timestamp }, Boolean(to));
+    $('chat-text').value = '';
+  }));
+}
+
+// ---- people: the stage, the audience page by page, moderation -----------------------------
+function people(room) {
+  const stageList = $('stage-list');
+  const row = (participant) => {
+    const actions = room.localParticipant.grant.canModerate
+      ? [
+          h('button', { className: 'ghost', textContent: 'Ask to stop camera', onclick: guard(() => participant.requestUnpublish('camera')) }),
+          h('button', { className: 'ghost', textContent: 'Stop camera', onclick: guard(() => participant.forceUnpublish('camera')) }),
+          h('button', { className: 'ghost', textContent: 'Remove', onclick: guard(() => participant.remove()) }),
+        ]
+      : [];
+    return h('li', { id: `person-${participant.id}` }, h('span', { textContent: participant.name }), h('span', {}, ...actions));
+  };
+  room.on('participant-joined', ({ participant }) => stageList.append(row(participant)));
+  room.on('participant-left', ({ participant }) => document.getElementById(`person-${participant.id}`)?.remove());
+  let cursor = null;
+  $('load-more').onclick = guard(async () => {
+    const page = await room.getParticipants({ tier: 'viewer', limit: 50, cursor });
+    for (const viewer of page.participants) {
+      const remove = room.localParticipant.grant.canModerate ? h('button', { className: 'ghost', textContent: 'Remove', onclick: guard(() => room.remove(viewer.id)) }) : null;
+      $('audience-list').append(h('li', {}, h('span', { textContent: viewer.name.length > 24 ? `${viewer.name.slice(0, 8)}…` : viewer.name }), remove));
+    }
+    cursor = page.nextCursor;
+    $('load-more').textContent = cursor ? 'Load more' : 'Everyone is listed';
+    $('load-more').disabled = !cursor;
+  });
+  if (room.localParticipant.grant.canModerate) {
+    const end = h('button', { className: 'ghost', textContent: 'End the room for everyone', onclick: guard(async () => confirm('End the room for everyone?') && room.end()) });
+    $('load-more').after(end);
+  }
+}
+
+// ---- lobby ---------------------------------------------------------------------------------
+function lobby(room) {
+  const list = $('lobby-list');
+  const update = () => {
+    const n = room.lobby.pending.length;
+    $('lobby-badge').hidden = n === 0;
+    $('lobby-badge').textContent = n;
+    $('lobby-empty').hidden = n > 0;
+  };
+  room.on('lobby-request', ({ participantId, name }) => {
+    list.append(h('li', { id: `lobby-${participantId}` }, h('span', { textContent: name }), h('span', {}, h('button', { textContent: 'Admit', onclick: guard(() => room.lobby.admit(participantId)) }), h('button', { className: 'ghost', textContent: 'Deny', onclick: guard(() => room.lobby.deny(participantId)) }))));
+    update();
+    toast(`${name} is waiting in the lobby.`, 'info');
+  });
+  room.on('lobby-resolved', ({ participantId }) => {
+    document.getElementById(`lobby-${participantId}`)?.remove();
+    update();
+  });
+  $('admit-all').onclick = guard(() => room.lobby.admit(room.lobby.pending.map((r) => r.participantId)));
+  update();
+}
+
+// ---- outputs -------------------------------------------------------------------------------
+function outputs(room) {
+  const names = { recording: 'Recording', hls: 'HLS', livestream: 'RTMP livestream', transcription: 'Transcription', whiteboard: 'Whiteboard' };
+  const render = () => {
+    $('outputs').replaceChildren(
+      ...Object.entries(names).map(([output, label]) => {
+        const control = room[output];
+        const { state, by, info, error } = control.status;
+        const active = state === 'active';
+        const where = active && info ? (info.playlist ?? info.file ?? info.server ?? '') : '';
+        return h('li', {}, h('span', { textContent: label, title: where }), h('span', { className: `state ${state}`, title: error?.message ?? (by ? `by ${by}` : ''), textContent: state }), h('button', {
+          className: active ? 'ghost' : '',
+          textContent: active ? 'Stop' : 'Start',
+          disabled: state === 'starting' || state === 'stopping',
+          onclick: guard(() => (active ? control.stop() : control.start(output === 'livestream' ? { url: $('rtmp-url').value } : {}))),
+        }));
+      }),
+    );
+    $('board-panel').hidden = room.whiteboard.state !== 'active';
+  };
+  room.on('output-changed', ({ output, state, by, error }) => {
+    render();
+    if (state === 'failed' && error) toast(`${names[output]} failed: ${error.message}`);
+    else if (state === 'active' || state === 'stopped') toast(`${names[output]} ${state === 'active' ? 'started' : 'stopped'}${by ? ` by ${by}` : ''}.`, 'info');
+  });
+  render();
+}
+
+// ---- files: data streams ---------------------------------------------------------------
+function files(room) {
+  const list = $('files');
+  $('file-form').addEventListener('submit', guard(async (event) => {
+    event.preventDefault();
+    const file = $('file').files[0];
+    if (!file) return;
+    const bar = $('file-progress');
+    bar.hidden = false;
+    await room.dataStream.send(file, { topic: 'files', onProgress: ({ sent, total }) => (bar.value = total ? sent / total : 1) });
+    bar.hidden = true;
+    list.append(h('li', {}, h('span', { textContent: `You shared ${file.name}` })));
+  }));
+  room.dataStream.on('stream', guard(async (stream) => {
+    const item = h('li', {}, h('span', { textContent: `${stream.name ?? 'a file'} from ${room.remoteParticipants.get(stream.from)?.name ?? 'someone'} (${Math.ceil(stream.size / 1024)} KB)…` }));
+    list.append(item);
+    const blob = await stream.readBlob();
+    item.append(h('a', { href: URL.createObjectURL(blob), download: stream.name ?? 'file', textContent: 'Download' }));
+  }));
+}
+
+// ---- whiteboard ----------------------------------------------------------------------------
+function whiteboard(room) {
+  const canvas = $('board');
+  const ctx = canvas.getContext('2d');
+  const draw = (shape) => {
+    if (shape.kind !== 'stroke') return;
+    ctx.strokeStyle = shape.color ?? '#3452d8';
+    ctx.lineWidth = shape.width ?? 3;
+    ctx.beginPath();
+    for (let i = 0; i < shape.points.length; i += 2) (i ? ctx.lineTo : ctx.moveTo).call(ctx, shape.points[i], shape.points[i + 1]);
+    ctx.stroke();
+  };
+  const load = guard(async () => {
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    if (room.whiteboard.state === 'active') for (const shape of await room.whiteboard.getShapes()) draw(shape);
+  });
+  room.on('whiteboard-shape', ({ shape }) => draw(shape));
+  room.on('whiteboard-cleared', () => ctx.clearRect(0, 0, canvas.width, canvas.height));
+  room.on('output-changed', ({ output, state }) => output === 'whiteboard' && state === 'active' && load());
+  let points = null;
+  const at = (e) => {
+    const r = canvas.getBoundingClientRect();
+    return [Math.round(((e.clientX - r.left) / r.width) * canvas.width), Math.round(((e.clientY - r.top) / r.height) * canvas.height)];
+  };
+  canvas.onpointerdown = (e) => (points = at(e));
+  canvas.onpointermove = (e) => {
+    if (!points || points.length >= 3998) return;
+    points.push(...at(e));
+  };
+  canvas.onpointerup = guard(async () => {
+    const stroke = points;
+    points = null;
+    if (stroke && stroke.length >= 4) await room.whiteboard.draw({ kind: 'stroke', points: stroke, color: '#3452d8', width: 3 });
+  });
+  $('board-clear').onclick = guard(() => room.whiteboard.clear());
+  load();
+}
+
+// ---- tabs ----------------------------------------------------------------------------------
+for (const tab of document.querySelectorAll('[role=tab]')) {
+  tab.onclick = () => {
+    for (const t of document.querySelectorAll('[role=tab]')) t.setAttribute('aria-selected', String(t === tab));
+    for (const panel of document.querySelectorAll('[data-panel]')) panel.hidden = panel.dataset.panel !== tab.dataset.tab;
+  };
+}
