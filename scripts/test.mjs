@@ -1,4 +1,4 @@
-// `npm test`: everything CI runs. Stages: typecheck, build, unit, integration, size, e2e, media.
+// `npm test`: everything CI runs. Stages: typecheck, build, unit, integration, size, package, docs, e2e, media.
 // `npm test -- unit` (or integration, e2e, ...) runs only the named stages.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -45,6 +45,14 @@ const stages = {
   unit: () => nodeTests([...find('src', '.test.ts'), ...find('relay', '.test.ts')]),
   integration: () => nodeTests(find('test', '.test.ts')),
   size: () => run(process.execPath, ['scripts/size.mjs']).then((r) => r.code),
+  // the package as published: publint and "are the types wrong" on `npm pack`'s tarball
+  package: async () => {
+    const lint = await run(bin('publint'), ['--strict']);
+    if (lint.code !== 0) return lint.code;
+    return (await run(bin('attw'), ['--pack', '.', '--profile', 'node16'])).code;
+  },
+  // the API reference: every public export documented (warnings are errors)
+  docs: () => run(bin('typedoc'), []).then((r) => r.code),
   e2e: async () => {
     if (!existsSync(chromiumPath())) return missingChromium();
     return playwright(bin('playwright'), ['test']);

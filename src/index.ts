@@ -22,6 +22,7 @@ export type { TrackEvent } from './room-events.ts';
 export { OutputControl, WhiteboardControl } from './outputs/outputs.ts';
 export type { LobbyDecision, LobbyOutcome, LobbyRequest, OutputName, OutputState, OutputStatus, Shape, ShapeInput } from './protocol/control.ts';
 export type { JsonValue, PubSubMessage } from './protocol/messages.ts';
-export type { EffectiveGrant, Grant, JoinPolicy, Source } from './protocol/grant.ts';
+export type { EffectiveGrant, Grant, GrantFlag, JoinPolicy, Source } from './protocol/grant.ts';
+export type { WireError } from './protocol/messages.ts';
 export type { ParticipantCounts, ParticipantSummary, Tier } from './protocol/messages.ts';
 export type { Listener } from './emitter.ts';

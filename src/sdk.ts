@@ -5,7 +5,7 @@ import { browserPlatform, type MediaPlatform } from './media/platform.ts';
 import { Room } from './room.ts';
 import { peekClaims } from './token.ts';
 
-/** Options of {@link Sdk.join}. */
+/** Options of `Sdk.join()`. */
 export interface JoinOptions {
   /** The relay's `ws://` or `wss://` URL. */
   url: string;

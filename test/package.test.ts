@@ -26,14 +26,17 @@ describe('the built package', () => {
     }
   });
 
-  it('the declarations are where the exports map says, with types first', async () => {
+  it('the declarations are where the exports map says, types first, one tree for import and one for require', async () => {
     const { readFileSync, existsSync } = await import('node:fs');
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { exports: Record<string, Record<string, string>>; sideEffects: boolean };
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { exports: Record<string, string | Record<string, Record<string, string>>>; sideEffects: boolean };
     assert.equal(pkg.sideEffects, false);
     for (const [path, entry] of Object.entries(pkg.exports)) {
       if (typeof entry === 'string') continue;
-      assert.equal(Object.keys(entry)[0], 'types', `${path}: types first`);
-      for (const file of Object.values(entry)) assert.ok(existsSync(new URL(`../${file}`, import.meta.url)), file);
+      for (const [condition, target] of Object.entries(entry)) {
+        assert.equal(Object.keys(target)[0], 'types', `${path} ${condition}: types first`);
+        for (const file of Object.values(target)) assert.ok(existsSync(new URL(`../${file}`, import.meta.url)), file);
+      }
+      assert.match(entry.require!.types!, /\.d\.cts$/);
     }
   });
 });

@@ -113,6 +113,7 @@ export class DataStreams {
     return this.events.on(event, listener);
   }
 
+  /** Remove a listener. */
   off<E extends keyof DataStreamEvents>(event: E, listener: Listener<DataStreamEvents[E]>): void {
     this.events.off(event, listener);
   }

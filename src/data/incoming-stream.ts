@@ -80,6 +80,7 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     wake?.();
   }
 
+  /** The chunks as they arrive (`for await`); throws the stream's error if it stops early. */
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
     if (this.reading) throw new SdkError('INVALID_ARGUMENT', 'this stream is already being read', { reason: 'already-read' });
     this.reading = true;

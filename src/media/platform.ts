@@ -5,8 +5,11 @@ import { SdkError } from '../errors.ts';
  * werift's polyfill — so that the SDK's media code runs unchanged there.
  */
 export interface MediaPlatform {
+  /** The peer connection class. */
   RTCPeerConnection: typeof RTCPeerConnection;
+  /** Capture a camera or a microphone (`publish('camera' | 'microphone')` without a track). */
   getUserMedia(constraints: MediaStreamConstraints): Promise<MediaStream>;
+  /** Capture the screen (`publish('screen')` without a track). */
   getDisplayMedia(constraints: DisplayMediaStreamOptions): Promise<MediaStream>;
 }
 

@@ -21,7 +21,7 @@ export const ErrorKind = Object.freeze({
 /** One of the values of {@link ErrorKind}. */
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 
-/** The kind of every code; the single source from which {@link ErrorCode} is derived. */
+/** The kind of every code; the single source from which `ErrorCode` is derived. */
 const CODE_KINDS = {
   INVALID_API_KEY: ErrorKind.Auth,
   INVALID_TOKEN: ErrorKind.Auth,
