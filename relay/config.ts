@@ -50,6 +50,10 @@ export interface RelayConfig {
   streamHighWater: number;
   /** Seconds a lobby request waits when its token gives no `ttl`. */
   lobbyTtl: number;
+  /** Most participants in one room (on stage and in the audience). */
+  maxRoomSize: number;
+  /** Most rooms on this relay. */
+  maxRooms: number;
   /** Where recordings are written (and served from, at `/recordings`). */
   recordingsDir: string;
   /** Where HLS playlists and segments are written (and served from, at `/hls`). */
@@ -84,6 +88,8 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   streamWindow: 16,
   streamHighWater: 1024 * 1024,
   lobbyTtl: 300,
+  maxRoomSize: 100_000,
+  maxRooms: 10_000,
   recordingsDir: join(tmpdir(), 'tessera', 'recordings'),
   hlsDir: join(tmpdir(), 'tessera', 'hls'),
   hlsSegmentSeconds: 2,
@@ -134,6 +140,8 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-topic-length', env: 'TESSERA_MAX_TOPIC_LENGTH', help: `longest topic name (default ${DEFAULTS.maxTopicLength})`, apply: (c, v) => void (c.maxTopicLength = Math.min(1024, integer('--max-topic-length', v, 1))) },
   { flag: '--max-topics', env: 'TESSERA_MAX_TOPICS', help: `most topics per room (default ${DEFAULTS.maxTopicsPerRoom})`, apply: (c, v) => void (c.maxTopicsPerRoom = integer('--max-topics', v, 1)) },
   { flag: '--max-stream', env: 'TESSERA_MAX_STREAM', help: `largest data stream, bytes (default ${DEFAULTS.maxStreamBytes})`, apply: (c, v) => void (c.maxStreamBytes = integer('--max-stream', v, 0)) },
+  { flag: '--max-room-size', env: 'TESSERA_MAX_ROOM_SIZE', help: `most participants in one room (default ${DEFAULTS.maxRoomSize})`, apply: (c, v) => void (c.maxRoomSize = integer('--max-room-size', v, 1)) },
+  { flag: '--max-rooms', env: 'TESSERA_MAX_ROOMS', help: `most rooms on this relay (default ${DEFAULTS.maxRooms})`, apply: (c, v) => void (c.maxRooms = integer('--max-rooms', v, 1)) },
   { flag: '--lobby-ttl', env: 'TESSERA_LOBBY_TTL', help: `seconds a lobby request waits when its token sets no ttl (default ${DEFAULTS.lobbyTtl})`, apply: (c, v) => void (c.lobbyTtl = integer('--lobby-ttl', v, 1)) },
   { flag: '--recordings-dir', env: 'TESSERA_RECORDINGS_DIR', help: `where recordings are written (default ${DEFAULTS.recordingsDir})`, apply: (c, v) => void (c.recordingsDir = v) },
   { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },

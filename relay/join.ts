@@ -51,6 +51,18 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
   return { frame, claims, roomId, pinned, signature, ask: claims.joinPolicy?.mode === 'ask' };
 }
 
+/** Whether the relay has room for one more participant in `roomId` (a new room included). */
+export function capacity(relay: RelayContext, roomId: string): Refusal | null {
+  const room = relay.rooms.get(roomId);
+  if (!room && relay.rooms.size >= relay.config.maxRooms) {
+    return { code: 'RATE_LIMITED', reason: 'too-many-rooms', message: `this relay holds at most ${relay.config.maxRooms} rooms: try again later` };
+  }
+  if (room && room.size >= relay.config.maxRoomSize) {
+    return { code: 'RATE_LIMITED', reason: 'room-full', message: `this room holds at most ${relay.config.maxRoomSize} participants` };
+  }
+  return null;
+}
+
 /**
  * Enter the room: the identity rules (a pinned token takes over, an unpinned one never
  * displaces anyone), then the member is added and the `joined` frame built. Synchronous, so
@@ -64,6 +76,9 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
       return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };
     }
     existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity');
+  } else {
+    const full = capacity(relay, roomId);
+    if (full) return full;
   }
   // after a takeover, which may have emptied and dropped the room
   const room = relay.rooms.getOrCreate(roomId);

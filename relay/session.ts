@@ -5,7 +5,7 @@ import type { ErrorFrame, JoinFrame, RequestFrame, ServerFrame, WireError } from
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import { RelayError, type CursorTable, type RelayContext, type RequestScope } from './context.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
-import { enter, judge, type Verdict } from './join.ts';
+import { capacity, enter, judge, type Verdict } from './join.ts';
 import type { Waiting } from './rooms/lobby.ts';
 import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink, Room } from './rooms/types.ts';
@@ -175,6 +175,8 @@ export class Session implements MemberLink {
 
   /** Hold the joiner in the room's lobby until a moderator decides, its ttl runs out, or it goes. */
   private wait(verdict: Verdict): void {
+    const full = this.relay.rooms.get(verdict.roomId) ? null : capacity(this.relay, verdict.roomId);
+    if (full) return this.refuseJoin(full, verdict.frame);
     const room = this.relay.rooms.getOrCreate(verdict.roomId);
     const { frame } = verdict;
     const id = frame.participantId;

@@ -35,6 +35,28 @@ describe('identity (DECISIONS.md: Identity)', () => {
     await observer.leave();
   });
 
+  it('limits: participants per room and rooms per relay, with clear errors; a takeover needs no seat', async () => {
+    const small = await startTestRelay({ maxRoomSize: 2, maxRooms: 2 });
+    try {
+      const a = await small.join({ token: small.token({ roomId: 'one', participantId: 'a', grant: {} }) });
+      await small.join({ token: small.token({ roomId: 'one', grant: {}, isViewer: true }) });
+      const full = await rejectsWith(small.join({ token: small.token({ roomId: 'one', grant: {} }) }), 'RATE_LIMITED');
+      assert.equal(full.reason, 'room-full');
+      assert.equal(full.kind, 'Request');
+      // the same pinned identity again takes its own seat over
+      const again = await small.join({ token: small.token({ roomId: 'one', participantId: 'a', grant: {} }) });
+      assert.equal(again.localParticipant.id, 'a');
+      await until(() => !a.connected, 2000, 'the older session closed');
+      await small.join({ token: small.token({ roomId: 'two', grant: {} }) });
+      const rooms = await rejectsWith(small.join({ token: small.token({ roomId: 'three', grant: {} }) }), 'RATE_LIMITED');
+      assert.equal(rooms.reason, 'too-many-rooms');
+      const lobby = await rejectsWith(small.join({ token: small.token({ roomId: 'four', grant: {}, joinPolicy: { mode: 'ask' } }) }), 'RATE_LIMITED');
+      assert.equal(lobby.reason, 'too-many-rooms');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('an unpinned token can never displace anyone: UNAUTHORIZED_PARTICIPANT', async () => {
     const holder = await t.join({ token: t.token({ roomId: 'id3', grant: {} }), participantId: 'seat' });
     const err = await rejectsWith(t.join({ token: t.token({ roomId: 'id3', grant: {} }), participantId: 'seat' }), 'UNAUTHORIZED_PARTICIPANT');
