@@ -50,6 +50,10 @@ export interface RelayConfig {
   streamHighWater: number;
   /** Seconds a lobby request waits when its token gives no `ttl`. */
   lobbyTtl: number;
+  /** Text frames one connection may send per second (and twice that in a burst) before the relay stops reading it for a while. */
+  frameRate: number;
+  /** The same for binary frames (data stream chunks, 64 KiB each). */
+  binaryFrameRate: number;
   /** Most participants in one room (on stage and in the audience). */
   maxRoomSize: number;
   /** Most rooms on this relay. */
@@ -88,6 +92,8 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   streamWindow: 16,
   streamHighWater: 1024 * 1024,
   lobbyTtl: 300,
+  frameRate: 500,
+  binaryFrameRate: 4000,
   maxRoomSize: 100_000,
   maxRooms: 10_000,
   recordingsDir: join(tmpdir(), 'tessera', 'recordings'),
@@ -140,6 +146,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-topic-length', env: 'TESSERA_MAX_TOPIC_LENGTH', help: `longest topic name (default ${DEFAULTS.maxTopicLength})`, apply: (c, v) => void (c.maxTopicLength = Math.min(1024, integer('--max-topic-length', v, 1))) },
   { flag: '--max-topics', env: 'TESSERA_MAX_TOPICS', help: `most topics per room (default ${DEFAULTS.maxTopicsPerRoom})`, apply: (c, v) => void (c.maxTopicsPerRoom = integer('--max-topics', v, 1)) },
   { flag: '--max-stream', env: 'TESSERA_MAX_STREAM', help: `largest data stream, bytes (default ${DEFAULTS.maxStreamBytes})`, apply: (c, v) => void (c.maxStreamBytes = integer('--max-stream', v, 0)) },
+  { flag: '--frame-rate', env: 'TESSERA_FRAME_RATE', help: `text frames per second per connection before it is read more slowly (default ${DEFAULTS.frameRate})`, apply: (c, v) => void (c.frameRate = integer('--frame-rate', v, 1)) },
   { flag: '--max-room-size', env: 'TESSERA_MAX_ROOM_SIZE', help: `most participants in one room (default ${DEFAULTS.maxRoomSize})`, apply: (c, v) => void (c.maxRoomSize = integer('--max-room-size', v, 1)) },
   { flag: '--max-rooms', env: 'TESSERA_MAX_ROOMS', help: `most rooms on this relay (default ${DEFAULTS.maxRooms})`, apply: (c, v) => void (c.maxRooms = integer('--max-rooms', v, 1)) },
   { flag: '--lobby-ttl', env: 'TESSERA_LOBBY_TTL', help: `seconds a lobby request waits when its token sets no ttl (default ${DEFAULTS.lobbyTtl})`, apply: (c, v) => void (c.lobbyTtl = integer('--lobby-ttl', v, 1)) },

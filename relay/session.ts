@@ -11,6 +11,8 @@ import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink, Room } from './rooms/types.ts';
 
 const MAX_CURSORS = 32;
+/** How long a connection over its frame budget is not read. */
+const THROTTLE_MS = 100;
 
 /** Opaque cursor strings of one client, mapped to relay-side positions; the oldest are dropped. */
 class Cursors implements CursorTable {
@@ -49,6 +51,10 @@ export class Session implements MemberLink {
   private scope: Omit<RequestScope, 'after'> | null = null;
   private refusals = 0;
   private refusalWindow = 0;
+  /** Frame budgets checked before any parsing; over budget, the socket is not read for a while. */
+  private readonly textFrames: TokenBucket;
+  private readonly binaryFrames: TokenBucket;
+  private throttled: ReturnType<typeof setTimeout> | null = null;
   /** Cleared by each heartbeat, set by each pong. */
   alive = true;
 
@@ -57,6 +63,8 @@ export class Session implements MemberLink {
     private readonly relay: RelayContext,
     private readonly onEnd: (session: Session) => void,
   ) {
+    this.textFrames = new TokenBucket(relay.config.frameRate, relay.config.frameRate * 2);
+    this.binaryFrames = new TokenBucket(relay.config.binaryFrameRate, relay.config.binaryFrameRate * 2);
     this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), relay.config.joinTimeoutMs);
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     ws.on('pong', () => (this.alive = true));
@@ -118,6 +126,7 @@ export class Session implements MemberLink {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     this.alive = true;
+    if (!(isBinary ? this.binaryFrames : this.textFrames).take()) this.throttle();
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
     if (this.state === 'waiting') {
       return this.sendError({ code: 'INVALID_ARGUMENT', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
@@ -211,6 +220,20 @@ export class Session implements MemberLink {
   }
 
   /**
+   * A connection over its frame budget is not read for a moment: its frames wait in the kernel
+   * and TCP pushes back on the sender, so a flood costs the relay the budget and nothing more,
+   * and everyone else keeps their latency. Reading resumes when the budget has refilled a little.
+   */
+  private throttle(): void {
+    if (this.throttled || this.state === 'closed') return;
+    this.ws.pause();
+    this.throttled = setTimeout(() => {
+      this.throttled = null;
+      if (this.state !== 'closed') this.ws.resume();
+    }, THROTTLE_MS);
+  }
+
+  /**
    * Refusals for rate are cheap, but not free: a client refused more than ten bursts' worth
    * within a second is cut off.
    */
@@ -297,6 +320,8 @@ export class Session implements MemberLink {
 
   private ended(): void {
     this.clearJoinTimer();
+    if (this.throttled) clearTimeout(this.throttled);
+    this.throttled = null;
     this.leaveRoom();
     this.state = 'closed';
     this.onEnd(this);

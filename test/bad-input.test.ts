@@ -97,6 +97,25 @@ describe('bad input: the relay answers with a typed error or a documented close,
     await member.leave();
   });
 
+  it('a connection flooding frames is read more slowly: others are not queued behind it', async () => {
+    const slow = await startTestRelay({ frameRate: 200 });
+    try {
+      const flooder = await rawJoin(slow.url, slow.token({ roomId: 'flood', grant: {} }));
+      let answered = 0;
+      flooder.ws.on('message', () => answered++);
+      const N = 5000;
+      for (let i = 0; i < N; i++) flooder.send({ type: 'request', id: 100_000 + i, method: 'participants.list', params: { tier: 'speaker' } });
+      const calm = await slow.join({ token: slow.token({ roomId: 'flood', grant: {} }) });
+      await calm.getParticipants({ tier: 'speaker' });
+      assert.ok(answered < N, `the calm client was answered while ${N - answered} of the flood were still unread`);
+      assert.equal(flooder.ws.readyState, flooder.ws.OPEN, 'slowed, not cut off');
+      await calm.leave();
+      flooder.ws.terminate();
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a plain HTTP request gets a helpful answer, /healthz reports', async () => {
     const url = t.url.replace('ws:', 'http:');
     const res = await fetch(url);

@@ -11,7 +11,8 @@ describe('protocol fuzzing (short run)', () => {
   before(async () => {
     process.on('unhandledRejection', note);
     process.on('uncaughtException', note);
-    t = await startTestRelay({ messageBurst: 100_000, messageRate: 100_000 });
+    // the fuzzer tests parsing and state, not rate limits: no frame budget
+    t = await startTestRelay({ messageBurst: 100_000, messageRate: 100_000, frameRate: 1_000_000, binaryFrameRate: 1_000_000 });
   });
   after(async () => {
     process.off('unhandledRejection', note);

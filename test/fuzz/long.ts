@@ -13,7 +13,7 @@ import { fuzz } from './run.ts';
 (globalThis as { WebSocket?: unknown }).WebSocket ??= NodeWebSocket;
 const SECRET = 'fuzz-secret-0123456789';
 const total = Number(process.argv[2] ?? 1_000_000);
-const relay = child('server-child.ts', ['relay'], { BENCH_SECRET: SECRET, BENCH_RELAY_CONFIG: JSON.stringify({ messageRate: 1_000_000, messageBurst: 1_000_000 }) });
+const relay = child('server-child.ts', ['relay'], { BENCH_SECRET: SECRET, BENCH_RELAY_CONFIG: JSON.stringify({ messageRate: 1_000_000, messageBurst: 1_000_000, frameRate: 1_000_000, binaryFrameRate: 1_000_000 }) });
 let crashed = false;
 relay.on('exit', () => (crashed = true));
 const { url } = await message<{ url: string }>(relay);
