@@ -137,6 +137,7 @@ export class Session implements MemberLink {
     if (parsed.value.type === 'join') {
       return this.sendError({ code: 'INVALID_ARGUMENT', message: 'this connection has already joined', reason: 'already-joined' });
     }
+    if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
     void this.dispatch(parsed.value);
   }
 

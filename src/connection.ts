@@ -34,12 +34,14 @@ export interface OpenOptions {
   url: string;
   join: JoinFrame;
   timeoutMs: number;
+  /** Heartbeat interval: a ping after this long without a frame; dead after 2.5 intervals. */
+  heartbeatMs: number;
   signal?: AbortSignal;
   /** Called when the relay holds the join in the lobby. */
   onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
 }
 
-const FRAME_TYPES = new Set<string>(['joined', 'lobby', 'join-error', 'response', 'event', 'error']);
+const FRAME_TYPES = new Set<string>(['joined', 'lobby', 'join-error', 'response', 'event', 'error', 'pong']);
 
 function parseServerFrame(data: unknown): ServerFrame | null {
   if (typeof data !== 'string') return null;
@@ -64,7 +66,25 @@ export class Connection {
   /** Frames that arrived between `joined` and the room attaching its handlers. */
   private early: Array<EventFrame | Uint8Array> = [];
 
+  private lastFrameAt = Date.now();
+  private heartbeat: ReturnType<typeof setInterval> | null = null;
+
   private constructor(private readonly ws: WebSocket) {}
+
+  /**
+   * The relay's silence is noticed: a ping after `interval` without any frame, and a socket
+   * silent for 2.5 intervals is taken for dead (`connection-lost`), whatever TCP believes.
+   */
+  private startHeartbeat(interval: number): void {
+    this.heartbeat = setInterval(() => {
+      const silent = Date.now() - this.lastFrameAt;
+      if (silent > interval * 2.5) {
+        this.ws.close(4008, 'heartbeat-timeout');
+        this.onSocketClose(4008, 'connection-lost');
+      } else if (silent >= interval && this.ws.readyState === 1) this.ws.send('{"type":"ping"}');
+    }, interval);
+    (this.heartbeat as { unref?: () => void }).unref?.();
+  }
 
   /** Open the socket, send the join frame, and resolve with the relay's `joined` answer. */
   static open(options: OpenOptions): Promise<{ connection: Connection; joined: JoinedFrame }> {
@@ -109,6 +129,7 @@ export class Connection {
         connection.socketClosed();
       };
       ws.onmessage = (event) => {
+        connection.lastFrameAt = Date.now();
         if (event.data instanceof ArrayBuffer) {
           if (settled) connection.onBinary(new Uint8Array(event.data));
           return;
@@ -116,7 +137,10 @@ export class Connection {
         const frame = parseServerFrame(event.data);
         if (!frame) return;
         if (settled) return connection.onFrame(frame);
-        if (frame.type === 'joined') return settle(null, frame);
+        if (frame.type === 'joined') {
+          connection.startHeartbeat(options.heartbeatMs);
+          return settle(null, frame);
+        }
         if (frame.type === 'lobby') {
           // the relay keeps the lobby's time; ours only guards against a relay gone silent
           clearTimeout(timer);
@@ -238,6 +262,8 @@ export class Connection {
   private onSocketClose(code: number, reason: DisconnectReason = reasonForClose(code)): void {
     if (this.closedReason) return;
     this.closedReason = reason;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
     for (const [id, pending] of this.pending) {
       clearTimeout(pending.timer);
       pending.reject(this.endedError('the request', true));

@@ -27,6 +27,11 @@ export interface JoinOptions {
    * runs out (`ENTRY_TIMEOUT`), or you abort through `signal` (`ENTRY_CANCELLED`).
    */
   onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
+  /**
+   * Heartbeat interval in ms (default 10000): the SDK pings a relay that has been silent this
+   * long and takes the connection for lost after 2.5 intervals of silence.
+   */
+  heartbeatMs?: number;
   /** Subscribe to every publication as it appears (default `true`). */
   autoSubscribe?: boolean;
   /** The WebRTC to use (default: the browser's). In Node, e.g. werift's polyfill. */
@@ -85,6 +90,7 @@ export const Sdk = Object.freeze({
       url: options.url,
       join: buildJoinFrame(options),
       timeoutMs: options.timeoutMs ?? 15_000,
+      heartbeatMs: options.heartbeatMs ?? 10_000,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),
     });

@@ -131,6 +131,33 @@ describe('bad input: the relay answers with a typed error or a documented close,
     assert.match(text, /^tessera_participants\{tier="speaker"\} \d+$/m);
   });
 
+  it('the SDK notices a relay gone silent (heartbeat) and a live one keeps answering its pings', async () => {
+    // a "relay" that accepts the join and then never says anything again
+    const { WebSocketServer } = await import('ws');
+    const silent = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((r) => silent.once('listening', r));
+    silent.on('connection', (ws) =>
+      ws.once('message', () =>
+        ws.send(JSON.stringify({
+          type: 'joined', v: 1, roomId: 'r',
+          self: { id: 'me', name: 'me', isViewer: false, grant: { canSubscribeData: true, canPublishSources: [] }, joinedAt: Date.now() },
+          participants: [], counts: { speaker: 1, viewer: 0, total: 1 },
+          outputs: Object.fromEntries(['recording', 'hls', 'livestream', 'transcription', 'whiteboard'].map((o) => [o, { state: 'stopped' }])),
+        })),
+      ),
+    );
+    const { Sdk } = await import('../src/sdk.ts');
+    const room = await Sdk.join({ url: `ws://127.0.0.1:${(silent.address() as { port: number }).port}`, token: 'x.y.z', heartbeatMs: 50 });
+    const gone = await new Promise<string>((resolve) => room.on('disconnected', ({ reason }) => resolve(reason)));
+    assert.equal(gone, 'connection-lost');
+    silent.close();
+    // against the real relay the pings are answered: still connected after many intervals
+    const live = await Sdk.join({ url: t.url, token: good(), heartbeatMs: 30 });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(live.connected, true);
+    await live.leave();
+  });
+
   it('a dead peer is dropped by the heartbeat', async () => {
     const hb = await startTestRelay({ heartbeatMs: 100 });
     try {

@@ -134,7 +134,12 @@ export interface RequestFrame<M extends Method = Method> {
 }
 
 /** Every frame a client may send. */
-export type ClientFrame = JoinFrame | RequestFrame;
+/** A client's heartbeat; the relay answers `pong`. */
+export interface PingFrame {
+  type: 'ping';
+}
+
+export type ClientFrame = JoinFrame | RequestFrame | PingFrame;
 
 // ---- relay → client ------------------------------------------------------------------
 
@@ -203,8 +208,13 @@ export interface ErrorFrame {
   error: WireError;
 }
 
+/** The relay's answer to a `ping`. */
+export interface PongFrame {
+  type: 'pong';
+}
+
 /** Every frame the relay may send. */
-export type ServerFrame = JoinedFrame | LobbyFrame | JoinErrorFrame | ResponseFrame | EventFrame | ErrorFrame;
+export type ServerFrame = JoinedFrame | LobbyFrame | JoinErrorFrame | ResponseFrame | EventFrame | ErrorFrame | PongFrame;
 
 // ---- binary frames: data stream chunks -----------------------------------------------
 

@@ -139,6 +139,8 @@ export function parseClientFrame(text: string): Parsed<ClientFrame> {
       return parseJoinFrame(frame);
     case 'request':
       return parseRequestFrame(frame);
+    case 'ping':
+      return ok({ type: 'ping' });
     default:
       return bad(`unknown frame type ${JSON.stringify(String(frame.type)).slice(0, 80)}`);
   }
