@@ -61,7 +61,7 @@ if (mode === 'relay') {
       const room = relay.context.rooms.getOrCreate(msg.room!);
       const grant = effectiveGrant({ canSubscribe: true });
       for (let i = 0; i < msg.count!; i++) {
-        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenSignature: '', link: noop };
+        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenSignature: '', apiKey: 'bench', link: noop };
         room.add(member);
       }
       send({ id: msg.id, done: true });

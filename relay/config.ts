@@ -50,6 +50,10 @@ export interface RelayConfig {
   streamHighWater: number;
   /** Seconds a lobby request waits when its token gives no `ttl`. */
   lobbyTtl: number;
+  /** How long a member whose connection dropped keeps its seat, waiting to resume (ms). */
+  resumeGraceMs: number;
+  /** Clock skew allowed on a token's `exp` and `nbf`, in seconds. */
+  tokenLeeway: number;
   /** Text frames one connection may send per second (and twice that in a burst) before the relay stops reading it for a while. */
   frameRate: number;
   /** The same for binary frames (data stream chunks, 64 KiB each). */
@@ -92,6 +96,8 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   streamWindow: 16,
   streamHighWater: 1024 * 1024,
   lobbyTtl: 300,
+  resumeGraceMs: 15_000,
+  tokenLeeway: 30,
   frameRate: 500,
   binaryFrameRate: 4000,
   maxRoomSize: 100_000,
@@ -149,6 +155,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--frame-rate', env: 'TESSERA_FRAME_RATE', help: `text frames per second per connection before it is read more slowly (default ${DEFAULTS.frameRate})`, apply: (c, v) => void (c.frameRate = integer('--frame-rate', v, 1)) },
   { flag: '--max-room-size', env: 'TESSERA_MAX_ROOM_SIZE', help: `most participants in one room (default ${DEFAULTS.maxRoomSize})`, apply: (c, v) => void (c.maxRoomSize = integer('--max-room-size', v, 1)) },
   { flag: '--max-rooms', env: 'TESSERA_MAX_ROOMS', help: `most rooms on this relay (default ${DEFAULTS.maxRooms})`, apply: (c, v) => void (c.maxRooms = integer('--max-rooms', v, 1)) },
+  { flag: '--resume-grace', env: 'TESSERA_RESUME_GRACE', help: `ms a dropped participant keeps its seat waiting to resume (default ${DEFAULTS.resumeGraceMs})`, apply: (c, v) => void (c.resumeGraceMs = integer('--resume-grace', v, 0)) },
   { flag: '--lobby-ttl', env: 'TESSERA_LOBBY_TTL', help: `seconds a lobby request waits when its token sets no ttl (default ${DEFAULTS.lobbyTtl})`, apply: (c, v) => void (c.lobbyTtl = integer('--lobby-ttl', v, 1)) },
   { flag: '--recordings-dir', env: 'TESSERA_RECORDINGS_DIR', help: `where recordings are written (default ${DEFAULTS.recordingsDir})`, apply: (c, v) => void (c.recordingsDir = v) },
   { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },

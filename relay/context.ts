@@ -4,6 +4,7 @@ import type { WireError } from '../src/protocol/messages.ts';
 import type { RelayConfig } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Bans } from './rooms/bans.ts';
+import type { Seats } from './seats.ts';
 import type { Member, Room, RoomRegistry } from './rooms/types.ts';
 import type { KeyStore } from './token/keys.ts';
 import type { TokenBucket } from './data/token-bucket.ts';
@@ -22,6 +23,7 @@ export interface RelayContext {
   readonly keys: KeyStore;
   readonly rooms: RoomRegistry;
   readonly bans: Bans;
+  readonly seats: Seats;
   readonly log: Logger;
 }
 

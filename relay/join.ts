@@ -34,7 +34,7 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
   }
   const { config, keys } = relay;
   const now = Date.now() / 1000;
-  const verified = verifyToken(frame.token, { keys, maxTtlRoom: config.maxTtlRoom, maxTtlDomain: config.maxTtlDomain, now });
+  const verified = verifyToken(frame.token, { keys, maxTtlRoom: config.maxTtlRoom, maxTtlDomain: config.maxTtlDomain, leeway: config.tokenLeeway, now });
   if (!verified.ok) return verified;
   const { claims } = verified;
   const roomId = frame.roomId ?? claims.roomId;
@@ -91,18 +91,24 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     pinned,
     tokenExp: claims.exp,
     tokenSignature: verdict.signature,
+    apiKey: claims.iss,
     link,
   };
   room.add(member);
-  const joined: JoinedFrame = {
+  return { member, room, joined: snapshot(relay, room, member) };
+}
+
+/** The `joined` frame: what the member needs to know of its room, and its resume credential. */
+export function snapshot(relay: RelayContext, room: Room, member: Member): JoinedFrame {
+  return {
     type: 'joined',
     v: PROTOCOL_VERSION,
-    roomId,
+    roomId: room.id,
     self: { id: member.id, name: member.name, isViewer: member.tier === 'viewer', grant: member.grant, joinedAt: member.joinedAt },
     participants: room.stage(member.id),
     counts: room.counts(),
     outputs: room.outputs.statuses(),
     ...(member.grant.canModerate ? { lobby: room.lobby.list() } : {}),
+    resume: { credential: relay.seats.issue(member, room, member.apiKey), graceMs: relay.config.resumeGraceMs },
   };
-  return { member, room, joined };
 }

@@ -14,6 +14,7 @@ import { localProviders } from './outputs/providers.ts';
 import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
+import { Seats } from './seats.ts';
 import { Session } from './session.ts';
 import type { KeyStore } from './token/keys.ts';
 
@@ -57,6 +58,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp }) : options.media,
       }),
     bans: new Bans(),
+    seats: new Seats(),
     log,
   };
   const sessions = new Set<Session>();
@@ -96,6 +98,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         clearInterval(heartbeat);
         for (const session of [...sessions]) session.close(CloseCode.SERVER_SHUTDOWN, 'server-shutdown');
         for (const room of [...context.rooms]) context.rooms.delete(room.id);
+        context.seats.dispose();
         // sockets that do not complete the closing handshake in time are cut
         const deadline = setTimeout(() => {
           for (const ws of wss.clients) ws.terminate();

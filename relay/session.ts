@@ -1,16 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
-import type { ErrorFrame, JoinFrame, RequestFrame, ServerFrame, WireError } from '../src/protocol/messages.ts';
+import { PROTOCOL_VERSION, type ErrorFrame, type JoinFrame, type RequestFrame, type ResumeFrame, type ServerFrame, type WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import { RelayError, type CursorTable, type RelayContext, type RequestScope } from './context.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
-import { capacity, enter, judge, type Verdict } from './join.ts';
+import { capacity, enter, judge, snapshot, type Verdict } from './join.ts';
+import { AwayLink } from './seats.ts';
 import type { Waiting } from './rooms/lobby.ts';
 import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink, Room } from './rooms/types.ts';
 
 const MAX_CURSORS = 32;
+
+/** What the resume of a member closed while away is told, by the close code it got. */
+const AWAY_ENDINGS: Record<number, WireError> = {
+  [CloseCode.REMOVED]: { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'you were removed from this room' },
+  [CloseCode.ROOM_ENDED]: { code: 'ROOM_ENDED', reason: 'room-ended', message: 'the room has ended' },
+  [CloseCode.DUPLICATE_IDENTITY]: { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'duplicate-identity', message: 'you joined this room from elsewhere' },
+};
 /** How long a connection over its frame budget is not read. */
 const THROTTLE_MS = 100;
 
@@ -69,7 +77,7 @@ export class Session implements MemberLink {
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     ws.on('pong', () => (this.alive = true));
     ws.on('error', (err) => relay.log.debug(`socket error: ${err.message}`));
-    ws.on('close', () => this.ended());
+    ws.on('close', (code) => this.ended(code));
   }
 
   /** The member, once joined. */
@@ -114,8 +122,8 @@ export class Session implements MemberLink {
   /** Heartbeat tick: drop a peer that did not answer the previous ping. */
   heartbeat(): void {
     if (!this.alive) {
+      // cut like a dropped network: the member keeps its seat for the grace period
       this.relay.log.info(`participant ${this.member?.id ?? '(joining)'} dropped: heartbeat timeout`);
-      this.close(CloseCode.HEARTBEAT_TIMEOUT, 'heartbeat-timeout');
       this.ws.terminate();
       return;
     }
@@ -134,7 +142,7 @@ export class Session implements MemberLink {
     if (isBinary) return this.onBinary(data);
     const parsed = parseClientFrame(rawText(data));
     if (!parsed.ok) return this.answerBadFrame(parsed);
-    if (parsed.value.type === 'join') {
+    if (parsed.value.type === 'join' || parsed.value.type === 'resume') {
       return this.sendError({ code: 'INVALID_ARGUMENT', message: 'this connection has already joined', reason: 'already-joined' });
     }
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
@@ -146,8 +154,12 @@ export class Session implements MemberLink {
       return this.refuseFrame(CloseCode.PROTOCOL_ERROR, `the join frame must be a text frame of at most ${this.relay.config.maxJoinFrameBytes} bytes`, 'bad-join-frame');
     }
     const parsed = parseClientFrame(rawText(data));
+    if (parsed.ok && parsed.value.type === 'resume') {
+      this.clearJoinTimer();
+      return this.resume(parsed.value);
+    }
     if (!parsed.ok || parsed.value.type !== 'join') {
-      const problem = parsed.ok ? 'the first frame must be a join frame' : parsed.problem;
+      const problem = parsed.ok ? 'the first frame must be a join or resume frame' : parsed.problem;
       return this.refuseFrame(CloseCode.PROTOCOL_ERROR, problem, 'bad-join-frame');
     }
     this.clearJoinTimer();
@@ -174,10 +186,48 @@ export class Session implements MemberLink {
     return null;
   }
 
-  private refuseJoin(refusal: WireError, frame: JoinFrame): void {
+  /** Come back to a held seat on this connection. */
+  private resume(frame: ResumeFrame): void {
+    const { relay } = this;
+    if (frame.v !== PROTOCOL_VERSION) {
+      return this.refuseJoin({ code: 'INVALID_ARGUMENT', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}` }, 'resume');
+    }
+    const seat = relay.seats.take(frame.credential);
+    if (!('member' in seat)) return this.refuseJoin(seat, 'resume');
+    const { member, room } = seat;
+    if (!relay.keys.isActive(seat.apiKey)) {
+      relay.seats.forget(member);
+      member.link = this;
+      room.remove(member);
+      this.dropRoomIfEmpty(room);
+      return this.refuseJoin({ code: 'INVALID_API_KEY', reason: 'revoked-api-key', message: 'the API key of this session has been revoked' }, 'resume');
+    }
+    // the old connection may still look open (the client gave up on it first): it is replaced
+    const old = member.link;
+    member.link = this;
+    if (old instanceof Session) old.replaced();
+    // media transports and data streams belonged to the old connection: the SDK starts them again
+    room.media.memberLeft(member);
+    room.streams.memberLeft(member);
+    this.state = 'joined';
+    const { messageRate, messageBurst } = relay.config;
+    this.scope = { relay, member, room, cursors: new Cursors(), limiter: new TokenBucket(messageRate, messageBurst), flooding: () => this.flooding() };
+    relay.log.info(`resumed: ${member.id} room=${room.id}`);
+    this.send({ ...snapshot(relay, room, member), resumed: true });
+  }
+
+  /** Another connection took this member over (a resume): end quietly, the member lives on. */
+  private replaced(): void {
+    this.scope = null;
+    this.state = 'closed';
+    this.ws.terminate();
+  }
+
+  private refuseJoin(refusal: WireError, frame: JoinFrame | 'resume'): void {
     const { refusals } = this.relay.counters;
     refusals.set(refusal.code, (refusals.get(refusal.code) ?? 0) + 1);
-    this.relay.log.info(`join refused: ${refusal.code} (${refusal.reason ?? '-'}) room=${frame.roomId ?? '-'} participant=${frame.participantId}`);
+    const who = frame === 'resume' ? 'resume' : `room=${frame.roomId ?? '-'} participant=${frame.participantId}`;
+    this.relay.log.info(`join refused: ${refusal.code} (${refusal.reason ?? '-'}) ${who}`);
     this.send({ type: 'join-error', error: { code: refusal.code, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
     this.state = 'closed';
     this.ws.close(CloseCode.JOIN_REFUSED, refusal.code);
@@ -311,19 +361,51 @@ export class Session implements MemberLink {
     if (!scope) return;
     this.scope = null;
     const { room, member, relay } = scope;
+    relay.seats.forget(member);
     if (room.remove(member)) relay.log.info(`left: ${member.id} room=${room.id}`);
     this.dropRoomIfEmpty(room);
+  }
+
+  /**
+   * The connection dropped (no closing handshake, or a dead heartbeat): the member keeps its
+   * seat for the grace period, reached through nothing, so that a resume finds it and the
+   * others see no blip. Returns false when there is no seat to hold.
+   */
+  private holdSeat(): boolean {
+    const scope = this.scope;
+    if (!scope) return false;
+    const { room, member, relay } = scope;
+    const away = new AwayLink((code) => {
+      // closed while away: removed, room ended, replaced by a new join of the identity
+      relay.seats.endWhileAway(member, AWAY_ENDINGS[code] ?? { code: 'NOT_FOUND', reason: 'resume-unknown', message: 'the session ended' });
+      if (member.link === away) room.remove(member);
+      this.dropRoomIfEmpty(room);
+    });
+    member.link = away;
+    const held = relay.seats.hold(member, relay.config.resumeGraceMs, () => {
+      if (member.link !== away) return;
+      if (room.remove(member)) relay.log.info(`left: ${member.id} room=${room.id} (did not come back)`);
+      this.dropRoomIfEmpty(room);
+    });
+    if (!held) {
+      member.link = this;
+      return false;
+    }
+    this.scope = null;
+    relay.log.info(`away: ${member.id} room=${room.id}, seat held ${relay.config.resumeGraceMs} ms`);
+    return true;
   }
 
   private dropRoomIfEmpty(room: Room): void {
     if (room.size === 0 && room.lobby.size === 0 && this.relay.rooms.get(room.id) === room) this.relay.rooms.delete(room.id);
   }
 
-  private ended(): void {
+  private ended(code: number): void {
     this.clearJoinTimer();
     if (this.throttled) clearTimeout(this.throttled);
     this.throttled = null;
-    this.leaveRoom();
+    // 1006: no closing handshake, the network or the peer died; anything else was meant
+    if (!(this.state === 'joined' && code === 1006 && this.holdSeat())) this.leaveRoom();
     this.state = 'closed';
     this.onEnd(this);
   }

@@ -3,8 +3,11 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { transformSync } from 'esbuild';
 
-/** The whole browser SDK, min+gzip, in bytes. */
-export const BUDGET = 10 * 1024;
+/**
+ * The whole browser SDK, min+gzip, in bytes: 25 KB with media (issue 6's target; LiveKit's is
+ * about 150 KB). The SDK before media had a budget of 10 KB.
+ */
+export const BUDGET = 25 * 1024;
 
 const root = new URL('../dist/', import.meta.url);
 const builds = [

@@ -1,17 +1,19 @@
 import { SdkError } from './errors.ts';
+import { call } from './emitter.ts';
 import { reasonForClose, type DisconnectReason } from './protocol/codes.ts';
-import type {
-  EventFrame,
-  JoinFrame,
-  JoinedFrame,
-  Method,
-  Params,
-  Result,
-  ServerFrame,
-  WireError,
+import {
+  PROTOCOL_VERSION,
+  type EventFrame,
+  type JoinFrame,
+  type JoinedFrame,
+  type Method,
+  type Params,
+  type ResumeFrame,
+  type Result,
+  type ServerFrame,
+  type WireError,
 } from './protocol/messages.ts';
 import { isRecord } from './protocol/parse.ts';
-import { call } from './emitter.ts';
 
 const reportError = (error: unknown) => call(() => { throw error; }, undefined);
 
@@ -20,13 +22,22 @@ export interface ConnectionHandlers {
   event(frame: EventFrame): void;
   /** A binary frame (a data stream chunk). */
   binary(frame: Uint8Array): void;
+  /** The connection dropped; it is being re-established. */
+  reconnecting(): void;
+  /** The connection is back: the relay's fresh view of the room (`resumed`: the same session). */
+  reconnected(joined: JoinedFrame): void;
+  /** The session is over. */
   closed(reason: DisconnectReason): void;
 }
 
-interface Pending {
-  resolve(value: unknown): void;
-  reject(error: SdkError): void;
-  timer: ReturnType<typeof setTimeout>;
+/** How a dropped connection is retried. */
+export interface ReconnectPolicy {
+  /** Give up after trying this long (ms, default 30000). */
+  maxTimeMs?: number;
+  /** First delay (ms, default 250); each next one doubles, with ±30% jitter. */
+  initialDelayMs?: number;
+  /** Longest delay between attempts (ms, default 5000). */
+  maxDelayMs?: number;
 }
 
 /** Options of {@link Connection.open}. */
@@ -36,9 +47,22 @@ export interface OpenOptions {
   timeoutMs: number;
   /** Heartbeat interval: a ping after this long without a frame; dead after 2.5 intervals. */
   heartbeatMs: number;
+  /** `false`: a dropped connection ends the session. */
+  reconnect: ReconnectPolicy | false;
   signal?: AbortSignal;
   /** Called when the relay holds the join in the lobby. */
   onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: SdkError): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+interface Queued extends Pending {
+  frame: string;
+  id: number;
 }
 
 const FRAME_TYPES = new Set<string>(['joined', 'lobby', 'join-error', 'response', 'event', 'error', 'pong']);
@@ -53,143 +77,207 @@ function parseServerFrame(data: unknown): ServerFrame | null {
   }
 }
 
+/** Disconnect reasons a refused resume or rejoin ends the session with. */
+const FINAL_REASONS: Record<string, DisconnectReason> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity' };
+
+interface Handshake {
+  ws: WebSocket;
+  joined: JoinedFrame;
+  /** Frames that came right behind `joined`, before anyone listened. */
+  early: Array<ServerFrame | Uint8Array>;
+}
+
+/** Open a socket, send the first frame, and resolve with the relay's `joined` answer. */
+function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeoutMs: number; signal?: AbortSignal; onWaiting?: OpenOptions['onWaiting'] }): Promise<Handshake> {
+  const Impl = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
+  if (typeof Impl !== 'function') {
+    return Promise.reject(new SdkError('CONNECTION_FAILED', 'no WebSocket implementation: in Node, set globalThis.WebSocket (e.g. from the ws package)', { reason: 'no-websocket' }));
+  }
+  return new Promise((resolve, reject) => {
+    let ws: WebSocket;
+    try {
+      ws = new Impl(url);
+    } catch (cause) {
+      reject(new SdkError('CONNECTION_FAILED', `cannot open ${url}`, { reason: 'bad-url', cause }));
+      return;
+    }
+    ws.binaryType = 'arraybuffer';
+    const early: Handshake['early'] = [];
+    let settled = false;
+    let timer: ReturnType<typeof setTimeout>;
+    const settle = (error: SdkError | null, joined?: JoinedFrame) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      if (!error) return resolve({ ws, joined: joined!, early });
+      ws.onopen = ws.onmessage = ws.onerror = ws.onclose = null;
+      if (ws.readyState <= 1) ws.close(1000, 'left');
+      reject(error);
+    };
+    const onAbort = () => settle(new SdkError('ENTRY_CANCELLED', 'the join was cancelled', { reason: 'aborted', cause: options.signal?.reason }));
+    timer = setTimeout(() => settle(new SdkError('TIMEOUT', `no answer from the relay within ${options.timeoutMs} ms`)), options.timeoutMs);
+    if (options.signal?.aborted) return onAbort();
+    options.signal?.addEventListener('abort', onAbort);
+    ws.onopen = () => ws.send(JSON.stringify(first));
+    ws.onerror = () => settle(new SdkError('CONNECTION_FAILED', `cannot connect to ${url}`));
+    ws.onclose = (event) => settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
+    ws.onmessage = (event) => {
+      if (settled) {
+        // frames right behind `joined` in the same read, before the connection adopts the socket
+        if (event.data instanceof ArrayBuffer) early.push(new Uint8Array(event.data));
+        else {
+          const frame = parseServerFrame(event.data);
+          if (frame) early.push(frame);
+        }
+        return;
+      }
+      const frame = parseServerFrame(event.data);
+      if (!frame) return;
+      if (frame.type === 'joined') return settle(null, frame);
+      if (frame.type === 'lobby') {
+        // the relay keeps the lobby's time; ours only guards against a relay gone silent
+        clearTimeout(timer);
+        timer = setTimeout(() => settle(new SdkError('ENTRY_TIMEOUT', 'the lobby wait ran out', { reason: 'ttl' })), frame.ttl * 1000 + 10_000);
+        if (options.onWaiting) {
+          try {
+            options.onWaiting({ requestedAt: frame.requestedAt, ttl: frame.ttl });
+          } catch (error) {
+            reportError(error);
+          }
+        }
+        return;
+      }
+      if (frame.type === 'join-error' || frame.type === 'error') settle(SdkError.fromWire(frame.error));
+    };
+  });
+}
+
 /**
- * The signalling WebSocket of one room session: the join handshake, then requests matched to
- * responses by id, and pushed events handed to the room.
+ * The signalling WebSocket of one room session: the join handshake, requests matched to
+ * responses by id, pushed events handed to the room — and, when the socket drops, reconnection
+ * with the relay's resume credential: calls made meanwhile wait and go out once it is back;
+ * calls in flight at the drop fail with `CONNECTION_LOST` (they may or may not have run, and
+ * are never sent twice).
  */
 export class Connection {
   private nextId = 1;
+  private ws!: WebSocket;
+  private state: 'open' | 'reconnecting' | 'closed' = 'open';
   private readonly pending = new Map<number, Pending>();
+  private readonly queued: Queued[] = [];
   private handlers: ConnectionHandlers | null = null;
   private closedReason: DisconnectReason | null = null;
   private readonly whenClosed: Array<() => void> = [];
-  /** Frames that arrived between `joined` and the room attaching its handlers. */
-  private early: Array<EventFrame | Uint8Array> = [];
-
+  /** Frames that arrived before the room attached its handlers. */
+  private early: Array<ServerFrame | Uint8Array> = [];
+  private credential = '';
   private lastFrameAt = Date.now();
   private heartbeat: ReturnType<typeof setInterval> | null = null;
 
-  private constructor(private readonly ws: WebSocket) {}
+  private constructor(private readonly options: OpenOptions) {}
+
+  /** Open the socket, send the join frame, and resolve with the relay's `joined` answer. */
+  static async open(options: OpenOptions): Promise<{ connection: Connection; joined: JoinedFrame }> {
+    const result = await handshake(options.url, options.join, options);
+    const connection = new Connection(options);
+    connection.adopt(result);
+    return { connection, joined: result.joined };
+  }
+
+  /** Make a socket that completed its handshake this connection's socket. */
+  private adopt({ ws, joined, early }: Handshake): void {
+    this.ws = ws;
+    // validated, not trusted: without a credential a drop can only be answered by a new join
+    this.credential = typeof joined.resume?.credential === 'string' ? joined.resume.credential : '';
+    this.lastFrameAt = Date.now();
+    ws.onerror = null;
+    ws.onclose = (event) => {
+      if (ws !== this.ws) return;
+      this.onSocketClose(event.code);
+      for (const fn of this.whenClosed.splice(0)) fn();
+    };
+    ws.onmessage = (event) => {
+      if (ws !== this.ws) return;
+      this.lastFrameAt = Date.now();
+      if (event.data instanceof ArrayBuffer) this.deliver(new Uint8Array(event.data));
+      else {
+        const frame = parseServerFrame(event.data);
+        if (frame) this.deliver(frame);
+      }
+    };
+    for (const frame of early) this.deliver(frame);
+    this.startHeartbeat(this.options.heartbeatMs);
+  }
 
   /**
    * The relay's silence is noticed: a ping after `interval` without any frame, and a socket
-   * silent for 2.5 intervals is taken for dead (`connection-lost`), whatever TCP believes.
+   * silent for 2.5 intervals is taken for dead, whatever TCP believes.
    */
   private startHeartbeat(interval: number): void {
+    this.stopHeartbeat();
     this.heartbeat = setInterval(() => {
       const silent = Date.now() - this.lastFrameAt;
       if (silent > interval * 2.5) {
-        this.ws.close(4008, 'heartbeat-timeout');
+        const dead = this.ws;
         this.onSocketClose(4008, 'connection-lost');
+        dead.close(4008, 'heartbeat-timeout');
       } else if (silent >= interval && this.ws.readyState === 1) this.ws.send('{"type":"ping"}');
     }, interval);
     (this.heartbeat as { unref?: () => void }).unref?.();
   }
 
-  /** Open the socket, send the join frame, and resolve with the relay's `joined` answer. */
-  static open(options: OpenOptions): Promise<{ connection: Connection; joined: JoinedFrame }> {
-    const Impl = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
-    if (typeof Impl !== 'function') {
-      return Promise.reject(
-        new SdkError('CONNECTION_FAILED', 'no WebSocket implementation: in Node, set globalThis.WebSocket (e.g. from the ws package)', { reason: 'no-websocket' }),
-      );
-    }
-    return new Promise((resolve, reject) => {
-      let ws: WebSocket;
-      try {
-        ws = new Impl(options.url);
-      } catch (cause) {
-        reject(new SdkError('CONNECTION_FAILED', `cannot open ${options.url}`, { reason: 'bad-url', cause }));
-        return;
-      }
-      ws.binaryType = 'arraybuffer';
-      const connection = new Connection(ws);
-      let settled = false;
-      let timer: ReturnType<typeof setTimeout>;
-      const settle = (error: SdkError | null, joined?: JoinedFrame) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-        if (error) {
-          connection.shutdown();
-          reject(error);
-        } else resolve({ connection, joined: joined as JoinedFrame });
-      };
-      const onAbort = () => settle(new SdkError('ENTRY_CANCELLED', 'the join was cancelled', { reason: 'aborted', cause: options.signal?.reason }));
-      timer = setTimeout(() => settle(new SdkError('TIMEOUT', `no answer from the relay within ${options.timeoutMs} ms`)), options.timeoutMs);
-      if (options.signal?.aborted) return onAbort();
-      options.signal?.addEventListener('abort', onAbort);
-
-      ws.onopen = () => ws.send(JSON.stringify(options.join));
-      ws.onerror = () => settle(new SdkError('CONNECTION_FAILED', `cannot connect to ${options.url}`));
-      ws.onclose = (event) => {
-        if (!settled) settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
-        connection.onSocketClose(event.code);
-        connection.socketClosed();
-      };
-      ws.onmessage = (event) => {
-        connection.lastFrameAt = Date.now();
-        if (event.data instanceof ArrayBuffer) {
-          if (settled) connection.onBinary(new Uint8Array(event.data));
-          return;
-        }
-        const frame = parseServerFrame(event.data);
-        if (!frame) return;
-        if (settled) return connection.onFrame(frame);
-        if (frame.type === 'joined') {
-          connection.startHeartbeat(options.heartbeatMs);
-          return settle(null, frame);
-        }
-        if (frame.type === 'lobby') {
-          // the relay keeps the lobby's time; ours only guards against a relay gone silent
-          clearTimeout(timer);
-          timer = setTimeout(() => settle(new SdkError('ENTRY_TIMEOUT', 'the lobby wait ran out', { reason: 'ttl' })), frame.ttl * 1000 + 10_000);
-          if (options.onWaiting) {
-            try {
-              options.onWaiting({ requestedAt: frame.requestedAt, ttl: frame.ttl });
-            } catch (error) {
-              reportError(error);
-            }
-          }
-          return;
-        }
-        if (frame.type === 'join-error' || frame.type === 'error') return settle(SdkError.fromWire(frame.error));
-      };
-    });
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
   }
 
-  /** Attach the room; events that arrived meanwhile are delivered now. */
+  /** Attach the room; frames that arrived meanwhile are delivered now. */
   attach(handlers: ConnectionHandlers): void {
     this.handlers = handlers;
     const early = this.early;
     this.early = [];
-    for (const frame of early) {
-      if (frame instanceof Uint8Array) handlers.binary(frame);
-      else handlers.event(frame);
-    }
+    for (const frame of early) this.deliver(frame);
     if (this.closedReason) handlers.closed(this.closedReason);
   }
 
-  /** Send a request and resolve with its result, or reject with the relay's error. */
-  request<M extends Method>(method: M, params: Params<M>, timeoutMs = 10_000): Promise<Result<M>> {
-    if (this.closedReason || this.ws.readyState !== 1) {
-      return Promise.reject(this.endedError(method, false));
+  private deliver(frame: ServerFrame | Uint8Array): void {
+    if (!this.handlers) {
+      this.early.push(frame);
+      return;
     }
+    if (frame instanceof Uint8Array) return this.handlers.binary(frame);
+    if (frame.type === 'response') this.onResponse(frame.id, 'error' in frame ? frame.error : null, 'result' in frame ? frame.result : undefined);
+    else if (frame.type === 'event') this.handlers.event(frame);
+  }
+
+  /**
+   * Send a request and resolve with its result, or reject with the relay's error. While the
+   * connection is being re-established the request waits (its timeout running).
+   */
+  request<M extends Method>(method: M, params: Params<M>, timeoutMs = 10_000): Promise<Result<M>> {
+    if (this.state === 'closed') return Promise.reject(this.endedError(method, false));
     const id = this.nextId++;
+    const frame = JSON.stringify({ type: 'request', id, method, params });
     return new Promise<Result<M>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        const at = this.queued.findIndex((q) => q.id === id);
+        if (at >= 0) this.queued.splice(at, 1);
         reject(new SdkError('TIMEOUT', `${method}: no answer from the relay within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
-      this.ws.send(JSON.stringify({ type: 'request', id, method, params }));
+      const entry = { resolve: resolve as (value: unknown) => void, reject, timer };
+      if (this.state === 'reconnecting') this.queued.push({ ...entry, frame, id });
+      else {
+        this.pending.set(id, entry);
+        this.ws.send(frame);
+      }
     });
   }
 
   /** Send a binary frame (a stream chunk). */
   sendBinary(frame: Uint8Array): void {
-    if (this.closedReason || this.ws.readyState !== 1) throw this.endedError('sending', true);
+    if (this.state !== 'open' || this.ws.readyState !== 1) throw this.endedError('sending', true);
     this.ws.send(frame);
   }
 
@@ -198,7 +286,7 @@ export class Connection {
    * Resolves once it has (or after `timeoutMs` if the relay does not answer).
    */
   async leave(timeoutMs = 2000): Promise<void> {
-    if (!this.closedReason && this.ws.readyState === 1) {
+    if (this.state === 'open' && this.ws.readyState === 1) {
       await this.request('session.leave', {}, timeoutMs).catch(() => undefined);
     }
     const closed = new Promise<void>((resolve) => {
@@ -210,13 +298,8 @@ export class Connection {
       });
     });
     if (this.ws.readyState <= 1) this.ws.close(1000, 'left');
-    this.onSocketClose(1000, 'left');
+    this.finish('left');
     return closed;
-  }
-
-  /** @internal The socket has closed. */
-  socketClosed(): void {
-    for (const fn of this.whenClosed.splice(0)) fn();
   }
 
   /** The error of a call that cannot complete because the session ended. */
@@ -225,29 +308,6 @@ export class Connection {
     if (reason === 'room-ended') return new SdkError('ROOM_ENDED', `${what}: the room has ended`);
     if (inFlight && reason === 'connection-lost') return new SdkError('CONNECTION_LOST', `${what}: the connection was lost before the relay answered`);
     return new SdkError('NOT_CONNECTED', `${what}: not connected to the room (${reason})`, { reason });
-  }
-
-  private shutdown(): void {
-    this.ws.onopen = this.ws.onmessage = this.ws.onerror = null;
-    if (this.ws.readyState <= 1) this.ws.close(1000, 'left');
-  }
-
-  private onBinary(frame: Uint8Array): void {
-    if (this.handlers) this.handlers.binary(frame);
-    else this.early.push(frame);
-  }
-
-  private onFrame(frame: ServerFrame): void {
-    switch (frame.type) {
-      case 'response':
-        return this.onResponse(frame.id, 'error' in frame ? frame.error : null, 'result' in frame ? frame.result : undefined);
-      case 'event':
-        if (this.handlers) this.handlers.event(frame);
-        else this.early.push(frame);
-        return;
-      default:
-        return; // `error` frames answer malformed frames, which this SDK does not send
-    }
   }
 
   private onResponse(id: number, error: WireError | null, result: unknown): void {
@@ -260,14 +320,75 @@ export class Connection {
   }
 
   private onSocketClose(code: number, reason: DisconnectReason = reasonForClose(code)): void {
-    if (this.closedReason) return;
+    if (this.state !== 'open') return;
+    this.stopHeartbeat();
+    // in flight: the relay may or may not have run them; they are never sent twice
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(new SdkError('CONNECTION_LOST', 'the connection was lost before the relay answered'));
+      this.pending.delete(id);
+    }
+    const retry = this.options.reconnect !== false && (reason === 'connection-lost' || reason === 'server-shutdown');
+    if (!retry) return this.finish(reason);
+    this.state = 'reconnecting';
+    this.handlers?.reconnecting();
+    void this.reconnect(this.options.reconnect as ReconnectPolicy, reason);
+  }
+
+  /** Try again with backoff and jitter: resume the session, or, if the relay lost it, join anew. */
+  private async reconnect(policy: ReconnectPolicy, cause: DisconnectReason): Promise<void> {
+    const deadline = Date.now() + (policy.maxTimeMs ?? 30_000);
+    let delay = policy.initialDelayMs ?? 250;
+    while (this.state === 'reconnecting' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, Math.min(deadline - Date.now(), delay * (0.7 + Math.random() * 0.6))));
+      delay = Math.min(delay * 2, policy.maxDelayMs ?? 5000);
+      if (this.state !== 'reconnecting') return;
+      try {
+        const attempt = { timeoutMs: Math.min(this.options.timeoutMs, 5000) };
+        let result: Handshake;
+        try {
+          result = await handshake(this.options.url, { type: 'resume', v: PROTOCOL_VERSION, credential: this.credential }, attempt);
+        } catch (err) {
+          // the relay no longer knows the session (it restarted, or the seat expired): join again
+          if (!(err instanceof SdkError && err.reason === 'resume-unknown')) throw err;
+          result = await handshake(this.options.url, this.options.join, attempt);
+        }
+        if (this.state !== 'reconnecting') {
+          result.ws.close(1000, 'left');
+          return;
+        }
+        this.state = 'open';
+        this.adopt(result);
+        for (const q of this.queued.splice(0)) {
+          this.pending.set(q.id, q);
+          this.ws.send(q.frame);
+        }
+        this.handlers?.reconnected(result.joined);
+        return;
+      } catch (err) {
+        if (err instanceof SdkError && err.code !== 'CONNECTION_FAILED' && err.code !== 'TIMEOUT') {
+          return this.finish(FINAL_REASONS[err.reason ?? ''] ?? cause);
+        }
+      }
+    }
+    // out of time: what started it (a lost connection, or the relay shutting down) ends it
+    this.finish(cause);
+  }
+
+  /** The session is over: everything waiting fails, the room is told once. */
+  private finish(reason: DisconnectReason): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
     this.closedReason = reason;
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    this.heartbeat = null;
+    this.stopHeartbeat();
     for (const [id, pending] of this.pending) {
       clearTimeout(pending.timer);
       pending.reject(this.endedError('the request', true));
       this.pending.delete(id);
+    }
+    for (const q of this.queued.splice(0)) {
+      clearTimeout(q.timer);
+      q.reject(new SdkError('CONNECTION_LOST', 'the connection could not be re-established'));
     }
     this.handlers?.closed(reason);
   }

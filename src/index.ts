@@ -3,6 +3,7 @@
  * @packageDocumentation
  */
 export { Sdk, type JoinOptions } from './sdk.ts';
+export type { ReconnectPolicy } from './connection.ts';
 export { SdkError } from './errors.ts';
 export { ErrorCode, ErrorKind, type DisconnectReason } from './protocol/codes.ts';
 export { Room } from './room.ts';

@@ -61,6 +61,15 @@ export interface RoomEvents {
   'track-unmuted': TrackEvent;
   /** One of your publications ended: you unpublished it, or a moderator stopped it. */
   'local-track-unpublished': { publication: LocalTrackPublication; reason: 'unpublished' | 'force-unpublished'; by?: string };
+  /** The connection dropped; the SDK is re-establishing it. Calls made now wait. */
+  reconnecting: Record<string, never>;
+  /**
+   * The connection is back and the room's state reconciled: joins and leaves that happened
+   * meanwhile have been delivered (each once), counts, lobby and outputs updated, subscriptions
+   * and media re-established. `resumed`: the same session went on (else the relay had lost it
+   * and the SDK joined again with the token).
+   */
+  reconnected: { resumed: boolean };
   /** The session ended; `reason` says why. No event follows. */
   disconnected: { reason: DisconnectReason };
 }

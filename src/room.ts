@@ -89,6 +89,7 @@ export class Room {
         appeared: (participant, info) => {
           for (const track of info.tracks ?? []) media.added(participant, track, false);
         },
+        synced: (participant, info) => media.sync(participant, info.tracks ?? []),
         gone: (participant) => media.participantLeft(participant),
       },
       joined.participants,
@@ -127,6 +128,11 @@ export class Room {
     };
     this.participants.start(joined.participants);
     connection.attach({
+      reconnecting: () => {
+        this.dataStream.interrupted();
+        this.events.emit('reconnecting', {});
+      },
+      reconnected: (fresh) => void this.reconcile(fresh),
       event: (frame) => this.onEvent(frame),
       binary: (frame) => this.dataStream.chunk(frame),
       closed: (reason) => this.onClosed(reason),
@@ -197,6 +203,22 @@ export class Room {
    */
   leave(): Promise<void> {
     return this.connection.leave();
+  }
+
+  /** The connection is back: bring every part of the room up to the relay's view. */
+  private async reconcile(joined: JoinedFrame): Promise<void> {
+    this.participants.reconcile(joined.participants, joined.counts);
+    for (const request of this.lobby.reconcile(joined.lobby ?? [])) this.events.emit('lobby-request', request);
+    for (const output of OUTPUTS) {
+      const now = joined.outputs[output];
+      const was = this.outputs[output].status;
+      if (now && (now.state !== was.state || now.by !== was.by)) {
+        this.outputs[output].changed(now);
+        this.events.emit('output-changed', { output, ...now });
+      }
+    }
+    await Promise.all([this.pubsub.resubscribe(), this.media.reestablish()]);
+    this.events.emit('reconnected', { resumed: joined.resumed === true });
   }
 
   private onEvent(frame: EventFrame): void {

@@ -1,4 +1,4 @@
-import { Connection } from './connection.ts';
+import { Connection, type ReconnectPolicy } from './connection.ts';
 import { SdkError } from './errors.ts';
 import { PROTOCOL_VERSION, type JoinFrame } from './protocol/messages.ts';
 import { browserPlatform, type MediaPlatform } from './media/platform.ts';
@@ -32,6 +32,12 @@ export interface JoinOptions {
    * long and takes the connection for lost after 2.5 intervals of silence.
    */
   heartbeatMs?: number;
+  /**
+   * Re-establish a dropped connection (`reconnecting`, then `reconnected` with the room's state
+   * reconciled) before giving up with `connection-lost`. Default: try for 30 s. `false`: a drop
+   * ends the session.
+   */
+  reconnect?: ReconnectPolicy | false;
   /** Subscribe to every publication as it appears (default `true`). */
   autoSubscribe?: boolean;
   /** The WebRTC to use (default: the browser's). In Node, e.g. werift's polyfill. */
@@ -91,6 +97,7 @@ export const Sdk = Object.freeze({
       join: buildJoinFrame(options),
       timeoutMs: options.timeoutMs ?? 15_000,
       heartbeatMs: options.heartbeatMs ?? 10_000,
+      reconnect: options.reconnect ?? {},
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),
     });

@@ -40,7 +40,7 @@ describe('tessera-relay command line', () => {
     assert.match(url, /^ws:\/\/127\.0\.0\.1:\d+$/);
     assert.notEqual(url.endsWith(':0'), true);
     const secret = /secret "([^"]+)"/.exec(out())![1]!;
-    const room = await Sdk.join({ url, token: mintToken({ apiKey: 'devkey', secret, roomId: 'cli', grant: {} }) });
+    const room = await Sdk.join({ url, token: mintToken({ apiKey: 'devkey', secret, roomId: 'cli', grant: {} }), reconnect: false });
     assert.equal(room.id, 'cli');
     const gone = nextEvent(room, 'disconnected');
     child.kill('SIGTERM');

@@ -61,9 +61,9 @@ export function nextEvent<E extends keyof RoomEvents>(room: Room, event: E, ms =
 }
 
 /** Poll `check` until it returns true (rejects after `ms`). For state that settles by events. */
-export async function until(check: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
   const start = Date.now();
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() - start > ms) throw new Error(`${what} not reached within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 5));
   }

@@ -38,7 +38,10 @@ export interface Member {
   readonly tokenExp: number;
   /** The signature of that token: what a removal bans. */
   readonly tokenSignature: string;
-  readonly link: MemberLink;
+  /** The API key of its token (a resume with a revoked key is refused). */
+  readonly apiKey: string;
+  /** Its connection; replaced when the member resumes on a new one. */
+  link: MemberLink;
 }
 
 /** An opaque position in a walk over one tier, held by the relay for a client's cursor. */

@@ -185,14 +185,18 @@ export class DataStreams {
     this.outgoing.get(streamId)?.ack(seq);
   }
 
+  /** @internal The connection dropped: streams in flight end in an error (listeners stay). */
+  interrupted(): void {
+    if (this.incoming.size + this.outgoing.size === 0) return;
+    const error = new SdkError('CONNECTION_LOST', 'the connection dropped before the stream ended', { reason: 'connection-dropped' });
+    for (const stream of this.incoming.values()) stream.fail(error);
+    for (const out of this.outgoing.values()) out.fail(error);
+    this.incoming.clear();
+  }
+
   /** @internal The session ended: nothing more will arrive or leave. */
   closed(): void {
-    if (this.incoming.size + this.outgoing.size > 0) {
-      const error = new SdkError('CONNECTION_LOST', 'the session ended before the stream did', { reason: 'session-ended' });
-      for (const stream of this.incoming.values()) stream.fail(error);
-      for (const out of this.outgoing.values()) out.fail(error);
-    }
-    this.incoming.clear();
+    this.interrupted();
     this.events.clear();
   }
 }

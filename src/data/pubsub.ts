@@ -96,6 +96,11 @@ export class PubSub {
     return messages;
   }
 
+  /** @internal After a reconnection: subscribe again to every topic (the relay may have started afresh). */
+  async resubscribe(): Promise<void> {
+    await Promise.all([...this.topics.keys()].map((topic) => this.connection.request('pubsub.subscribe', { topic }).catch(() => undefined)));
+  }
+
   /** @internal */
   deliver(message: PubSubMessage): void {
     const entry = this.topics.get(message.topic);

@@ -58,6 +58,13 @@ export class Lobby {
     return true;
   }
 
+  /** @internal After a reconnection: the queue now; returns the requests that are new. */
+  reconcile(requests: LobbyRequest[]): LobbyRequest[] {
+    const now = new Set(requests.map((r) => r.participantId));
+    for (const id of [...this.waiting.keys()]) if (!now.has(id)) this.waiting.delete(id);
+    return requests.filter((r) => this.requested(r));
+  }
+
   /** @internal */
   resolved(participantId: string): void {
     this.waiting.delete(participantId);

@@ -68,10 +68,24 @@ export class Media implements PublicationActions {
       track = stream.getTracks()[0];
       if (!track) throw new SdkError('INVALID_ARGUMENT', `no ${kind} track could be captured for ${source}`, { reason: 'no-track' });
     }
-    const pc = new rtc.RTCPeerConnection({ iceServers: [] });
+    // by default for cameras whose platform can send layers (browser tracks report their settings)
+    const simulcast = options.simulcast ?? (source === 'camera' && typeof track.getSettings === 'function');
+    let pc: RTCPeerConnection;
     try {
-      // by default for cameras whose platform can send layers (browser tracks report their settings)
-      const simulcast = options.simulcast ?? (source === 'camera' && typeof track.getSettings === 'function');
+      pc = await this.negotiate(source, track, simulcast);
+    } catch (err) {
+      if (!given) track.stop();
+      throw err;
+    }
+    const publication = new LocalTrackPublication(source, SOURCE_KIND[source], track, !given, pc, this, simulcast);
+    this.local.set(source, publication);
+    return publication;
+  }
+
+  /** A peer connection that sends `track` to the relay as `source`. */
+  private async negotiate(source: Source, track: MediaStreamTrack, simulcast: boolean): Promise<RTCPeerConnection> {
+    const pc = new (this.rtc().RTCPeerConnection)({ iceServers: [] });
+    try {
       const layers = simulcast && track.kind === 'video' ? simulcastLayers(track) : [];
       pc.addTransceiver(track, {
         direction: 'sendonly',
@@ -86,14 +100,42 @@ export class Media implements PublicationActions {
         ...(layers.length ? { layers: layers.map(({ rid, width, height }) => ({ rid, width, height })) } : {}),
       });
       await pc.setRemoteDescription({ type: 'answer', sdp });
+      return pc;
     } catch (err) {
       pc.close();
-      if (!given) track.stop();
       throw err;
     }
-    const publication = new LocalTrackPublication(source, SOURCE_KIND[source], track, !given, pc, this);
-    this.local.set(source, publication);
-    return publication;
+  }
+
+  /** @internal After a reconnection the relay has dropped this session's transports: publish and subscribe again. */
+  async reestablish(): Promise<void> {
+    for (const publication of [...this.local.values()]) {
+      publication.pc.close();
+      try {
+        publication.pc = await this.negotiate(publication.source, publication.track, publication.simulcast);
+        if (publication.muted) await this.connection.request('media.mute', { source: publication.source, muted: true });
+      } catch {
+        this.dropLocal(publication);
+        this.events.emit('local-track-unpublished', { publication, reason: 'unpublished' });
+      }
+    }
+    for (const publication of [...this.active]) {
+      this.endSubscription(publication);
+      const participant = this.participant(publication.participantId);
+      if (participant?.trackMap.get(publication.source) === publication) {
+        this.subscribe(publication).catch((error: unknown) => this.events.emit('track-subscription-failed', { participant, publication, error: error as SdkError }));
+      }
+    }
+  }
+
+  /** @internal After a reconnection: a participant's publications as the relay lists them now. */
+  sync(participant: RemoteParticipant, tracks: TrackInfo[]): void {
+    const now = new Map(tracks.map((t) => [t.source, t]));
+    for (const source of [...participant.trackMap.keys()]) if (!now.has(source)) this.unpublished(participant.id, source);
+    for (const info of tracks) {
+      if (participant.trackMap.has(info.source)) this.muteChanged(participant.id, info.source, info.muted);
+      else this.added(participant, info, true);
+    }
   }
 
   async unpublish(source: Source): Promise<void> {

@@ -22,9 +22,11 @@ export class LocalTrackPublication {
     readonly track: MediaStreamTrack,
     /** @internal Whether the SDK acquired the track (and so stops it on unpublish). */
     readonly acquired: boolean,
-    /** @internal */
-    readonly pc: RTCPeerConnection,
+    /** @internal Its connection to the relay (replaced when it is published again after a reconnection). */
+    public pc: RTCPeerConnection,
     private readonly actions: PublicationActions,
+    /** @internal How it was published (again after a reconnection). */
+    readonly simulcast: boolean,
   ) {}
 
   /** Whether it is muted (no media is sent; everyone sees `track-muted`). */

@@ -60,6 +60,8 @@ class ReadonlyMapView<K, V> implements ReadonlyMap<K, V> {
 /** What else happens when a participant appears or goes (its media). */
 export interface ParticipantHooks {
   appeared(participant: RemoteParticipant, info: ParticipantInfo): void;
+  /** Still there after a reconnection: `info` is the relay's view now. */
+  synced(participant: RemoteParticipant, info: ParticipantInfo): void;
   gone(participant: RemoteParticipant): void;
 }
 
@@ -117,6 +119,18 @@ export class Participants {
     this.hooks.gone(participant);
     this.stage.delete(id);
     this.events.emit('participant-left', { participant });
+  }
+
+  /** After a reconnection: the relay's stage now; who came and went meanwhile is told, once. */
+  reconcile(infos: ParticipantInfo[], counts: ParticipantCounts): void {
+    const now = new Set(infos.map((i) => i.id));
+    for (const id of [...this.stage.keys()]) if (!now.has(id)) this.left(id);
+    for (const info of infos) {
+      const participant = this.stage.get(info.id);
+      if (participant) this.hooks.synced(participant, info);
+      else this.joined(info);
+    }
+    this.countChanged(counts);
   }
 
   countChanged(counts: ParticipantCounts): void {

@@ -134,12 +134,19 @@ export interface RequestFrame<M extends Method = Method> {
 }
 
 /** Every frame a client may send. */
+/** Instead of a join frame: come back to a session after a dropped connection. */
+export interface ResumeFrame {
+  type: 'resume';
+  v: number;
+  credential: string;
+}
+
 /** A client's heartbeat; the relay answers `pong`. */
 export interface PingFrame {
   type: 'ping';
 }
 
-export type ClientFrame = JoinFrame | RequestFrame | PingFrame;
+export type ClientFrame = JoinFrame | ResumeFrame | RequestFrame | PingFrame;
 
 // ---- relay → client ------------------------------------------------------------------
 
@@ -174,6 +181,10 @@ export interface JoinedFrame {
   outputs: Record<OutputName, OutputStatus>;
   /** For moderators: the joiners waiting in the lobby, oldest first. */
   lobby?: LobbyRequest[];
+  /** How to come back on a new connection after a drop: within `graceMs`, send a resume frame with `credential`. */
+  resume: { credential: string; graceMs: number };
+  /** True when this answers a resume (the same session goes on). */
+  resumed?: boolean;
 }
 
 /** To a joiner whose token asks for entry: it waits in the lobby for a moderator. */

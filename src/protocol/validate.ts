@@ -141,6 +141,10 @@ export function parseClientFrame(text: string): Parsed<ClientFrame> {
       return parseRequestFrame(frame);
     case 'ping':
       return ok({ type: 'ping' });
+    case 'resume':
+      if (typeof frame.v !== 'number') return bad('v (protocol version) must be a number');
+      if (typeof frame.credential !== 'string' || frame.credential.length === 0 || frame.credential.length > 128) return bad('credential must be the string the relay gave');
+      return ok({ type: 'resume', v: frame.v, credential: frame.credential });
     default:
       return bad(`unknown frame type ${JSON.stringify(String(frame.type)).slice(0, 80)}`);
   }

@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import type { WireError } from '../src/protocol/messages.ts';
+import type { Member, MemberLink, Room } from './rooms/types.ts';
+
+/** A member's right to come back on a new connection. */
+export interface Seat {
+  readonly member: Member;
+  readonly room: Room;
+  /** The API key its token was signed with: a revoked key cannot resume. */
+  readonly apiKey: string;
+  /** While the member is away: the timer that gives the seat up. */
+  timer: ReturnType<typeof setTimeout> | null;
+  /** Set when the member was closed while away: what its resume is told. */
+  ended: WireError | null;
+}
+
+/**
+ * Resume credentials: issued at each join and resume, bound to one member of one room, valid
+ * while the member is in the room or away within its grace period. Never the join token: an
+ * expired token does not end a live session, and a credential is worthless once its seat ends.
+ */
+export class Seats {
+  private readonly byCredential = new Map<string, Seat>();
+  private readonly credentialOf = new Map<Member, string>();
+
+  /** A fresh credential for `member` (the previous one stops working). */
+  issue(member: Member, room: Room, apiKey: string): string {
+    this.forget(member);
+    const credential = randomBytes(24).toString('base64url');
+    this.byCredential.set(credential, { member, room, apiKey, timer: null, ended: null });
+    this.credentialOf.set(member, credential);
+    return credential;
+  }
+
+  /** The seat of a credential, if it is still good (its timer is cancelled: the member is back). */
+  take(credential: string): Seat | WireError {
+    const seat = this.byCredential.get(credential);
+    if (!seat) return { code: 'NOT_FOUND', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
+    if (seat.ended) {
+      this.forget(seat.member);
+      return seat.ended;
+    }
+    if (seat.timer) clearTimeout(seat.timer);
+    seat.timer = null;
+    return seat;
+  }
+
+  /** The member's connection dropped: hold the seat for `graceMs`, then `expire`. */
+  hold(member: Member, graceMs: number, expire: () => void): boolean {
+    const credential = this.credentialOf.get(member);
+    const seat = credential ? this.byCredential.get(credential) : undefined;
+    if (!seat || graceMs <= 0) return false;
+    seat.timer = setTimeout(() => {
+      seat.timer = null;
+      this.forget(member);
+      expire();
+    }, graceMs);
+    seat.timer.unref?.();
+    return true;
+  }
+
+  /** The member was closed while away (removed, room ended...): its resume gets `why`. */
+  endWhileAway(member: Member, why: WireError): void {
+    const credential = this.credentialOf.get(member);
+    const seat = credential ? this.byCredential.get(credential) : undefined;
+    if (!seat) return;
+    seat.ended = why;
+  }
+
+  /** The member left for good. */
+  forget(member: Member): void {
+    const credential = this.credentialOf.get(member);
+    if (credential === undefined) return;
+    const seat = this.byCredential.get(credential);
+    if (seat?.timer) clearTimeout(seat.timer);
+    this.byCredential.delete(credential);
+    this.credentialOf.delete(member);
+  }
+
+  dispose(): void {
+    for (const seat of this.byCredential.values()) if (seat.timer) clearTimeout(seat.timer);
+    this.byCredential.clear();
+    this.credentialOf.clear();
+  }
+}
+
+/** What a member away on its grace period is reached through: nothing is sent; a close ends it. */
+export class AwayLink implements MemberLink {
+  readonly bufferedAmount = 0;
+
+  constructor(private readonly onClose: (code: number, reason: string) => void) {}
+
+  send(): void {}
+  sendRaw(): void {}
+  sendBinary(): void {}
+  close(code: number, reason: string): void {
+    this.onClose(code, reason);
+  }
+}
