@@ -132,6 +132,31 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
     await a.leave();
   });
 
+  it('media is re-established after a resume, on both sides', async () => {
+    const FAST = { initialDelayMs: 20, maxDelayMs: 100, maxTimeMs: 5000 };
+    const a = await t.join({ token: t.token({ roomId: 'm8', participantId: 'a', grant: AV }), media: nodePlatform, reconnect: FAST });
+    const b = await t.join({ token: t.token({ roomId: 'm8', participantId: 'b', grant: AV }), media: nodePlatform, reconnect: FAST });
+    await a.localParticipant.publish('camera', camera().track);
+    await nextEvent(b, 'track-subscribed', 8000);
+    const drop = (r: typeof a) => (r as unknown as { connection: { ws: { terminate(): void } } }).connection.ws.terminate();
+    // the publisher drops: it publishes again on its new connection; the subscriber gets the new track
+    const again = nextEvent(b, 'track-subscribed', 10_000);
+    drop(a);
+    await nextEvent(a, 'reconnected', 10_000);
+    const sub = await again;
+    const packets = countPackets(sub.track);
+    await until(() => packets() > 5, 8000, 'packets from the re-published track');
+    // the subscriber drops: it subscribes again
+    const resubscribed = nextEvent(b, 'track-subscribed', 10_000);
+    drop(b);
+    const back = await resubscribed;
+    const more = countPackets(back.track);
+    await until(() => more() > 5, 8000, 'packets on the new subscription');
+    assert.equal(a.localParticipant.tracks.get('camera')!.source, 'camera', 'the same publication object');
+    await a.leave();
+    await b.leave();
+  });
+
   it('unsubscribe and subscribe again by hand; autoSubscribe false subscribes nothing', async () => {
     const a = await join('m5', 'a');
     await a.localParticipant.publish('camera', camera().track);
