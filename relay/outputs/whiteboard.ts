@@ -17,7 +17,7 @@ export class WhiteboardProvider implements OutputProvider {
 
   async start(): Promise<Record<string, string>> {
     this.shapes = [];
-    return { shapes: String(MAX_SHAPES) };
+    return { maxShapes: String(MAX_SHAPES) };
   }
 
   async stop(): Promise<void> {
