@@ -1,74 +1,269 @@
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { pipeline } from 'node:stream';
 import type { RelayContext } from './context.ts';
-import { listRecordings, safeName } from './outputs/recording.ts';
+import { HLS_FILE } from './outputs/hls.ts';
+import { recordingUrl } from './outputs/recording.ts';
+import { isRecordingFile, listRecordingFiles, openRegular, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
+import { tokenKey } from './token/identity.ts';
 import { verifyToken } from './token/verify.ts';
 
-const json = (res: ServerResponse, status: number, body: unknown) => {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-  res.end(JSON.stringify(body));
-};
+/** Longest request path (before `?`) the relay reads; the paths it serves are far shorter. */
+const MAX_PATH = 2048;
+/** Files being sent at once; more downloads wait for a 503's `retry-after`. */
+const MAX_OPEN_FILES = 256;
+/** A download whose reader takes nothing for this long is cut (it holds a file open). */
+const DOWNLOAD_IDLE_MS = 60_000;
+const ALLOW = 'GET, HEAD';
 
-function sendFile(res: ServerResponse, file: string, type: string): void {
-  if (!existsSync(file) || !statSync(file).isFile()) return json(res, 404, { error: 'not found' });
-  res.writeHead(200, { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' });
-  createReadStream(file).pipe(res);
+type Headers = Record<string, string | number>;
+type Refusal = { status: number; error: string; headers?: Headers };
+
+function send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: string, headers: Headers = {}): void {
+  res.writeHead(status, {
+    'content-type': type,
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    ...headers,
+  });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+const json = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers?: Headers) => send(req, res, status, 'application/json', JSON.stringify(body), headers);
+const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) => json(req, res, r.status, { error: r.error }, r.headers);
+const notFound = (req: IncomingMessage, res: ServerResponse) => json(req, res, 404, { error: 'not found' });
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Percent-decode one path segment: `null` for a bad escape (`%`, `%zz`) or bytes that are not
+ * UTF-8. Characters of the raw target up to U+00FF are its bytes (Node reads it as latin1).
+ */
+export function percentDecode(segment: string): string | null {
+  if (!segment.includes('%') && !/[^\x00-\x7f]/.test(segment)) return segment;
+  const bytes: number[] = [];
+  for (let i = 0; i < segment.length; i++) {
+    const c = segment.charCodeAt(i);
+    if (c === 0x25) {
+      const hex = segment.slice(i + 1, i + 3);
+      if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return null;
+      bytes.push(Number.parseInt(hex, 16));
+      i += 2;
+    } else if (c <= 0xff) bytes.push(c);
+    else bytes.push(...Buffer.from(segment[i]!, 'utf8'));
+  }
+  try {
+    return utf8.decode(new Uint8Array(bytes));
+  } catch {
+    return null;
+  }
 }
 
 /**
- * Recordings are private: a request carries a token (`Authorization: Bearer <token>`) scoped
- * to the room, with `canRecord`; it sees that room's recordings only.
+ * The decoded path segments of a request target, or why it is refused. Only origin-form
+ * (`/path?query`) is served: absolute-form, `*`, empty segments (`//`) and bad escapes are 400.
+ * `/` is `[]`. The query and anything after `#` are ignored.
  */
-function recordingAccess(req: IncomingMessage, relay: RelayContext): { roomId: string } | { status: number; error: string } {
-  const header = req.headers.authorization ?? '';
-  const token = header.startsWith('Bearer ') ? header.slice(7) : '';
-  const verified = verifyToken(token, { keys: relay.keys, maxTtlRoom: relay.config.maxTtlRoom, maxTtlDomain: relay.config.maxTtlDomain });
-  if (!verified.ok) return { status: 401, error: `${verified.code}: ${verified.message}` };
-  const { claims } = verified;
-  if (claims.roomId === undefined || claims.grant.canRecord !== true) return { status: 403, error: 'INVALID_PERMISSIONS: needs a room-scoped token with canRecord' };
-  return { roomId: claims.roomId };
+export function parseTarget(target: string | undefined): { segments: string[] } | Refusal {
+  if (typeof target !== 'string' || !target.startsWith('/')) return { status: 400, error: 'the request target must be a path starting with /' };
+  let end = target.length;
+  for (const mark of ['?', '#']) {
+    const at = target.indexOf(mark);
+    if (at >= 0 && at < end) end = at;
+  }
+  if (end > MAX_PATH) return { status: 414, error: `the path is longer than ${MAX_PATH} characters` };
+  if (end === 1) return { segments: [] };
+  const segments: string[] = [];
+  for (const raw of target.slice(1, end).split('/')) {
+    if (raw === '') return { status: 400, error: 'the path has an empty segment' };
+    const segment = percentDecode(raw);
+    if (segment === null) return { status: 400, error: 'the path has a bad percent-escape' };
+    segments.push(segment);
+  }
+  return { segments };
 }
 
-/** The relay's HTTP side: health, recordings, HLS. Returns false for paths it does not serve. */
+type Handler = (req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number) => void | Promise<void>;
+
+/** The handler of a path the relay serves, or `null` (not ours: the WebSocket hint). */
+function route(segments: readonly string[]): Handler | null {
+  const [first, ...rest] = segments;
+  if (first === 'healthz' && rest.length === 0) return (req, res, relay, connections) => json(req, res, 200, { ok: true, rooms: relay.rooms.size, connections });
+  if (first === 'metrics' && rest.length === 0) return serveMetrics;
+  if (first === 'recordings') {
+    if (rest.length === 0) return listRecordings;
+    if (rest.length === 2) return (req, res, relay) => downloadRecording(req, res, relay, rest[0]!, rest[1]!);
+    return notFound;
+  }
+  if (first === 'hls') return rest.length === 2 ? (req, res, relay) => serveHls(req, res, relay, rest[0]!, rest[1]!) : notFound;
+  return null;
+}
+
+/**
+ * The relay's HTTP side: `/healthz`, `/metrics`, `/recordings`, `/hls`. Total: any method,
+ * target and header gets an answer (400 for targets that are not paths, 405 with `Allow` for a
+ * wrong method, 404 under a known prefix), never a throw. Returns false for paths it does not
+ * serve, which the caller answers.
+ */
 export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number): boolean {
-  const path = new URL(req.url ?? '/', 'http://relay').pathname;
-  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-  if (path === '/healthz') {
-    json(res, 200, { ok: true, rooms: relay.rooms.size, connections });
-    return true;
-  }
-  if (path === '/metrics') {
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'cache-control': 'no-store' });
-    res.end(metrics(relay, connections));
-    return true;
-  }
-  if (path === '/recordings' || path.startsWith('/recordings/')) {
-    const access = recordingAccess(req, relay);
-    if ('status' in access) {
-      json(res, access.status, { error: access.error });
+  try {
+    const target = parseTarget(req.url);
+    if (!('segments' in target)) {
+      refuse(req, res, target);
       return true;
     }
-    const dir = relay.config.recordingsDir;
-    if (path === '/recordings') {
-      json(res, 200, { recordings: listRecordings(dir, access.roomId).map((r) => ({ ...r, url: `/recordings/${encodeURIComponent(r.file)}` })) });
+    const handler = route(target.segments);
+    if (!handler) return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      refuse(req, res, { status: 405, error: 'only GET and HEAD', headers: { allow: ALLOW } });
       return true;
     }
-    const file = decodeURIComponent(path.slice('/recordings/'.length));
-    if (!/^[\w-]+--[\w-]+(--[\w-]+)?\.(jsonl|webm)$/.test(file) || !file.startsWith(`${safeName(access.roomId)}--`)) {
-      json(res, 404, { error: 'not found' });
-      return true;
+    const done = handler(req, res, relay, connections);
+    if (done) done.catch((err: unknown) => failed(req, res, relay, err));
+  } catch (err) {
+    failed(req, res, relay, err);
+  }
+  return true;
+}
+
+/** The last line: log, answer 500 if nothing was sent yet, else cut the response. */
+function failed(req: IncomingMessage, res: ServerResponse, relay: RelayContext, err: unknown): void {
+  const unsafe = err instanceof UnsafeStorageError;
+  relay.log.error(unsafe ? 'storage refused' : 'http request failed', { method: req.method, target: req.url, error: err instanceof Error ? err.message : String(err) });
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  try {
+    json(req, res, 500, { error: unsafe ? 'the relay cannot read its storage (see its log)' : 'internal error' });
+  } catch {
+    res.destroy();
+  }
+}
+
+/** The token of `Authorization: Bearer <token>`, or `null`. */
+function bearer(req: IncomingMessage): string | null {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string' || header.length > 16 * 1024) return null;
+  const match = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+/**
+ * Recordings are private to their room: a request carries a token (`Authorization: Bearer
+ * <token>`) of the room, with `canRecord`, that enters directly (a joiner who must ask, or was
+ * denied, downloads nothing) and was not removed from the room; it sees exactly its project's
+ * room.
+ */
+function recordingAccess(req: IncomingMessage, relay: RelayContext): { project: string; roomId: string } | Refusal {
+  const token = bearer(req);
+  const unauthorized = { 'www-authenticate': 'Bearer' };
+  if (token === null) return { status: 401, error: 'INVALID_TOKEN: send Authorization: Bearer <token>', headers: unauthorized };
+  const { config } = relay;
+  const verified = verifyToken(token, { keys: relay.keys, maxTtlRoom: config.maxTtlRoom, maxTtlDomain: config.maxTtlDomain, leeway: config.tokenLeeway });
+  if (!verified.ok) return { status: 401, error: `${verified.code}: ${verified.message}`, headers: unauthorized };
+  const { claims, project } = verified;
+  if (claims.roomId === undefined || claims.grant.canRecord !== true) return { status: 403, error: 'INVALID_PERMISSIONS: needs a room-scoped token with canRecord' };
+  if (claims.joinPolicy?.mode === 'ask') return { status: 403, error: "INVALID_PERMISSIONS: a token that asks to enter (joinPolicy 'ask') cannot read recordings" };
+  if (relay.bans.has(project, claims.roomId, tokenKey(token, claims), Date.now() / 1000)) return { status: 403, error: 'INVALID_PERMISSIONS: this token was removed from the room' };
+  return { project, roomId: claims.roomId };
+}
+
+async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: RelayContext): Promise<void> {
+  const access = recordingAccess(req, relay);
+  if ('status' in access) return refuse(req, res, access);
+  const { files, truncated } = await listRecordingFiles(relay.config.recordingsDir, access.project, access.roomId);
+  json(req, res, 200, { recordings: files.map((f) => ({ ...f, url: recordingUrl(f.recording, f.file) })), ...(truncated ? { truncated } : {}) });
+}
+
+async function downloadRecording(req: IncomingMessage, res: ServerResponse, relay: RelayContext, id: string, file: string): Promise<void> {
+  const access = recordingAccess(req, relay);
+  if ('status' in access) return refuse(req, res, access);
+  if (!RECORDING_ID.test(id) || !isRecordingFile(file)) return notFound(req, res);
+  const dir = await recordingDir(relay.config.recordingsDir, access.project, access.roomId, id);
+  if (dir === null) return notFound(req, res);
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': file.endsWith('.webm') ? 'video/webm' : 'application/x-ndjson', 'cache-control': 'private, no-store' });
+}
+
+/** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */
+async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayContext, run: string, file: string): Promise<void> {
+  if (!RUN_ID.test(run) || !HLS_FILE.test(file)) return notFound(req, res);
+  const dir = await runDir(relay.config.hlsDir, run);
+  if (dir === null) return notFound(req, res);
+  const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : 'text/vtt';
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' });
+}
+
+let openFiles = 0;
+
+/**
+ * Send a file without check-then-use: open it (no link followed), check the handle is a
+ * regular file, stream exactly the size it had from the handle. A file deleted afterwards is
+ * still sent whole; one truncated meanwhile cuts the response. The handle is closed on every
+ * path, a client that goes away included.
+ */
+async function sendFile(req: IncomingMessage, res: ServerResponse, relay: RelayContext, path: string, headers: Headers): Promise<void> {
+  if (openFiles >= MAX_OPEN_FILES) return refuse(req, res, { status: 503, error: 'too many downloads at once', headers: { 'retry-after': 1 } });
+  openFiles++;
+  const file = await openRegular(path).catch(() => null);
+  if (!file) {
+    openFiles--;
+    return notFound(req, res);
+  }
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    openFiles--;
+    void file.handle.close().catch(() => undefined);
+  };
+  try {
+    if (res.destroyed || !res.socket || res.socket.destroyed) return release();
+    res.writeHead(200, { ...headers, 'content-length': file.size, 'last-modified': file.modified.toUTCString(), 'x-content-type-options': 'nosniff' });
+    if (req.method === 'HEAD' || file.size === 0) {
+      res.end();
+      return release();
     }
-    sendFile(res, join(dir, file), file.endsWith('.webm') ? 'video/webm' : 'application/x-ndjson');
-    return true;
+    res.setTimeout(DOWNLOAD_IDLE_MS, () => res.destroy());
+    const stream = file.handle.createReadStream({ start: 0, end: file.size - 1, autoClose: false });
+    stream.on('end', () => {
+      if (stream.bytesRead < file.size) res.destroy();
+    });
+    pipeline(stream, res, (err) => {
+      release();
+      if (err && (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') relay.log.debug('download ended early', { error: err.message });
+    });
+  } catch (err) {
+    release();
+    throw err;
   }
-  const hls = /^\/hls\/([\w-]+)\/(index\.m3u8|seg\d+\.vtt)$/.exec(path);
-  if (hls) {
-    const [, room, file] = hls as unknown as [string, string, string];
-    sendFile(res, join(relay.config.hlsDir, room, file), file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : 'text/vtt');
-    return true;
+}
+
+/** True for a listen address only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * `/metrics`: with `--metrics-token`, only for `Authorization: Bearer <that token>` (compared in
+ * constant time); without it, only when the relay listens on loopback.
+ */
+function serveMetrics(req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number): void {
+  const expected = relay.config.metricsToken;
+  if (expected) {
+    const given = bearer(req);
+    if (given === null || !timingSafeEqual(digest(given), digest(expected))) {
+      return refuse(req, res, { status: 401, error: 'metrics need Authorization: Bearer <the --metrics-token>', headers: { 'www-authenticate': 'Bearer' } });
+    }
+  } else if (!isLoopback(relay.config.host)) {
+    return refuse(req, res, { status: 403, error: 'metrics are off: this relay listens beyond loopback and has no --metrics-token; set one to read them' });
   }
-  return false;
+  send(req, res, 200, 'text/plain; version=0.0.4', metrics(relay, connections));
 }
 
 /** Prometheus text: the relay now (rooms, people, media) and since start (joins, refusals). */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +24,7 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     });
   });
   const dir = mkdtempSync(join(tmpdir(), 'tessera-outputs-'));
+  let hlsPlaylist = '';
 
   before(async () => {
     await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
@@ -38,6 +39,7 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
   after(async () => {
     await t.close();
     hook.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   const host = (room: string, grant: Record<string, boolean> = ALL, id = 'host') => t.join({ token: t.token({ roomId: room, participantId: id, grant }) });
@@ -91,9 +93,11 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     await b.leave();
     await a.recording.stop();
     const auth = { authorization: `Bearer ${t.token({ roomId: 'o3', grant: { canRecord: true } })}` };
-    const list = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ file: string; url: string; size: number }> };
+    const list = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ recording: string; file: string; url: string; size: number }> };
     assert.equal(list.recordings.length, 1);
     assert.equal(list.recordings[0]!.url, url);
+    assert.equal(list.recordings[0]!.recording, status.info!.recording);
+    assert.equal(url, `/recordings/${status.info!.recording}/timeline.jsonl`);
     const res = await fetch(`${http}${url}`, { headers: auth });
     assert.equal(res.status, 200);
     const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload?: unknown; participantId?: string });
@@ -112,11 +116,13 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     await a.leave();
   });
 
-  it('hls: a playlist of WebVTT segments under /hls, with the timeline as cues, ended on stop', async () => {
+  it('hls: a playlist of WebVTT segments under /hls/<run id>, with the stage events as cues, ended on stop', async () => {
     const a = await host('o4');
     const status = await a.hls.start({ segmentSeconds: 0.5 });
+    assert.match(status.info!.playlist!, /^\/hls\/[0-9a-f]{32}\/index\.m3u8$/);
     const playlist = `${http}${status.info!.playlist}`;
     await a.pubsub.publish('chat', 'hello hls');
+    const speaker = await host('o4', {}, 'guest');
     await new Promise((r) => setTimeout(r, 1300));
     let text = await (await fetch(playlist)).text();
     assert.match(text, /^#EXTM3U/);
@@ -126,12 +132,16 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     assert.ok(segments.length >= 2);
     const bodies = await Promise.all(segments.map(async (s) => (await fetch(playlist.replace('index.m3u8', s))).text()));
     assert.ok(bodies.every((b) => b.startsWith('WEBVTT')));
-    assert.ok(bodies.some((b) => b.includes('host: hello hls')));
+    assert.ok(bodies.some((b) => b.includes('guest joined the stage')));
+    assert.ok(!bodies.some((b) => b.includes('hello hls')), 'pubsub messages are not stage events');
+    await speaker.leave();
     assert.equal((await fetch(playlist)).headers.get('content-type'), 'application/vnd.apple.mpegurl');
     await a.hls.stop();
     text = await (await fetch(playlist)).text();
     assert.match(text, /#EXT-X-ENDLIST/);
-    assert.equal((await fetch(`${http}/hls/o4/../../etc/passwd`)).status, 426, 'nothing outside the HLS tree');
+    assert.equal((await fetch(`${http}/hls/o4/..%2f..%2fetc%2fpasswd`)).status, 404, 'nothing outside the HLS tree');
+    assert.equal((await fetch(`${http}/hls/o4/index.m3u8`)).status, 404, 'the room id is not the URL');
+    hlsPlaylist = status.info!.playlist!;
     await a.leave();
   });
 
@@ -228,6 +238,9 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
   });
 
   it('files stay where the relay was told to write them', () => {
-    assert.ok(readFileSync(join(dir, 'hls', 'o4', 'index.m3u8'), 'utf8').includes('#EXTM3U'));
+    const run = hlsPlaylist.split('/')[2]!;
+    assert.ok(readFileSync(join(dir, 'hls', run, 'index.m3u8'), 'utf8').includes('#EXTM3U'));
+    assert.deepEqual(readdirSync(join(dir, 'rec')), ['default'], 'one directory per project');
+    assert.ok(readdirSync(join(dir, 'rec', 'default')).includes('o3'), 'and per room');
   });
 });

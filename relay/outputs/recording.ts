@@ -1,30 +1,27 @@
-import { createWriteStream, mkdirSync, readdirSync, statSync, type WriteStream } from 'node:fs';
+import type { WriteStream } from 'node:fs';
 import { join } from 'node:path';
+import { RelayError } from '../context.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
+import { createExclusive, createRecordingDir, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
 
-/** Room ids become file names: anything but letters, digits, - and _ is replaced. */
-export const safeName = (id: string) => id.replace(/[^\w-]/g, '_').slice(0, 100);
-
-/** A recording on disk. */
-export interface RecordingFile {
-  file: string;
-  roomId: string;
-  size: number;
-  startedAt: string;
-}
+/** The URL path of a file of a recording (served with a token of the room, see `relay/http.ts`). */
+export const recordingUrl = (recording: string, file: string) => `/recordings/${recording}/${file}`;
 
 /**
- * Records the room into `dir`: its timeline — joins and leaves, pubsub messages, streams, output
- * and whiteboard changes, the media files — one JSON object per line (JSON Lines), and each
+ * Records the room into its own directory, `<dir>/<project>/<room>/<recording id>/` (ids encoded
+ * by `storage.ts`): the timeline — joins and leaves, pubsub messages, streams, output and
+ * whiteboard changes, the media files — one JSON object per line in `timeline.jsonl`, and each
  * published track as it is published, one WebM file per track (VP8 or Opus, as forwarded; no
- * re-encoding), all sharing the recording's name: `<room>--<time>.jsonl`,
- * `<room>--<time>--<participant>-<source>.webm`.
+ * re-encoding): `<participant>--<source>.webm`, `--2`, `--3`... for later publications of the
+ * same source. Nothing is ever overwritten.
  */
 export class RecordingProvider implements OutputProvider {
   private out: WriteStream | null = null;
   private off: (() => void) | null = null;
   private offMedia: (() => void) | null = null;
   private readonly recorders = new Set<Promise<{ stop(): Promise<void> }>>();
+  /** Publications per participant and source, for the `--N` of a name. */
+  private readonly published = new Map<string, number>();
 
   constructor(
     private readonly ctx: OutputContext,
@@ -33,33 +30,46 @@ export class RecordingProvider implements OutputProvider {
   ) {}
 
   async start(): Promise<Record<string, string>> {
-    mkdirSync(this.dir, { recursive: true });
-    const startedAt = new Date().toISOString();
-    const file = `${safeName(this.ctx.roomId)}--${startedAt.replace(/[:.]/g, '-')}.jsonl`;
-    const out = createWriteStream(join(this.dir, file), { flags: 'wx' });
-    await new Promise<void>((resolve, reject) => {
-      out.once('open', () => resolve());
-      out.once('error', reject);
-    });
+    const id = newRecordingId();
+    let path: string;
+    try {
+      path = await createRecordingDir(this.dir, this.ctx.project, this.ctx.roomId, id);
+    } catch (err) {
+      if (err instanceof UnsafeStorageError) {
+        this.ctx.log.error('recordings directory refused', { error: err.message });
+        throw new RelayError('CONNECTION_FAILED', 'the relay cannot write recordings: its recordings directory is not private (see the relay log)', 'unsafe-storage');
+      }
+      throw err;
+    }
+    const timeline = join(path, TIMELINE_FILE);
+    const out = (await createExclusive(timeline)).createWriteStream();
     out.on('error', (err) => this.failed({ code: 'CONNECTION_FAILED', message: `recording: ${err.message}`, reason: 'write-failed' }));
-    out.write(`${JSON.stringify({ type: 'recording-started', roomId: this.ctx.roomId, at: Date.now(), format: 'tessera-timeline/1' })}\n`);
+    out.write(`${JSON.stringify({ type: 'recording-started', recording: id, roomId: this.ctx.roomId, at: Date.now(), format: 'tessera-timeline/1' })}\n`);
     this.off = this.ctx.timeline.on((event) => out.write(`${JSON.stringify(event)}\n`));
     this.out = out;
-    const base = file.slice(0, -'.jsonl'.length);
     this.offMedia = this.ctx.tapMedia((track) => {
-      const media = `${base}--${safeName(track.participantId)}-${track.source}.webm`;
-      const recorder = track.record(join(this.dir, media));
+      const key = `${track.participantId}\u0000${track.source}`;
+      const n = (this.published.get(key) ?? 0) + 1;
+      this.published.set(key, n);
+      const file = trackFileName(track.participantId, track.source, n);
+      const recorder = this.recordTrack(join(path, file), track.record);
       this.recorders.add(recorder);
       recorder.then(
-        () => this.ctx.timeline.emit({ type: 'track-recorded', participantId: track.participantId, source: track.source, kind: track.kind, file: media }),
-        (err: Error) => this.ctx.log.warn(`recording of ${track.participantId} ${track.source} failed: ${err.message}`),
+        () => this.ctx.timeline.emit({ type: 'track-recorded', participantId: track.participantId, source: track.source, kind: track.kind, file }),
+        (err: Error) => this.ctx.log.warn('track recording failed', { participantId: track.participantId, source: track.source, error: err.message }),
       );
       return () => {
         this.recorders.delete(recorder);
         void recorder.then((r) => r.stop()).catch(() => undefined);
       };
     });
-    return { file, url: `/recordings/${encodeURIComponent(file)}` };
+    return { recording: id, file: TIMELINE_FILE, url: recordingUrl(id, TIMELINE_FILE) };
+  }
+
+  /** Reserve the name first (exclusive create), so that a track never replaces another file. */
+  private async recordTrack(path: string, record: (path: string) => Promise<{ stop(): Promise<void> }>): Promise<{ stop(): Promise<void> }> {
+    await (await createExclusive(path)).close();
+    return record(path);
   }
 
   async stop(): Promise<void> {
@@ -76,19 +86,4 @@ export class RecordingProvider implements OutputProvider {
     out.write(`${JSON.stringify({ type: 'recording-stopped', at: Date.now() })}\n`);
     await new Promise<void>((resolve) => out.end(resolve));
   }
-}
-
-/** The recordings of one room in `dir`, newest first. */
-export function listRecordings(dir: string, roomId: string): RecordingFile[] {
-  const prefix = `${safeName(roomId)}--`;
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((f) => f.startsWith(prefix) && (f.endsWith('.jsonl') || f.endsWith('.webm')))
-    .map((file) => ({ file, roomId, size: statSync(join(dir, file)).size, startedAt: file.slice(prefix.length).split('--')[0]!.replace(/\.jsonl$/, '') }))
-    .sort((a, b) => b.file.localeCompare(a.file));
 }

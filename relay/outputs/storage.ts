@@ -1,0 +1,317 @@
+/**
+ * Where outputs keep their files: private directories of the relay's own user, one directory per
+ * project and room under an injective encoding of the ids, and files opened without following
+ * links. Nothing here deletes what this process did not create.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { constants, promises as fsp, type Stats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+
+/** A storage root or directory that is not safe to use (a link, someone else's, writable by others). */
+export class UnsafeStorageError extends Error {}
+
+/** Longest encoded id kept readable; longer ones become `~` + their SHA-256. */
+const MAX_READABLE = 150;
+
+/**
+ * One path segment for an id (project, room, participant), injective and safe on every
+ * filesystem: `[a-z0-9-]` stay, every other UTF-8 byte becomes `_hh` (so `_` is `_5f`, `.` is
+ * `_2e`, `A` is `_41`: names differing only in case stay apart on case-insensitive filesystems),
+ * a lone surrogate `_uhhhh`, the empty id `_`; results over 150 characters become `~` and the
+ * SHA-256 hex of the escaped form (`~` never occurs in an escaped form).
+ */
+export function encodeId(id: string): string {
+  if (id.length === 0) return '_';
+  let out = '';
+  for (const ch of id) {
+    const cp = ch.codePointAt(0)!;
+    if (cp >= 0xd800 && cp <= 0xdfff) {
+      out += `_u${cp.toString(16)}`;
+      continue;
+    }
+    if ((cp >= 0x61 && cp <= 0x7a) || (cp >= 0x30 && cp <= 0x39) || cp === 0x2d) {
+      out += ch;
+      continue;
+    }
+    for (const byte of Buffer.from(ch, 'utf8')) out += `_${byte.toString(16).padStart(2, '0')}`;
+  }
+  return out.length > MAX_READABLE ? `~${createHash('sha256').update(out).digest('hex')}` : out;
+}
+
+/** What {@link encodeId} can produce. */
+export const ENCODED_ID = '(?:~[0-9a-f]{64}|(?:[a-z0-9-]|_[0-9a-f]{2}|_u[0-9a-f]{4})+|_)';
+
+const uid = (): number | undefined => process.getuid?.();
+
+function describe(st: Stats): string {
+  return `owner uid ${st.uid}, mode ${(st.mode & 0o7777).toString(8)}`;
+}
+
+/** The relay's own directory: a real directory (no link), ours, writable by nobody else. */
+function checkOwn(path: string, st: Stats): void {
+  if (st.isSymbolicLink()) throw new UnsafeStorageError(`${path} is a symbolic link; the relay's storage must be a real directory`);
+  if (!st.isDirectory()) throw new UnsafeStorageError(`${path} is not a directory`);
+  const me = uid();
+  if (me === undefined) return;
+  if (st.uid !== me) throw new UnsafeStorageError(`${path} belongs to someone else (${describe(st)}); the relay (uid ${me}) uses only its own directories`);
+  if ((st.mode & 0o022) !== 0) throw new UnsafeStorageError(`${path} is writable by group or others (${describe(st)}); make it private (chmod 700)`);
+}
+
+/**
+ * A directory above the root: ours or root's; writable by others only with the sticky bit
+ * (like /tmp), so that nobody else can swap what lies below it. A link is followed only if it
+ * is ours or root's.
+ */
+async function checkAncestor(path: string, lst: Stats): Promise<void> {
+  const me = uid();
+  if (me === undefined) return;
+  const trusted = (st: Stats) => st.uid === me || st.uid === 0;
+  if (lst.isSymbolicLink() && !trusted(lst)) throw new UnsafeStorageError(`${path} is a symbolic link of someone else (${describe(lst)})`);
+  const st = lst.isSymbolicLink() ? await fsp.stat(path) : lst;
+  if (!st.isDirectory()) throw new UnsafeStorageError(`${path} is not a directory`);
+  if (!trusted(st)) throw new UnsafeStorageError(`${path} belongs to someone else (${describe(st)})`);
+  if ((st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0) throw new UnsafeStorageError(`${path} is writable by others without the sticky bit (${describe(st)})`);
+}
+
+async function lstatOrNull(path: string): Promise<Stats | null> {
+  try {
+    return await fsp.lstat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** Create one private directory (0700), or check the one that is there. */
+async function ensureOwnDir(path: string): Promise<void> {
+  try {
+    await fsp.mkdir(path, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  checkOwn(path, await fsp.lstat(path));
+}
+
+/**
+ * Make `root` usable as private storage and return its absolute path: every missing directory
+ * on the way is created 0700; the root must be the relay's own (no link, same uid, not group- or
+ * other-writable), and each directory above it ours or root's, not writable by others unless
+ * sticky. Throws {@link UnsafeStorageError} otherwise. With `create: false`, a missing root
+ * gives `null` and nothing is created.
+ */
+export async function privateRoot(root: string, create = true): Promise<string | null> {
+  const abs = resolve(root);
+  const chain: string[] = [];
+  for (let p = abs; ; p = dirname(p)) {
+    chain.unshift(p);
+    if (dirname(p) === p) break;
+  }
+  for (const [i, path] of chain.entries()) {
+    const isRoot = i === chain.length - 1;
+    const st = await lstatOrNull(path);
+    if (!st) {
+      if (!create) return null;
+      await ensureOwnDir(path);
+      continue;
+    }
+    if (isRoot) checkOwn(path, st);
+    else await checkAncestor(path, st);
+  }
+  return abs;
+}
+
+/** A private subdirectory of a checked directory: created 0700, or checked if it is there. */
+export async function privateSubdir(parent: string, name: string): Promise<string> {
+  const path = join(parent, name);
+  await ensureOwnDir(path);
+  return path;
+}
+
+/** An existing subdirectory that is the relay's own, or `null` if it is missing or anything else. */
+export async function existingSubdir(parent: string, name: string): Promise<string | null> {
+  const path = join(parent, name);
+  const st = await lstatOrNull(path);
+  if (!st) return null;
+  try {
+    checkOwn(path, st);
+  } catch {
+    return null;
+  }
+  return path;
+}
+
+/** An open regular file: read from the handle, close it when done. */
+export interface OpenFile {
+  handle: FileHandle;
+  size: number;
+  modified: Date;
+}
+
+/**
+ * Open a file for reading without following a link in its last component and without
+ * blocking on a FIFO, then check the handle (not the name) is a regular file. `null` for
+ * anything else; the handle is closed on every path that does not return it.
+ */
+export async function openRegular(path: string): Promise<OpenFile | null> {
+  let handle: FileHandle;
+  try {
+    handle = await fsp.open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return null;
+  }
+  try {
+    const st = await handle.stat();
+    if (st.isFile()) return { handle, size: st.size, modified: st.mtime };
+  } catch {
+    // fall through: closed below
+  }
+  await handle.close().catch(() => undefined);
+  return null;
+}
+
+/** Create a file that must not exist yet (no overwrite, no link followed), private to the relay. */
+export async function createExclusive(path: string): Promise<FileHandle> {
+  return fsp.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+}
+
+// ---- recordings ------------------------------------------------------------------------------
+
+/** A recording id: its start time (UTC, to the second) and 8 random characters. */
+export const RECORDING_ID = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}Z-[a-z0-9]{8}$/;
+
+/** The timeline of a recording. */
+export const TIMELINE_FILE = 'timeline.jsonl';
+
+/** A track file: `<encoded participant>--<source>[--N].webm`. */
+const TRACK_FILE = new RegExp(`^${ENCODED_ID}--[a-z]+(?:--[1-9][0-9]{0,5})?\\.webm$`);
+
+/** True for a name the recording output writes (and nothing else is served). */
+export function isRecordingFile(name: string): boolean {
+  return name === TIMELINE_FILE || (name.length <= 255 && TRACK_FILE.test(name));
+}
+
+/** A new recording id, e.g. `2026-11-23T15-20-01Z-k3j9x2ab`. */
+export function newRecordingId(now = new Date()): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  const suffix = [...randomBytes(8)].map((b) => alphabet[b % alphabet.length]).join('');
+  return `${now.toISOString().slice(0, 19).replace(/:/g, '-')}Z-${suffix}`;
+}
+
+/** The start time of a recording id, as ISO 8601. */
+export function recordingStartedAt(id: string): string {
+  const [date, time] = id.slice(0, 19).split('T') as [string, string];
+  return `${date}T${time.replace(/-/g, ':')}Z`;
+}
+
+/** The name of a track file; `n` > 1 for a later publication of the same source. */
+export function trackFileName(participantId: string, source: string, n: number): string {
+  return `${encodeId(participantId)}--${encodeId(source)}${n > 1 ? `--${n}` : ''}.webm`;
+}
+
+/** The path segments of a room's recordings below the root. */
+export function roomSegments(project: string, roomId: string): [string, string] {
+  return [encodeId(project), encodeId(roomId)];
+}
+
+/** Create (privately) the directory of a new recording: `<root>/<project>/<room>/<id>`. */
+export async function createRecordingDir(root: string, project: string, roomId: string, id: string): Promise<string> {
+  let dir = (await privateRoot(root))!;
+  for (const segment of roomSegments(project, roomId)) dir = await privateSubdir(dir, segment);
+  const path = join(dir, id);
+  await fsp.mkdir(path, { mode: 0o700 });
+  checkOwn(path, await fsp.lstat(path));
+  return path;
+}
+
+/**
+ * The directory of one recording of exactly this project and room, or `null`: each level is
+ * looked up by its own encoded name and must be the relay's own directory — never a prefix
+ * match, never a link.
+ */
+export async function recordingDir(root: string, project: string, roomId: string, id: string): Promise<string | null> {
+  if (!RECORDING_ID.test(id)) return null;
+  let dir = await privateRoot(root, false);
+  for (const segment of [...roomSegments(project, roomId), id]) {
+    if (dir === null) return null;
+    dir = await existingSubdir(dir, segment);
+  }
+  return dir;
+}
+
+/** A file of a recording, as listed. */
+export interface RecordingEntry {
+  recording: string;
+  file: string;
+  size: number;
+  startedAt: string;
+}
+
+/** Most recordings one listing reads (newest first). */
+export const MAX_LISTED_RECORDINGS = 500;
+
+/** The files of the recordings of exactly this project and room, newest recording first. */
+export async function listRecordingFiles(root: string, project: string, roomId: string): Promise<{ files: RecordingEntry[]; truncated: boolean }> {
+  let dir = await privateRoot(root, false);
+  for (const segment of roomSegments(project, roomId)) {
+    if (dir === null) break;
+    dir = await existingSubdir(dir, segment);
+  }
+  if (dir === null) return { files: [], truncated: false };
+  const ids = (await fsp.readdir(dir)).filter((n) => RECORDING_ID.test(n)).sort().reverse();
+  const files: RecordingEntry[] = [];
+  for (const id of ids.slice(0, MAX_LISTED_RECORDINGS)) {
+    const recording = await existingSubdir(dir, id);
+    if (!recording) continue;
+    const names = (await fsp.readdir(recording).catch(() => [] as string[])).filter(isRecordingFile).sort();
+    for (const name of names) {
+      const st = await lstatOrNull(join(recording, name)).catch(() => null);
+      if (st?.isFile()) files.push({ recording: id, file: name, size: st.size, startedAt: recordingStartedAt(id) });
+    }
+  }
+  return { files, truncated: ids.length > MAX_LISTED_RECORDINGS };
+}
+
+// ---- HLS runs --------------------------------------------------------------------------------
+
+/** An HLS run id: 128 random bits as hex. */
+export const RUN_ID = /^[0-9a-f]{32}$/;
+
+/** Run directories this process created: the only ones it may ever delete. */
+const createdRuns = new Set<string>();
+
+/** Create the private directory of a new HLS run, `<root>/<runId>`. */
+export async function createRunDir(root: string): Promise<{ runId: string; path: string }> {
+  const base = (await privateRoot(root))!;
+  const runId = randomBytes(16).toString('hex');
+  const path = join(base, runId);
+  await fsp.mkdir(path, { mode: 0o700 });
+  checkOwn(path, await fsp.lstat(path));
+  createdRuns.add(path);
+  return { runId, path };
+}
+
+/** The directory of an HLS run, if it is the relay's own; `null` otherwise. */
+export async function runDir(root: string, runId: string): Promise<string | null> {
+  if (!RUN_ID.test(runId)) return null;
+  const base = await privateRoot(root, false);
+  return base === null ? null : existingSubdir(base, runId);
+}
+
+/**
+ * Delete a run directory — only one this process created, and only if it is still a real
+ * directory of ours (a link put in its place is left alone). Returns whether it deleted.
+ */
+export async function removeRunDir(path: string): Promise<boolean> {
+  if (!createdRuns.has(path)) return false;
+  createdRuns.delete(path);
+  const st = await lstatOrNull(path);
+  if (!st) return false;
+  try {
+    checkOwn(path, st);
+  } catch {
+    return false;
+  }
+  await fsp.rm(path, { recursive: true, force: true });
+  return true;
+}

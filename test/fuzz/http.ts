@@ -1,0 +1,155 @@
+/**
+ * The HTTP fuzzer: generated request lines (methods, targets with random bytes, escapes, slashes,
+ * absolute-form, `*`), headers (random names and values, huge, duplicated, `Authorization`
+ * garbage) and bodies, sent over raw TCP to a relay; after each batch `/healthz` must answer 200.
+ * Also the raw-request helper of the HTTP tests.
+ */
+import fc from 'fast-check';
+import { connect } from 'node:net';
+
+/** What came back on a raw socket. */
+export interface RawResponse {
+  /** The status code, `null` if nothing parseable came back. */
+  status: number | null;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+function parse(bytes: Buffer): RawResponse {
+  const end = bytes.indexOf('\r\n\r\n');
+  if (end < 0) return { status: null, headers: {}, body: Buffer.alloc(0) };
+  const [line, ...fields] = bytes.subarray(0, end).toString('latin1').split('\r\n');
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(line ?? '');
+  const headers: Record<string, string> = {};
+  for (const field of fields) {
+    const colon = field.indexOf(':');
+    if (colon > 0) headers[field.slice(0, colon).trim().toLowerCase()] = field.slice(colon + 1).trim();
+  }
+  return { status: status ? Number(status[1]) : null, headers, body: bytes.subarray(end + 4) };
+}
+
+/**
+ * Send raw bytes on a new TCP connection and collect the answer until the relay closes the
+ * connection (send `Connection: close`), a complete response with `content-length` arrived, or
+ * `ms` passed.
+ */
+export function rawHttp(port: number, request: string | Buffer, ms = 5000): Promise<RawResponse> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(parse(Buffer.concat(chunks)));
+    };
+    const timer = setTimeout(finish, ms);
+    socket.on('error', finish);
+    socket.on('close', finish);
+    socket.on('data', (chunk) => {
+      chunks.push(chunk);
+      const got = parse(Buffer.concat(chunks));
+      const length = Number(got.headers['content-length']);
+      if (got.status !== null && Number.isFinite(length) && got.body.length >= length && !/^HEAD /.test(String(request))) finish();
+    });
+    socket.write(request);
+  });
+}
+
+/** A GET request line and headers, as text (`Connection: close` added). */
+export const request = (target: string, headers: Record<string, string> = {}, method = 'GET') =>
+  `${method} ${target} HTTP/1.1\r\nHost: relay\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}Connection: close\r\n\r\n`;
+
+// ---- generators ----------------------------------------------------------------------------------
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'CONNECT', 'PRI', 'get', 'FOO', 'M-SEARCH', ''];
+const PIECES = ['/', '//', '.', '..', '%', '%2', '%2f', '%2F', '%00', '%zz', '%ff', '%c3%a9', '%e2%82', '?', '#', '&', ';', '~', '_', '-', '\u0000', ' ', '\t', 'é', '😀', '\ud800', 'recordings', 'hls', 'healthz', 'metrics', 'index.m3u8', 'seg0.vtt', 'timeline.jsonl', 'a--camera.webm', '2026-11-23T15-20-01Z-k3j9x2ab', '0123456789abcdef0123456789abcdef'];
+const HEADER_NAMES = ['Authorization', 'authorization', 'Host', 'Content-Length', 'Transfer-Encoding', 'Upgrade', 'Connection', 'Expect', 'Range', 'If-None-Match', 'Accept-Encoding', 'Cookie', 'X-Forwarded-For', 'Sec-WebSocket-Key', 'Sec-WebSocket-Version'];
+
+/** A request target: mostly under the served prefixes, else anything. */
+function target(known: readonly string[]): fc.Arbitrary<Buffer> {
+  const piece = fc.oneof(fc.constantFrom(...PIECES, ...known), fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 6 }));
+  const path = fc.array(piece, { maxLength: 8 }).map((parts) => parts.join(''));
+  const text = fc.oneof(
+    { weight: 4, arbitrary: fc.tuple(fc.constantFrom('/recordings/', '/hls/', '/recordings', '/healthz', '/metrics', '/'), path).map(([a, b]) => a + b) },
+    { weight: 2, arbitrary: path.map((p) => `/${p}`) },
+    { weight: 1, arbitrary: fc.constantFrom('*', '//', '///', 'http://x/', 'http://relay/healthz', 'https://[::1]:1/recordings', '/%', '/recordings/%', '/hls/%zz/%', '/healthz?', '/healthz#', '/healthz?#/..', '?', '#', '') },
+    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('/', '/recordings/', '/hls/', 'x'), fc.integer({ min: 1, max: 8192 }), fc.constantFrom('a', '/', '%', '%2e', '../')).map(([a, n, r]) => a + r.repeat(Math.ceil(n / r.length))) },
+    { weight: 1, arbitrary: path },
+  );
+  return fc.oneof({ weight: 5, arbitrary: text.map((t) => Buffer.from(t, 'utf8')) }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.concat([Buffer.from('/'), Buffer.from(b)])) });
+}
+
+function header(authorizations: readonly string[]): fc.Arbitrary<[string, string]> {
+  const value = fc.oneof(
+    fc.string({ maxLength: 40 }),
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.constantFrom('Bearer', 'Bearer ', 'Bearer  x', 'bearer a.b.c', 'Basic Zm9vOmJhcg==', 'websocket', 'Upgrade', 'close', 'keep-alive', 'chunked', '100-continue', 'bytes=0-1', '-1', '99999999999999999999', '0', ...authorizations.map((a) => `Bearer ${a}`)),
+    fc.tuple(fc.constantFrom('Bearer ', ''), fc.integer({ min: 1, max: 20_000 }), fc.constantFrom('a', '.', 'é', '\u0000')).map(([p, n, c]) => p + c.repeat(n)),
+  );
+  return fc.tuple(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...HEADER_NAMES) }, { weight: 1, arbitrary: fc.string({ minLength: 0, maxLength: 16 }) }), value);
+}
+
+/** A whole request: line, headers (sometimes duplicated), `Connection: close`, maybe a body. */
+export function httpRequest(known: readonly string[] = [], authorizations: readonly string[] = []): fc.Arbitrary<Buffer> {
+  return fc
+    .record({
+      method: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...METHODS) }, { weight: 1, arbitrary: fc.string({ maxLength: 10 }) }),
+      target: target(known),
+      version: fc.oneof({ weight: 8, arbitrary: fc.constant('HTTP/1.1') }, { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/9.9', 'HTTP/1.1 extra', '', 'http/1.1') }),
+      headers: fc.array(header(authorizations), { maxLength: 6 }),
+      duplicate: fc.boolean(),
+      body: fc.oneof({ weight: 4, arbitrary: fc.constant(new Uint8Array(0)) }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 256 }) }),
+    })
+    .map(({ method, target, version, headers, duplicate, body }) => {
+      const all = duplicate && headers.length > 0 ? [...headers, headers[0]!, headers[0]!] : headers;
+      return Buffer.concat([
+        Buffer.from(`${method} `, 'utf8'),
+        target,
+        Buffer.from(` ${version}\r\n${all.map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n`, 'utf8'),
+        Buffer.from(body),
+      ]);
+    });
+}
+
+/** What a fuzz run saw. */
+export interface HttpFuzzReport {
+  requests: number;
+  seconds: number;
+  /** Answers by status (`none` when the connection closed without a response). */
+  statuses: Record<string, number>;
+  /** `/healthz` checks after each batch that did not answer 200. */
+  unhealthy: number;
+}
+
+/**
+ * Send `total` generated requests, `concurrency` at a time, in batches of `batch`; after each
+ * batch `/healthz` must answer 200. `alive` (if given) is asked too, e.g. whether a child
+ * process still runs; a false answer stops the run.
+ */
+export async function httpFuzz(options: { port: number; total: number; seed?: number; concurrency?: number; batch?: number; known?: readonly string[]; authorizations?: readonly string[]; alive?: () => boolean }): Promise<HttpFuzzReport> {
+  const { port, total, seed = 7, concurrency = 16, batch = 500 } = options;
+  const samples = fc.sample(httpRequest(options.known, options.authorizations), { numRuns: Math.min(total, 5000), seed });
+  const statuses: Record<string, number> = {};
+  let unhealthy = 0;
+  let sent = 0;
+  const started = performance.now();
+  while (sent < total) {
+    const end = Math.min(total, sent + batch);
+    const workers = Array.from({ length: concurrency }, async () => {
+      while (sent < end) {
+        const i = sent++;
+        const res = await rawHttp(port, samples[i % samples.length]!, 3000);
+        const key = String(res.status ?? 'none');
+        statuses[key] = (statuses[key] ?? 0) + 1;
+      }
+    });
+    await Promise.all(workers);
+    const health = await rawHttp(port, request('/healthz'));
+    if (health.status !== 200) unhealthy++;
+    if (options.alive && !options.alive()) break;
+  }
+  return { requests: sent, seconds: (performance.now() - started) / 1000, statuses, unhealthy };
+}
