@@ -1,4 +1,4 @@
-import { networkInterfaces, tmpdir } from 'node:os';
+import { homedir, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 
 /** Log verbosity of the relay. */
@@ -102,8 +102,8 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   binaryFrameRate: 4000,
   maxRoomSize: 100_000,
   maxRooms: 10_000,
-  recordingsDir: join(tmpdir(), 'tessera', 'recordings'),
-  hlsDir: join(tmpdir(), 'tessera', 'hls'),
+  recordingsDir: join(homedir(), '.tessera', 'recordings'),
+  hlsDir: join(homedir(), '.tessera', 'hls'),
   hlsSegmentSeconds: 2,
 });
 
