@@ -4,14 +4,21 @@ import { RelayError } from '../context.ts';
 import type { Logger } from '../log.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { TrackTap } from '../media/board.ts';
+import type { Member } from '../rooms/types.ts';
+import type { EffectiveGrant } from '../../src/protocol/grant.ts';
+import { DEFAULTS } from '../config.ts';
 
 /** What an output provider may use. */
 export interface OutputContext {
+  /** The project of the room: storage is namespaced by it. */
+  readonly project: string;
   readonly roomId: string;
   readonly timeline: Timeline;
   readonly log: Logger;
-  /** Send a frame to everyone in the room. */
-  broadcast(frame: ServerFrame): void;
+  /** Send a frame to everyone in the room (`optional`: skipped for members not keeping up). */
+  broadcast(frame: ServerFrame, optional?: boolean): void;
+  /** Send `full` to the members `sees` picks, `reduced` to the others. */
+  broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void;
   /** The room's published tracks, now and later. */
   tapMedia(tap: TrackTap): () => void;
 }
@@ -29,24 +36,55 @@ export interface OutputProvider {
 /** Makes the provider of an output for a room; `failed` reports a failure after start. */
 export type ProviderFactory = (ctx: OutputContext, failed: (error: WireError) => void) => OutputProvider;
 
+/** How an output board runs its providers. */
+export interface OutputBoardOptions {
+  /** The longest a provider's `start` may take before the output is `failed` (ms). */
+  startTimeoutMs?: number;
+}
+
+/**
+ * Who may see where an output's product is (its `info`). The HLS URL is the stream itself
+ * (whoever holds it may watch), so it reaches only members allowed to follow the room's media
+ * (`canSubscribe`) or to run HLS (`canHls`); the others see the state without it.
+ */
+function seesInfo(output: OutputName, grant: EffectiveGrant): boolean {
+  return output !== 'hls' || grant.canSubscribe || grant.canHls;
+}
+
+/** A status without its `info`. */
+function withoutInfo(status: OutputStatus): OutputStatus {
+  const { info: _info, ...rest } = status;
+  return rest;
+}
+
 /**
  * The five outputs of one room and their state machines:
  * stopped → starting → active → stopping → stopped, and → failed from starting or active.
- * Every change goes to everyone as `output-changed`.
+ * A start that takes longer than the deadline fails (`TIMEOUT`, `start-timeout`) and its
+ * provider is stopped; a stop while starting cancels the start. Every change goes to everyone
+ * as `output-changed` (the HLS URL only to those who may see it).
  */
 export class OutputBoard {
   private readonly status = {} as Record<OutputName, OutputStatus>;
   private readonly running = new Map<OutputName, OutputProvider>();
+  /** Ends the start in progress of an output with an error (its stop, or its deadline). */
+  private readonly cancels = new Map<OutputName, (error: RelayError) => void>();
+  private readonly startTimeoutMs: number;
 
   constructor(
     private readonly ctx: OutputContext,
     private readonly factories: Readonly<Record<OutputName, ProviderFactory>>,
+    options: OutputBoardOptions = {},
   ) {
+    this.startTimeoutMs = options.startTimeoutMs ?? DEFAULTS.outputStartTimeoutMs;
     for (const output of OUTPUTS) this.status[output] = { state: 'stopped' };
   }
 
-  statuses(): Record<OutputName, OutputStatus> {
-    return { ...this.status };
+  /** The state of every output, as `grant` may see it (without a grant: everything). */
+  statuses(grant?: EffectiveGrant): Record<OutputName, OutputStatus> {
+    const out = { ...this.status };
+    if (grant) for (const output of OUTPUTS) if (!seesInfo(output, grant) && out[output].info) out[output] = withoutInfo(out[output]);
+    return out;
   }
 
   /** The provider of an active output (e.g. the whiteboard's board). */
@@ -62,53 +100,101 @@ export class OutputBoard {
     this.set(output, { state: 'starting', by });
     const provider = this.factories[output](this.ctx, (error) => this.fail(output, provider, error));
     this.running.set(output, provider);
+    let timer: NodeJS.Timeout | undefined;
+    let cancel: ((error: RelayError) => void) | undefined;
+    let timedOut = false;
+    const cut = new Promise<never>((_, reject) => {
+      cancel = reject;
+      this.cancels.set(output, reject);
+      timer = setTimeout(() => {
+        timedOut = true;
+        reject(new RelayError('TIMEOUT', `${output} did not start within ${this.startTimeoutMs} ms`, 'start-timeout'));
+      }, this.startTimeoutMs);
+    });
+    const started = Promise.resolve().then(() => provider.start(options));
+    // a start that ends after its deadline or its cancellation: whatever it built is let go
+    started.then(
+      () => {
+        if (this.running.get(output) !== provider) void this.stopProvider(output, provider);
+      },
+      () => {},
+    );
     try {
-      const info = await provider.start(options);
+      const info = await Promise.race([started, cut]);
       if (this.running.get(output) !== provider) throw new RelayError('INVALID_ARGUMENT', `${output} was stopped while starting`, 'output-stopped');
       this.set(output, { state: 'active', by, ...(info ? { info } : {}) });
       return this.status[output];
     } catch (err) {
-      const error: WireError = err instanceof RelayError ? err.toWire() : { code: 'CONNECTION_FAILED', message: `${output} could not start: ${(err as Error).message}`, reason: 'provider-failed' };
+      if (!(err instanceof RelayError)) this.ctx.log.warn('output could not start', { project: this.ctx.project, room: this.ctx.roomId, output, detail: (err as Error)?.message });
+      const error: WireError = err instanceof RelayError ? err.toWire() : { code: 'CONNECTION_FAILED', message: `${output} could not start`, reason: 'provider-failed' };
       if (this.running.get(output) === provider) {
         this.running.delete(output);
+        if (timedOut) void this.stopProvider(output, provider);
         this.set(output, { state: 'failed', by, error });
       }
       throw new RelayError(error.code, error.message, error.reason);
+    } finally {
+      clearTimeout(timer);
+      if (this.cancels.get(output) === cancel) this.cancels.delete(output);
     }
   }
 
+  /** Stop an active output, or cancel one that is starting (its `start` is answered `output-stopped`). */
   async stop(output: OutputName, by: string): Promise<OutputStatus> {
     const provider = this.running.get(output);
     const { state } = this.status[output];
-    if (!provider || state !== 'active') throw new RelayError('INVALID_ARGUMENT', `${output} is ${state}, not active`, 'output-not-active');
-    this.set(output, { state: 'stopping', by });
-    try {
-      await provider.stop();
-    } finally {
-      this.running.delete(output);
-      this.set(output, { state: 'stopped', by });
+    if (!provider || (state !== 'active' && state !== 'starting')) {
+      throw new RelayError('INVALID_ARGUMENT', `${output} is ${state}, not active`, 'output-not-active');
     }
+    this.running.delete(output);
+    this.cancels.get(output)?.(new RelayError('INVALID_ARGUMENT', `${output} was stopped while starting`, 'output-stopped'));
+    this.set(output, { state: 'stopping', by });
+    await this.stopProvider(output, provider);
+    this.set(output, { state: 'stopped', by });
     return this.status[output];
   }
 
   /** Stop everything (the room is gone); nobody is told, nobody is left. */
   async dispose(): Promise<void> {
-    const running = [...this.running.values()];
+    const running = [...this.running];
     this.running.clear();
-    await Promise.allSettled(running.map((p) => p.stop()));
+    for (const cancel of this.cancels.values()) cancel(new RelayError('INVALID_ARGUMENT', 'the room ended', 'output-stopped'));
+    await Promise.allSettled(running.map(([output, provider]) => this.stopProvider(output, provider)));
+  }
+
+  /**
+   * Stop a provider under the same deadline as its start: a provider that cannot stop is let
+   * go (and logged), and the output is stopped all the same.
+   */
+  private async stopProvider(output: OutputName, provider: OutputProvider): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.resolve().then(() => provider.stop()),
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('stop timed out')), this.startTimeoutMs))),
+      ]);
+    } catch (err) {
+      this.ctx.log.warn('output did not stop cleanly', { project: this.ctx.project, room: this.ctx.roomId, output, detail: (err as Error).message });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private fail(output: OutputName, provider: OutputProvider, error: WireError): void {
     if (this.running.get(output) !== provider) return;
     this.running.delete(output);
-    void provider.stop().catch(() => undefined);
-    this.ctx.log.warn(`room ${this.ctx.roomId}: ${output} failed: ${error.message}`);
+    // failing while starting: the start is answered with this error
+    this.cancels.get(output)?.(new RelayError(error.code, error.message, error.reason));
+    void this.stopProvider(output, provider);
+    this.ctx.log.warn('output failed', { project: this.ctx.project, room: this.ctx.roomId, output, code: error.code, reason: error.reason, detail: error.message });
     this.set(output, { state: 'failed', error, ...(this.status[output].by ? { by: this.status[output].by } : {}) });
   }
 
   private set(output: OutputName, status: OutputStatus & { state: OutputState }): void {
     this.status[output] = status;
     this.ctx.timeline.emit({ type: 'output', output, state: status.state, ...(status.by ? { by: status.by } : {}) });
-    this.ctx.broadcast({ type: 'event', name: 'output-changed', data: { output, ...status } });
+    const frame = (s: OutputStatus): ServerFrame => ({ type: 'event', name: 'output-changed', data: { output, ...s } });
+    if (status.info && output === 'hls') this.ctx.broadcastSplit(frame(status), frame(withoutInfo(status)), (member) => seesInfo(output, member.grant));
+    else this.ctx.broadcast(frame(status));
   }
 }

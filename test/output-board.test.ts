@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { OutputName, OutputStatus } from '../src/protocol/control.ts';
+import { effectiveGrant, type Grant } from '../src/protocol/grant.ts';
+import type { ServerFrame } from '../src/protocol/messages.ts';
+import { RelayError } from '../relay/context.ts';
+import { createLogger } from '../relay/log.ts';
+import { OutputBoard, type OutputContext, type OutputProvider, type ProviderFactory } from '../relay/outputs/board.ts';
+import { Timeline } from '../relay/rooms/timeline.ts';
+import type { Member } from '../relay/rooms/types.ts';
+import { nextEvent, startTestRelay, until } from './helpers.ts';
+
+/** A room as the board sees it: every frame it sends, to whom. */
+function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
+  const sent: Array<{ to: string; frame: ServerFrame }> = [];
+  const all = members.map((m) => ({ id: m.id, grant: effectiveGrant(m.grant) }) as Member);
+  const ctx: OutputContext = {
+    project: 'p',
+    roomId: 'r',
+    timeline: new Timeline(),
+    log: createLogger('silent'),
+    broadcast: (frame) => {
+      for (const m of all) sent.push({ to: m.id, frame });
+    },
+    broadcastSplit: (full, reduced, sees) => {
+      for (const m of all) sent.push({ to: m.id, frame: sees(m) ? full : reduced });
+    },
+    tapMedia: () => () => {},
+  };
+  const changes = (to: string) =>
+    sent.filter((s) => s.to === to && s.frame.type === 'event' && s.frame.name === 'output-changed').map((s) => (s.frame as { data: OutputStatus & { output: OutputName } }).data);
+  return { ctx, changes };
+}
+
+/** A provider whose start is decided by the test; counts its stops. */
+function scripted(start: () => Promise<Record<string, string> | void>) {
+  const made: Array<{ stops: number }> = [];
+  const factory: ProviderFactory = () => {
+    const record = { stops: 0 };
+    made.push(record);
+    const provider: OutputProvider = {
+      start: () => start(),
+      stop: async () => {
+        record.stops++;
+      },
+    };
+    return provider;
+  };
+  return { factory, made };
+}
+
+const never = () => new Promise<never>(() => {});
+const factories = (livestream: ProviderFactory, hls: ProviderFactory = livestream) =>
+  ({ recording: livestream, hls, livestream, transcription: livestream, whiteboard: livestream }) as Record<OutputName, ProviderFactory>;
+
+describe('output board: deadlines, cancellation, who sees the HLS URL', { timeout: 20_000 }, () => {
+  it('outputs: a provider that never starts is failed after the deadline', async () => {
+    const { ctx, changes } = fakeRoom([{ id: 'a', grant: {} }]);
+    const { factory, made } = scripted(never);
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 100 });
+    const began = Date.now();
+    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.code === 'TIMEOUT' && err.reason === 'start-timeout');
+    assert.ok(Date.now() - began < 1000);
+    assert.equal(board.statuses().livestream.state, 'failed');
+    assert.equal(board.statuses().livestream.error?.reason, 'start-timeout');
+    await until(() => made[0]!.stops === 1, 1000, 'the provider stopped');
+    assert.deepEqual(changes('a').map((c) => c.state), ['starting', 'failed']);
+    // and it can be started again
+    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.reason === 'start-timeout');
+    assert.equal(made.length, 2);
+  });
+
+  it('outputs: a start that ends after its deadline is stopped again', async () => {
+    const { ctx } = fakeRoom();
+    let finish = () => {};
+    const { factory, made } = scripted(() => new Promise<void>((resolve) => (finish = resolve)));
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 50 });
+    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.reason === 'start-timeout');
+    await until(() => made[0]!.stops === 1);
+    finish();
+    await until(() => made[0]!.stops === 2, 1000, 'what the late start built is let go');
+    assert.equal(board.statuses().livestream.state, 'failed');
+  });
+
+  it('outputs: stop while starting', async () => {
+    const { ctx, changes } = fakeRoom([{ id: 'a', grant: {} }]);
+    const { factory, made } = scripted(never);
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 10_000 });
+    const starting = board.start('livestream', 'host', {});
+    const refused = assert.rejects(starting, (err: RelayError) => err.code === 'INVALID_ARGUMENT' && err.reason === 'output-stopped');
+    const status = await board.stop('livestream', 'mod');
+    assert.deepEqual(status, { state: 'stopped', by: 'mod' });
+    await refused;
+    assert.equal(made[0]!.stops, 1);
+    assert.deepEqual(changes('a').map((c) => c.state), ['starting', 'stopping', 'stopped']);
+    await assert.rejects(board.stop('livestream', 'mod'), (err: RelayError) => err.reason === 'output-not-active');
+  });
+
+  it('item 18: the HLS URL reaches only canSubscribe/canHls members (board)', async () => {
+    const { ctx, changes } = fakeRoom([
+      { id: 'viewer', grant: {} },
+      { id: 'data-only', grant: { canPublishData: true, canSubscribeData: true } },
+      { id: 'sub', grant: { canSubscribe: true } },
+      { id: 'hls', grant: { canHls: true } },
+    ]);
+    const info = { playlist: '/hls/p/secret-run-id/index.m3u8' };
+    const { factory } = scripted(async () => info);
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 1000 });
+    const status = await board.start('hls', 'hls', {});
+    assert.deepEqual(status.info, info, 'the starter (canHls) gets the URL');
+    for (const who of ['sub', 'hls']) assert.deepEqual(changes(who).at(-1), { output: 'hls', state: 'active', by: 'hls', info }, who);
+    for (const who of ['viewer', 'data-only']) assert.deepEqual(changes(who).at(-1), { output: 'hls', state: 'active', by: 'hls' }, who);
+    assert.deepEqual(board.statuses(effectiveGrant({ canSubscribe: true })).hls.info, info);
+    assert.deepEqual(board.statuses(effectiveGrant({ canHls: true })).hls.info, info);
+    assert.equal(board.statuses(effectiveGrant({})).hls.info, undefined);
+    assert.equal(board.statuses(effectiveGrant({})).hls.state, 'active');
+    // other outputs' info is everyone's
+    await board.start('recording', 'hls', {});
+    assert.deepEqual(changes('viewer').at(-1), { output: 'recording', state: 'active', by: 'hls', info });
+    assert.deepEqual(board.statuses(effectiveGrant({})).recording.info, info);
+  });
+
+  it('item 18: the HLS URL reaches only canSubscribe/canHls members (through the relay)', async () => {
+    const t = await startTestRelay();
+    try {
+      const starter = await t.join({ token: t.token({ roomId: 'h18', participantId: 'starter', grant: { canHls: true } }) });
+      const sub = await t.join({ token: t.token({ roomId: 'h18', participantId: 'sub', grant: { canSubscribe: true } }) });
+      const viewer = await t.join({ token: t.token({ roomId: 'h18', participantId: 'viewer', isViewer: true, grant: {} }) });
+      const seen = { sub: nextEvent(sub, 'output-changed'), viewer: nextEvent(viewer, 'output-changed') };
+      const active = (room: typeof sub) => until(() => room.hls.state === 'active', 5000, 'hls active');
+      const status = await starter.hls.start();
+      assert.ok(status.info?.playlist);
+      await Promise.all([active(sub), active(viewer)]);
+      await Promise.all([seen.sub, seen.viewer]); // the 'starting' events
+      assert.equal(sub.hls.status.info?.playlist, status.info.playlist);
+      assert.equal(viewer.hls.status.info, undefined, 'the viewer sees the state without the URL');
+      const late = await t.join({ token: t.token({ roomId: 'h18', participantId: 'late', isViewer: true, grant: {} }) });
+      assert.equal(late.hls.state, 'active');
+      assert.equal(late.hls.status.info, undefined, 'a late viewer neither');
+      const lateSub = await t.join({ token: t.token({ roomId: 'h18', participantId: 'late-sub', grant: { canSubscribe: true } }) });
+      assert.equal(lateSub.hls.status.info?.playlist, status.info.playlist);
+      await starter.hls.stop();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('outputs: rejects a start of a starting output, and nothing is left after dispose', async () => {
+    const { ctx } = fakeRoom();
+    const { factory, made } = scripted(never);
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 10_000 });
+    const starting = board.start('livestream', 'host', {});
+    const settled = assert.rejects(starting, (err: RelayError) => err.reason === 'output-stopped');
+    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.reason === 'output-already-active');
+    await board.dispose();
+    await settled;
+    assert.equal(made[0]!.stops, 1);
+  });
+});
