@@ -33,6 +33,7 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
       hlsDir: join(dir, 'hls'),
       hlsSegmentSeconds: 1,
       transcriptionUrl: `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook`,
+      allowPrivateRtmp: true, // the RTMP listener is on loopback
     });
     http = t.url.replace('ws:', 'http:');
   });

@@ -1,4 +1,5 @@
 import type { OutputName } from '../../src/protocol/control.ts';
+import { DEFAULTS } from '../config.ts';
 import type { ProviderFactory } from './board.ts';
 import { HlsProvider } from './hls.ts';
 import { LivestreamProvider } from './livestream.ts';
@@ -12,6 +13,10 @@ export interface ProviderSettings {
   hlsDir: string;
   hlsSegmentSeconds: number;
   transcriptionUrl?: string;
+  /** Let livestreams go to loopback and private addresses (`--allow-private-rtmp`). */
+  allowPrivateRtmp?: boolean;
+  /** How long an output may take to start (ms); also the livestream's own connect deadline. */
+  outputStartTimeoutMs?: number;
 }
 
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
@@ -19,7 +24,12 @@ export function localProviders(settings: ProviderSettings): Record<OutputName, P
   return {
     recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed),
     hls: (ctx) => new HlsProvider(ctx, settings.hlsDir, settings.hlsSegmentSeconds),
-    livestream: (ctx, failed) => new LivestreamProvider(ctx, failed),
+    livestream: (ctx, failed) =>
+      new LivestreamProvider(ctx, failed, {
+        allowPrivateRtmp: settings.allowPrivateRtmp ?? false,
+        // a guard of its own, a little after the board's deadline (which is the one callers see)
+        deadlineMs: (settings.outputStartTimeoutMs ?? DEFAULTS.outputStartTimeoutMs) + 1000,
+      }),
     transcription: (ctx) => new TranscriptionProvider(ctx, settings.transcriptionUrl),
     whiteboard: (ctx) => new WhiteboardProvider(ctx),
   };
