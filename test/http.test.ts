@@ -104,7 +104,7 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
   });
 
   it('item 1: any header: huge, duplicated, garbage Authorization — an answer, never a crash', async () => {
-    const headers = [
+    const headers: Array<Record<string, string>> = [
       { Authorization: 'Bearer' },
       { Authorization: 'Bearer a.b.c' },
       { Authorization: `Bearer ${'x'.repeat(12_000)}` },
@@ -164,7 +164,8 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
     // delete it right after a check (stat) or an open of that very file, whichever the relay does
     const { statSync } = fs;
     const { open } = fs.promises;
-    fs.statSync = ((p: fs.PathLike, ...rest: unknown[]) => {
+    const patchable = fs as unknown as { statSync: typeof statSync };
+    patchable.statSync = ((p: fs.PathLike, ...rest: unknown[]) => {
       const st = (statSync as (...a: unknown[]) => fs.Stats)(p, ...rest);
       if (String(p) === file) rmSync(file, { force: true });
       return st;
@@ -180,7 +181,7 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
       assert.ok(res.status === 200 || res.status === 404, `answered (${res.status})`);
       if (res.status === 200) assert.deepEqual(res.body, content, 'the bytes the file had when opened');
     } finally {
-      fs.statSync = statSync;
+      patchable.statSync = statSync;
       fs.promises.open = open;
       syncBuiltinESMExports();
     }

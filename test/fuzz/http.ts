@@ -64,54 +64,75 @@ export const request = (target: string, headers: Record<string, string> = {}, me
 
 // ---- generators ----------------------------------------------------------------------------------
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'CONNECT', 'PRI', 'get', 'FOO', 'M-SEARCH', ''];
-const PIECES = ['/', '//', '.', '..', '%', '%2', '%2f', '%2F', '%00', '%zz', '%ff', '%c3%a9', '%e2%82', '?', '#', '&', ';', '~', '_', '-', '\u0000', ' ', '\t', 'é', '😀', '\ud800', 'recordings', 'hls', 'healthz', 'metrics', 'index.m3u8', 'seg0.vtt', 'timeline.jsonl', 'a--camera.webm', '2026-11-23T15-20-01Z-k3j9x2ab', '0123456789abcdef0123456789abcdef'];
-const HEADER_NAMES = ['Authorization', 'authorization', 'Host', 'Content-Length', 'Transfer-Encoding', 'Upgrade', 'Connection', 'Expect', 'Range', 'If-None-Match', 'Accept-Encoding', 'Cookie', 'X-Forwarded-For', 'Sec-WebSocket-Key', 'Sec-WebSocket-Version'];
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'M-SEARCH'];
+const ODD_METHODS = ['CONNECT', 'PRI', 'get', 'FOO', '', 'GET GET', 'G\u0000T'];
+const PIECES = ['/', '//', '.', '..', '%', '%2', '%2f', '%2F', '%00', '%zz', '%ff', '%c3%a9', '%e2%82', '%C3%28', '?', '#', '&', ';', '~', '_', '-', 'recordings', 'hls', 'healthz', 'metrics', 'index.m3u8', 'seg0.vtt', 'seg99999999999.vtt', 'timeline.jsonl', 'a--camera.webm', 'a--camera--2.webm', '2026-11-23T15-20-01Z-k3j9x2ab', '0123456789abcdef0123456789abcdef'];
+const ODD_PIECES = ['\u0000', ' ', '\t', 'é', '😀', '\ud800', '\r', '\n'];
+const HEADER_NAMES = ['Authorization', 'authorization', 'Content-Length', 'Transfer-Encoding', 'Upgrade', 'Connection', 'Expect', 'Range', 'If-None-Match', 'If-Modified-Since', 'Accept-Encoding', 'Cookie', 'X-Forwarded-For', 'Sec-WebSocket-Key', 'Sec-WebSocket-Version', 'Origin'];
+const TOKEN_CHARS = [...'abcXYZ-_019!#$%&*+.^`|~'];
+const URL_CHARS = [...'abcxyzABC019-._~%/?#=&+:@!$'];
 
-/** A request target: mostly under the served prefixes, else anything. */
-function target(known: readonly string[]): fc.Arbitrary<Buffer> {
-  const piece = fc.oneof(fc.constantFrom(...PIECES, ...known), fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 6 }));
+/** A request target; `odd` adds bytes that are not valid in a request line. */
+function target(known: readonly string[], odd: boolean): fc.Arbitrary<Buffer> {
+  const piece = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...PIECES, ...known) },
+    { weight: 3, arbitrary: fc.string({ unit: fc.constantFrom(...URL_CHARS), maxLength: 12 }) },
+    ...(odd ? [{ weight: 2, arbitrary: fc.constantFrom(...ODD_PIECES) }, { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 6 }) }] : []),
+  );
   const path = fc.array(piece, { maxLength: 8 }).map((parts) => parts.join(''));
   const text = fc.oneof(
     { weight: 4, arbitrary: fc.tuple(fc.constantFrom('/recordings/', '/hls/', '/recordings', '/healthz', '/metrics', '/'), path).map(([a, b]) => a + b) },
     { weight: 2, arbitrary: path.map((p) => `/${p}`) },
-    { weight: 1, arbitrary: fc.constantFrom('*', '//', '///', 'http://x/', 'http://relay/healthz', 'https://[::1]:1/recordings', '/%', '/recordings/%', '/hls/%zz/%', '/healthz?', '/healthz#', '/healthz?#/..', '?', '#', '') },
+    { weight: 1, arbitrary: fc.constantFrom('*', '//', '///', 'http://x/', 'http://relay/healthz', 'https://[::1]:1/recordings', '/%', '/recordings/%', '/hls/%zz/%', '/healthz?', '/healthz#', '/healthz?#/..', '?', '#') },
     { weight: 1, arbitrary: fc.tuple(fc.constantFrom('/', '/recordings/', '/hls/', 'x'), fc.integer({ min: 1, max: 8192 }), fc.constantFrom('a', '/', '%', '%2e', '../')).map(([a, n, r]) => a + r.repeat(Math.ceil(n / r.length))) },
     { weight: 1, arbitrary: path },
   );
-  return fc.oneof({ weight: 5, arbitrary: text.map((t) => Buffer.from(t, 'utf8')) }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.concat([Buffer.from('/'), Buffer.from(b)])) });
+  const bytes = text.map((t) => Buffer.from(t, 'utf8'));
+  return odd ? fc.oneof({ weight: 3, arbitrary: bytes }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.concat([Buffer.from('/'), Buffer.from(b)])) }) : bytes;
 }
 
-function header(authorizations: readonly string[]): fc.Arbitrary<[string, string]> {
+/** A header; `odd` allows names and values the HTTP parser refuses. */
+function header(authorizations: readonly string[], odd: boolean): fc.Arbitrary<[string, string]> {
   const value = fc.oneof(
-    fc.string({ maxLength: 40 }),
-    fc.string({ unit: 'binary', maxLength: 40 }),
-    fc.constantFrom('Bearer', 'Bearer ', 'Bearer  x', 'bearer a.b.c', 'Basic Zm9vOmJhcg==', 'websocket', 'Upgrade', 'close', 'keep-alive', 'chunked', '100-continue', 'bytes=0-1', '-1', '99999999999999999999', '0', ...authorizations.map((a) => `Bearer ${a}`)),
-    fc.tuple(fc.constantFrom('Bearer ', ''), fc.integer({ min: 1, max: 20_000 }), fc.constantFrom('a', '.', 'é', '\u0000')).map(([p, n, c]) => p + c.repeat(n)),
+    { weight: 4, arbitrary: fc.string({ unit: 'grapheme-ascii', maxLength: 40 }) },
+    { weight: 4, arbitrary: fc.constantFrom('Bearer', 'Bearer ', 'Bearer  x', 'bearer a.b.c', 'Basic Zm9vOmJhcg==', 'websocket', 'Upgrade', 'close', 'keep-alive', 'chunked', '100-continue', 'bytes=0-1', '-1', '99999999999999999999', '0', ...authorizations.map((a) => `Bearer ${a}`)) },
+    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('Bearer ', ''), fc.integer({ min: 1, max: 20_000 }), fc.constantFrom('a', '.', ...(odd ? ['é', '\u0000'] : []))).map(([p, n, c]) => p + c.repeat(n)) },
+    ...(odd ? [{ weight: 2, arbitrary: fc.string({ maxLength: 40 }) }, { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) }] : []),
   );
-  return fc.tuple(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...HEADER_NAMES) }, { weight: 1, arbitrary: fc.string({ minLength: 0, maxLength: 16 }) }), value);
+  const name = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(...HEADER_NAMES) },
+    { weight: 2, arbitrary: fc.string({ unit: fc.constantFrom(...TOKEN_CHARS), minLength: 1, maxLength: 16 }) },
+    ...(odd ? [{ weight: 1, arbitrary: fc.string({ maxLength: 16 }) }] : []),
+  );
+  return fc.tuple(name, value);
 }
 
-/** A whole request: line, headers (sometimes duplicated), `Connection: close`, maybe a body. */
+/**
+ * A whole request: line, headers (sometimes duplicated), `Connection: close`, maybe a body.
+ * Most are well-formed HTTP (so they reach the relay's handler); the rest are anything.
+ */
 export function httpRequest(known: readonly string[] = [], authorizations: readonly string[] = []): fc.Arbitrary<Buffer> {
-  return fc
-    .record({
-      method: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...METHODS) }, { weight: 1, arbitrary: fc.string({ maxLength: 10 }) }),
-      target: target(known),
-      version: fc.oneof({ weight: 8, arbitrary: fc.constant('HTTP/1.1') }, { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/9.9', 'HTTP/1.1 extra', '', 'http/1.1') }),
-      headers: fc.array(header(authorizations), { maxLength: 6 }),
-      duplicate: fc.boolean(),
-      body: fc.oneof({ weight: 4, arbitrary: fc.constant(new Uint8Array(0)) }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 256 }) }),
-    })
-    .map(({ method, target, version, headers, duplicate, body }) => {
-      const all = duplicate && headers.length > 0 ? [...headers, headers[0]!, headers[0]!] : headers;
-      return Buffer.concat([
-        Buffer.from(`${method} `, 'utf8'),
-        target,
-        Buffer.from(` ${version}\r\n${all.map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n`, 'utf8'),
-        Buffer.from(body),
-      ]);
-    });
+  const build = (odd: boolean) =>
+    fc
+      .record({
+        method: odd ? fc.oneof(fc.constantFrom(...METHODS, ...ODD_METHODS), fc.string({ maxLength: 10 })) : fc.constantFrom(...METHODS, 'GET', 'GET', 'GET', 'HEAD'),
+        target: target(known, odd),
+        version: odd ? fc.constantFrom('HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/9.9', 'HTTP/1.1 extra', '', 'http/1.1') : fc.constantFrom('HTTP/1.1', 'HTTP/1.1', 'HTTP/1.0'),
+        headers: fc.array(header(authorizations, odd), { maxLength: 6 }),
+        duplicate: fc.boolean(),
+        host: odd ? fc.constantFrom('Host: relay\r\n', '', 'Host: \r\n', 'Host: a\r\nHost: b\r\n') : fc.constant('Host: relay\r\n'),
+        body: fc.oneof({ weight: 4, arbitrary: fc.constant(new Uint8Array(0)) }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 256 }) }),
+      })
+      .map(({ method, target, version, headers, duplicate, host, body }) => {
+        const all = duplicate && headers.length > 0 ? [...headers, headers[0]!, headers[0]!] : headers;
+        return Buffer.concat([
+          Buffer.from(`${method} `, 'utf8'),
+          target,
+          Buffer.from(` ${version}\r\n${host}${all.map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n`, 'utf8'),
+          Buffer.from(body),
+        ]);
+      });
+  return fc.oneof({ weight: 3, arbitrary: build(false) }, { weight: 1, arbitrary: build(true) });
 }
 
 /** What a fuzz run saw. */
@@ -131,17 +152,19 @@ export interface HttpFuzzReport {
  */
 export async function httpFuzz(options: { port: number; total: number; seed?: number; concurrency?: number; batch?: number; known?: readonly string[]; authorizations?: readonly string[]; alive?: () => boolean }): Promise<HttpFuzzReport> {
   const { port, total, seed = 7, concurrency = 16, batch = 500 } = options;
-  const samples = fc.sample(httpRequest(options.known, options.authorizations), { numRuns: Math.min(total, 5000), seed });
+  const arbitrary = httpRequest(options.known, options.authorizations);
   const statuses: Record<string, number> = {};
   let unhealthy = 0;
   let sent = 0;
   const started = performance.now();
-  while (sent < total) {
+  for (let round = 0; sent < total; round++) {
+    const start = sent;
     const end = Math.min(total, sent + batch);
+    const samples = fc.sample(arbitrary, { numRuns: end - start, seed: seed + round });
     const workers = Array.from({ length: concurrency }, async () => {
       while (sent < end) {
         const i = sent++;
-        const res = await rawHttp(port, samples[i % samples.length]!, 3000);
+        const res = await rawHttp(port, samples[i - start]!, 3000);
         const key = String(res.status ?? 'none');
         statuses[key] = (statuses[key] ?? 0) + 1;
       }
