@@ -297,6 +297,7 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
       const ok = await rawHttp(p, request('/metrics', { Authorization: 'Bearer metrics-secret-123' }));
       assert.equal(ok.status, 200);
       assert.match(ok.body.toString(), /^# TYPE tessera_connections gauge$/m);
+      assert.match(ok.body.toString(), /^tessera_budget_limit\{budget="history"\} \d+$/m, 'the budgets, used and limit');
       assert.equal((await rawHttp(p, request('/healthz'))).status, 200, '/healthz stays public');
       const refused = await rawHttp(open.relay.port, request('/metrics'));
       assert.equal(refused.status, 403, 'listening beyond loopback without a token: off');
