@@ -36,7 +36,7 @@ if (mode === 'relay') {
     if (msg.cmd === 'cpu') send({ id: msg.id, cpu: process.cpuUsage(), rss: process.memoryUsage().rss, at: performance.now() });
     if (msg.cmd === 'page-cost') {
       // the relay's own cost of a page of 100, without the network: walk the viewer tier
-      const room = relay.context.rooms.get(msg.room!)!;
+      const room = relay.context.rooms.get('default', msg.room!)!;
       const walk = (pages: number) => {
         const times: number[] = [];
         let after = null as ReturnType<typeof room.page>['next'];
@@ -58,10 +58,10 @@ if (mode === 'relay') {
     }
     if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
     if (msg.cmd === 'simulate') {
-      const room = relay.context.rooms.getOrCreate(msg.room!);
+      const room = relay.context.rooms.getOrCreate('default', msg.room!, 'room');
       const grant = effectiveGrant({ canSubscribe: true });
       for (let i = 0; i < msg.count!; i++) {
-        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenSignature: '', apiKey: 'bench', link: noop };
+        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenKey: '', apiKey: 'bench', project: 'default', link: noop };
         room.add(member);
       }
       send({ id: msg.id, done: true });

@@ -23,7 +23,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   if (keysFile) {
     try {
       const file = readKeysFile(keysFile);
-      keys.replace(file.keys, file.revoked);
+      keys.replaceProjects(file.projects);
     } catch (err) {
       process.stderr.write(`tessera-relay: ${(err as Error).message}\n`);
       process.exit(2);
@@ -31,10 +31,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     process.on('SIGHUP', () => {
       try {
         const file = readKeysFile(keysFile);
-        keys.replace(file.keys, file.revoked);
-        log.info(`keys reloaded from ${keysFile}: ${keys.size} key(s), ${file.revoked.length} revoked`);
+        keys.replaceProjects(file.projects);
+        log.info('keys reloaded', { file: keysFile, keys: keys.size, revoked: file.revoked.length, projects: Object.keys(file.projects).length });
       } catch (err) {
-        log.error(`keys not reloaded, the previous keys stay in force: ${(err as Error).message}`);
+        log.error('keys not reloaded, the previous keys stay in force', { error: (err as Error).message });
       }
     });
   } else {

@@ -69,6 +69,44 @@ export interface RelayConfig {
   hlsSegmentSeconds: number;
   /** The external transcription service's URL, if any. */
   transcriptionUrl?: string;
+  /** Bearer token `/metrics` asks for; without it, `/metrics` answers only on a loopback listener. */
+  metricsToken?: string;
+  /** Let `livestream` push to loopback and private addresses (tests, a local RTMP server). */
+  allowPrivateRtmp: boolean;
+  /** How long an output may take to start before it is `failed` (ms). */
+  outputStartTimeoutMs: number;
+  /** Most open connections, joined or not. */
+  maxConnections: number;
+  /** Most connections that have not yet sent their join frame. */
+  maxPendingConnections: number;
+  /** Bytes of persisted pubsub history one room keeps (oldest dropped first). */
+  historyBytesPerRoom: number;
+  /** Bytes of persisted pubsub history the whole relay keeps. */
+  historyBytesTotal: number;
+  /** Bytes of shapes one whiteboard keeps. */
+  whiteboardBytes: number;
+  /** Bytes of shapes all whiteboards keep together. */
+  whiteboardBytesTotal: number;
+  /** Bytes per second a member may send as pubsub payloads and whiteboard shapes, sustained. */
+  dataByteRate: number;
+  /** ...and in a burst (at least the largest payload). */
+  dataByteBurst: number;
+  /** Above this many unsent bytes, a member stops receiving optional traffic (pubsub, whiteboard). */
+  sendSoftLimitBytes: number;
+  /** Unsent bytes of all members together; past it, the members with the most are cut first. */
+  maxBufferedTotal: number;
+  /** Subscriptions to topics held by all members together. */
+  maxSubscriptionsTotal: number;
+  /** Joiners one room's lobby holds. */
+  maxLobbyPerRoom: number;
+  /** Joiners all lobbies hold together. */
+  maxLobbyTotal: number;
+  /** Longest a lobby request may wait, seconds (a token's larger ttl is clamped to it). */
+  maxLobbyTtl: number;
+  /** Seconds a denied joiner waits before it may ask again with the same token. */
+  lobbyCooldownSec: number;
+  /** Rooms of one project that domain-wide tokens may open (room-scoped tokens have the rest). */
+  maxDomainRoomsPerProject: number;
 }
 
 /** The defaults, each documented in `docs/relay.md`. */
@@ -105,6 +143,24 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   recordingsDir: join(homedir(), '.tessera', 'recordings'),
   hlsDir: join(homedir(), '.tessera', 'hls'),
   hlsSegmentSeconds: 2,
+  allowPrivateRtmp: false,
+  outputStartTimeoutMs: 15_000,
+  maxConnections: 50_000,
+  maxPendingConnections: 2048,
+  historyBytesPerRoom: 4 * 1024 * 1024,
+  historyBytesTotal: 256 * 1024 * 1024,
+  whiteboardBytes: 2 * 1024 * 1024,
+  whiteboardBytesTotal: 128 * 1024 * 1024,
+  dataByteRate: 1024 * 1024,
+  dataByteBurst: 2 * 1024 * 1024,
+  sendSoftLimitBytes: 1024 * 1024,
+  maxBufferedTotal: 1024 * 1024 * 1024,
+  maxSubscriptionsTotal: 500_000,
+  maxLobbyPerRoom: 100,
+  maxLobbyTotal: 10_000,
+  maxLobbyTtl: 3600,
+  lobbyCooldownSec: 30,
+  maxDomainRoomsPerProject: 100,
 });
 
 /** The first non-internal IPv4 address, else loopback. */
@@ -120,6 +176,8 @@ interface Flag {
   flag: string;
   env: string;
   help: string;
+  /** A switch: takes no value on the command line (`1`/`true` in its variable). */
+  boolean?: true;
   apply(config: CliConfig, value: string): void;
 }
 
@@ -128,6 +186,9 @@ export interface CliConfig extends RelayConfig {
   keysFile?: string;
   help: boolean;
 }
+
+/** Node's timers hold at most 2^31-1 ms; any wait the relay arms stays below it. */
+export const MAX_TIMER_SECONDS = 2_000_000;
 
 function integer(name: string, value: string, min: number): number {
   const n = Number(value);
@@ -160,6 +221,27 @@ const FLAGS: readonly Flag[] = [
   { flag: '--recordings-dir', env: 'TESSERA_RECORDINGS_DIR', help: `where recordings are written (default ${DEFAULTS.recordingsDir})`, apply: (c, v) => void (c.recordingsDir = v) },
   { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'the external transcription service (POSTed start/stop as JSON); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
+  { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
+  { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },
+  { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },
+  { flag: '--max-connections', env: 'TESSERA_MAX_CONNECTIONS', help: `most open connections (default ${DEFAULTS.maxConnections})`, apply: (c, v) => void (c.maxConnections = integer('--max-connections', v, 1)) },
+  { flag: '--max-pending', env: 'TESSERA_MAX_PENDING', help: `most connections not yet joined (default ${DEFAULTS.maxPendingConnections})`, apply: (c, v) => void (c.maxPendingConnections = integer('--max-pending', v, 1)) },
+  { flag: '--history-bytes', env: 'TESSERA_HISTORY_BYTES', help: `bytes of pubsub history per room (default ${DEFAULTS.historyBytesPerRoom})`, apply: (c, v) => void (c.historyBytesPerRoom = integer('--history-bytes', v, 0)) },
+  { flag: '--history-bytes-total', env: 'TESSERA_HISTORY_BYTES_TOTAL', help: `bytes of pubsub history on the relay (default ${DEFAULTS.historyBytesTotal})`, apply: (c, v) => void (c.historyBytesTotal = integer('--history-bytes-total', v, 0)) },
+  { flag: '--whiteboard-bytes', env: 'TESSERA_WHITEBOARD_BYTES', help: `bytes of shapes per whiteboard (default ${DEFAULTS.whiteboardBytes})`, apply: (c, v) => void (c.whiteboardBytes = integer('--whiteboard-bytes', v, 1024)) },
+  { flag: '--whiteboard-bytes-total', env: 'TESSERA_WHITEBOARD_BYTES_TOTAL', help: `bytes of shapes of all whiteboards (default ${DEFAULTS.whiteboardBytesTotal})`, apply: (c, v) => void (c.whiteboardBytesTotal = integer('--whiteboard-bytes-total', v, 1024)) },
+  { flag: '--data-byte-rate', env: 'TESSERA_DATA_BYTE_RATE', help: `bytes/s of pubsub payloads and shapes per member (default ${DEFAULTS.dataByteRate})`, apply: (c, v) => void (c.dataByteRate = integer('--data-byte-rate', v, 1024)) },
+  { flag: '--data-byte-burst', env: 'TESSERA_DATA_BYTE_BURST', help: `...in a burst (default ${DEFAULTS.dataByteBurst})`, apply: (c, v) => void (c.dataByteBurst = integer('--data-byte-burst', v, 1024)) },
+  { flag: '--send-soft-limit', env: 'TESSERA_SEND_SOFT_LIMIT', help: `unsent bytes above which a member gets no optional traffic (default ${DEFAULTS.sendSoftLimitBytes})`, apply: (c, v) => void (c.sendSoftLimitBytes = integer('--send-soft-limit', v, 1024)) },
+  { flag: '--max-buffered', env: 'TESSERA_MAX_BUFFERED', help: `unsent bytes at which a member is cut as a slow consumer (default ${DEFAULTS.maxBufferedBytes})`, apply: (c, v) => void (c.maxBufferedBytes = integer('--max-buffered', v, 1024)) },
+  { flag: '--max-buffered-total', env: 'TESSERA_MAX_BUFFERED_TOTAL', help: `unsent bytes of all members (default ${DEFAULTS.maxBufferedTotal})`, apply: (c, v) => void (c.maxBufferedTotal = integer('--max-buffered-total', v, 1024)) },
+  { flag: '--max-subscriptions', env: 'TESSERA_MAX_SUBSCRIPTIONS', help: `topics one member may subscribe to (default ${DEFAULTS.maxSubscriptions})`, apply: (c, v) => void (c.maxSubscriptions = integer('--max-subscriptions', v, 1)) },
+  { flag: '--max-subscriptions-total', env: 'TESSERA_MAX_SUBSCRIPTIONS_TOTAL', help: `topic subscriptions on the relay (default ${DEFAULTS.maxSubscriptionsTotal})`, apply: (c, v) => void (c.maxSubscriptionsTotal = integer('--max-subscriptions-total', v, 1)) },
+  { flag: '--max-lobby', env: 'TESSERA_MAX_LOBBY', help: `joiners one lobby holds (default ${DEFAULTS.maxLobbyPerRoom})`, apply: (c, v) => void (c.maxLobbyPerRoom = integer('--max-lobby', v, 1)) },
+  { flag: '--max-lobby-total', env: 'TESSERA_MAX_LOBBY_TOTAL', help: `joiners all lobbies hold (default ${DEFAULTS.maxLobbyTotal})`, apply: (c, v) => void (c.maxLobbyTotal = integer('--max-lobby-total', v, 1)) },
+  { flag: '--max-lobby-ttl', env: 'TESSERA_MAX_LOBBY_TTL', help: `longest lobby wait, seconds; larger ttls are clamped (default ${DEFAULTS.maxLobbyTtl})`, apply: (c, v) => void (c.maxLobbyTtl = Math.min(MAX_TIMER_SECONDS, integer('--max-lobby-ttl', v, 1))) },
+  { flag: '--lobby-cooldown', env: 'TESSERA_LOBBY_COOLDOWN', help: `seconds a denied joiner waits before asking again (default ${DEFAULTS.lobbyCooldownSec})`, apply: (c, v) => void (c.lobbyCooldownSec = integer('--lobby-cooldown', v, 0)) },
+  { flag: '--max-domain-rooms', env: 'TESSERA_MAX_DOMAIN_ROOMS', help: `rooms per project that domain-wide tokens may open (default ${DEFAULTS.maxDomainRoomsPerProject})`, apply: (c, v) => void (c.maxDomainRoomsPerProject = integer('--max-domain-rooms', v, 0)) },
   { flag: '--media-ip', env: 'TESSERA_MEDIA_IP', help: 'address announced in ICE candidates (default: first non-internal IPv4, else 127.0.0.1)', apply: (c, v) => void (c.mediaIp = v) },
   {
     flag: '--log-level', env: 'TESSERA_LOG_LEVEL', help: `${LOG_LEVELS.join('|')} (default ${DEFAULTS.logLevel})`,
@@ -186,6 +268,10 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
     const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
     const flag = FLAGS.find((f) => f.flag === name);
     if (!flag) throw new Error(`unknown option ${arg} (see --help)`);
+    if (flag.boolean) {
+      flag.apply(config, inline ?? 'true');
+      continue;
+    }
     const value = inline ?? argv[++i];
     if (value === undefined) throw new Error(`${name} needs a value`);
     flag.apply(config, value);
@@ -196,6 +282,6 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
 
 /** The text of `--help`. */
 export function helpText(): string {
-  const lines = FLAGS.map((f) => `  ${`${f.flag} VALUE`.padEnd(24)} ${f.help}\n  ${''.padEnd(24)} env ${f.env}`);
+  const lines = FLAGS.map((f) => `  ${`${f.flag}${f.boolean ? '' : ' VALUE'}`.padEnd(24)} ${f.help}\n  ${''.padEnd(24)} env ${f.env}`);
   return `Usage: tessera-relay [options]\n\nThe Tessera relay: verifies access tokens and enforces their grants.\n\nOptions:\n${lines.join('\n')}\n  --help                   this text\n\nSignals: SIGHUP re-reads the keys file; SIGTERM closes every session (server-shutdown) and exits 0.\n`;
 }

@@ -8,12 +8,17 @@ import type { Seats } from './seats.ts';
 import type { Member, Room, RoomRegistry } from './rooms/types.ts';
 import type { KeyStore } from './token/keys.ts';
 import type { TokenBucket } from './data/token-bucket.ts';
+import type { RelayBudgets } from './budget.ts';
 
 /** Counters the relay keeps for `/metrics`. */
 export interface RelayCounters {
   joins: number;
   /** Refused joins by code. */
   refusals: Map<string, number>;
+  /** Optional frames (pubsub, whiteboard) not sent to members over their soft send limit. */
+  dropped: number;
+  /** Connections cut for being slow, flooding, or over the relay-wide send budget. */
+  cut: number;
 }
 
 /** What every part of the relay shares. */
@@ -23,6 +28,10 @@ export interface RelayContext {
   readonly keys: KeyStore;
   readonly rooms: RoomRegistry;
   readonly bans: Bans;
+  /** Tokens a moderator denied from a lobby, until their cooldown ends. */
+  readonly lobbyCooldowns: Bans;
+  /** Relay-wide ceilings of what members make the relay hold. */
+  readonly budgets: RelayBudgets;
   readonly seats: Seats;
   readonly log: Logger;
 }
@@ -54,21 +63,16 @@ export interface RequestScope {
   readonly relay: RelayContext;
   readonly member: Member;
   readonly room: Room;
-  /** Cursors handed to this client, by their opaque string. */
-  readonly cursors: CursorTable;
   /** Run `fn` once the response to this request has been sent. */
   after(fn: () => void): void;
   /** The member's data-message budget. */
   readonly limiter: TokenBucket;
+  /** The member's data-byte budget (pubsub payloads, whiteboard shapes). */
+  readonly bytes: TokenBucket;
   /** Note a refusal for exceeding the budget; a client that keeps flooding is cut off. */
   flooding(): void;
 }
 
-/** The relay-side state behind the opaque cursors of one client (bounded, oldest dropped). */
-export interface CursorTable {
-  put(value: unknown): string;
-  get(token: string): unknown;
-}
 
 /**
  * Spend a token of the member's bucket: every data message, stream and media subscription
@@ -78,5 +82,15 @@ export function spend(scope: RequestScope): void {
   if (!scope.limiter.take()) {
     scope.flooding();
     throw new RelayError('RATE_LIMITED', `at most ${scope.relay.config.messageRate} messages per second (burst ${scope.relay.config.messageBurst})`, 'message-rate');
+  }
+}
+
+/** Spend `n` bytes of the member's data-byte budget (and a message): over it, `RATE_LIMITED`. */
+export function spendBytes(scope: RequestScope, n: number): void {
+  spend(scope);
+  if (!scope.bytes.take(n)) {
+    scope.flooding();
+    const { dataByteRate, dataByteBurst } = scope.relay.config;
+    throw new RelayError('RATE_LIMITED', `at most ${dataByteRate} bytes of data per second (burst ${dataByteBurst})`, 'byte-rate');
   }
 }

@@ -2,17 +2,22 @@ import { PROTOCOL_VERSION, type JoinFrame, type JoinedFrame } from '../src/proto
 import { effectiveGrant, type TokenClaims } from '../src/protocol/grant.ts';
 import { CloseCode } from '../src/protocol/codes.ts';
 import type { RelayContext } from './context.ts';
-import type { Member, MemberLink, Room } from './rooms/types.ts';
+import type { Member, MemberLink, Opener, Room } from './rooms/types.ts';
+import { tokenKey } from './token/identity.ts';
 import { checkScope, verifyToken, type Refusal } from './token/verify.ts';
 
 /** A join the token allows: what it may enter as. */
 export interface Verdict {
   frame: JoinFrame;
   claims: TokenClaims;
+  /** The project of the token's API key: the namespace of everything it touches. */
+  project: string;
   roomId: string;
   pinned: boolean;
-  /** The token's signature: what a removal bans. */
-  signature: string;
+  /** What the token means ({@link tokenKey}): what a removal bans. */
+  tokenKey: string;
+  /** A room-scoped token opens its room from the relay's quota, a domain-wide one from its project's. */
+  opener: Opener;
   /** The joiner must wait in the lobby for a moderator. */
   ask: boolean;
 }
@@ -43,24 +48,43 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
   }
   const scopeRefusal = checkScope(claims, roomId, frame.participantId);
   if (scopeRefusal) return scopeRefusal;
-  const signature = frame.token.slice(frame.token.lastIndexOf('.') + 1);
-  const pinned = claims.participantId !== undefined;
-  if (pinned && relay.bans.has(roomId, signature, now)) {
-    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'you were removed from this room: a new token is needed to come back' };
+  const key = tokenKey(frame.token, claims);
+  // a removal sticks to the token, pinned or not (an unpinned one would otherwise just pick a new id)
+  if (relay.bans.has(verified.project, roomId, key, now)) {
+    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'this token was used by someone removed from this room: a new token is needed to come back' };
   }
-  return { frame, claims, roomId, pinned, signature, ask: claims.joinPolicy?.mode === 'ask' };
+  const pinned = claims.participantId !== undefined;
+  const opener: Opener = claims.roomId === undefined ? 'domain' : 'room';
+  return { frame, claims, project: verified.project, roomId, pinned, tokenKey: key, opener, ask: claims.joinPolicy?.mode === 'ask' };
 }
 
-/** Whether the relay has room for one more participant in `roomId` (a new room included). */
-export function capacity(relay: RelayContext, roomId: string): Refusal | null {
-  const room = relay.rooms.get(roomId);
-  if (!room && relay.rooms.size >= relay.config.maxRooms) {
-    return { code: 'RATE_LIMITED', reason: 'too-many-rooms', message: `this relay holds at most ${relay.config.maxRooms} rooms: try again later` };
+/**
+ * Whether the relay has room for `extra` more participants in the room (a new room included).
+ * Rooms opened by domain-wide tokens count against their project's own quota, never against
+ * the relay's, so a leaked audience token cannot keep a room-scoped token out of its room.
+ */
+export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' | 'roomId' | 'opener'>, extra = 1): Refusal | null {
+  const { config, rooms } = relay;
+  const room = rooms.get(verdict.project, verdict.roomId);
+  if (!room) {
+    if (verdict.opener === 'domain' && rooms.openedByDomain(verdict.project) >= config.maxDomainRoomsPerProject) {
+      return { code: 'RATE_LIMITED', reason: 'too-many-rooms', message: `domain-wide tokens of this project may open at most ${config.maxDomainRoomsPerProject} rooms: try again later` };
+    }
+    if (verdict.opener === 'room' && rooms.size - rooms.openedByDomain() >= config.maxRooms) {
+      return { code: 'RATE_LIMITED', reason: 'too-many-rooms', message: `this relay holds at most ${config.maxRooms} rooms: try again later` };
+    }
+    return null;
   }
-  if (room && room.size >= relay.config.maxRoomSize) {
-    return { code: 'RATE_LIMITED', reason: 'room-full', message: `this room holds at most ${relay.config.maxRoomSize} participants` };
+  if (room.size + room.lobby.size + extra > config.maxRoomSize) {
+    return { code: 'RATE_LIMITED', reason: 'room-full', message: `this room holds at most ${config.maxRoomSize} participants` };
   }
   return null;
+}
+
+/** An identity a pinned token used is the room's for its lifetime: an unpinned token may not take it. */
+export function identityRefusal(room: Room | undefined, verdict: Verdict): Refusal | null {
+  if (verdict.pinned || !room?.pinnedIdentity(verdict.frame.participantId)) return null;
+  return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-reserved', message: 'this participantId belongs to a pinned identity of this room and the token does not pin it' };
 }
 
 /**
@@ -69,19 +93,22 @@ export function capacity(relay: RelayContext, roomId: string): Refusal | null {
  * two entries of one identity cannot interleave.
  */
 export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): Admission | Refusal {
-  const { frame, claims, roomId, pinned } = verdict;
-  const existing = relay.rooms.get(roomId)?.get(frame.participantId);
+  const { frame, claims, project, roomId, pinned } = verdict;
+  const current = relay.rooms.get(project, roomId);
+  const reserved = identityRefusal(current, verdict);
+  if (reserved) return reserved;
+  const existing = current?.get(frame.participantId);
   if (existing) {
     if (!pinned) {
       return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };
     }
     existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity');
   } else {
-    const full = capacity(relay, roomId);
+    const full = capacity(relay, verdict, current?.lobby.has(frame.participantId) ? 0 : 1);
     if (full) return full;
   }
   // after a takeover, which may have emptied and dropped the room
-  const room = relay.rooms.getOrCreate(roomId);
+  const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
   const member: Member = {
     id: frame.participantId,
     name: frame.name ?? frame.participantId,
@@ -90,8 +117,9 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     grant: effectiveGrant(claims.grant),
     pinned,
     tokenExp: claims.exp,
-    tokenSignature: verdict.signature,
+    tokenKey: verdict.tokenKey,
     apiKey: claims.iss,
+    project,
     link,
   };
   room.add(member);
@@ -107,8 +135,9 @@ export function snapshot(relay: RelayContext, room: Room, member: Member): Joine
     self: { id: member.id, name: member.name, isViewer: member.tier === 'viewer', grant: member.grant, joinedAt: member.joinedAt },
     participants: room.stage(member.id),
     counts: room.counts(),
-    outputs: room.outputs.statuses(),
+    outputs: room.outputs.statuses(member.grant),
     ...(member.grant.canModerate ? { lobby: room.lobby.list() } : {}),
     resume: { credential: relay.seats.issue(member, room, member.apiKey), graceMs: relay.config.resumeGraceMs },
+    limits: { maxFrameBytes: relay.config.maxFrameBytes, maxPayloadBytes: relay.config.maxPayloadBytes },
   };
 }

@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
 import { DEFAULTS, defaultMediaIp, type RelayConfig } from './config.ts';
 import type { RelayContext } from './context.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Bans } from './rooms/bans.ts';
+import { relayBudgets } from './budget.ts';
 import { MemoryRoomRegistry } from './rooms/memory-room.ts';
 import type { RoomRegistry } from './rooms/types.ts';
 import type { OutputName } from '../src/protocol/control.ts';
@@ -15,7 +16,7 @@ import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
-import { Session } from './session.ts';
+import { OVERSIZE_FACTOR, Session } from './session.ts';
 import type { KeyStore } from './token/keys.ts';
 
 /** Options of {@link startRelay}: the keys, plus any setting to override. */
@@ -45,36 +46,56 @@ export interface Relay {
 export async function startRelay(options: RelayOptions): Promise<Relay> {
   const config: RelayConfig = { ...DEFAULTS, mediaIp: defaultMediaIp(), ...stripUndefined(options) };
   const log = options.logger ?? createLogger(config.logLevel);
+  const budgets = relayBudgets(config);
   const context: RelayContext = {
-    counters: { joins: 0, refusals: new Map() },
+    counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0 },
     config,
     keys: options.keys,
+    budgets,
     rooms:
       options.rooms ??
       new MemoryRoomRegistry({
         limits: config,
-        providers: options.providers ?? localProviders(config),
+        providers: options.providers ?? localProviders(config, budgets.whiteboard),
         log,
         media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp }) : options.media,
+        budgets,
       }),
     bans: new Bans(),
+    lobbyCooldowns: new Bans(),
     seats: new Seats(),
     log,
   };
   const sessions = new Set<Session>();
   const http: Server = createServer((req, res) => answerHttp(req, res, context, sessions));
-  const wss = new WebSocketServer({ server: http, maxPayload: config.maxFrameBytes, perMessageDeflate: false });
-  wss.on('connection', (ws) => {
-    const session = new Session(ws, context, (s) => sessions.delete(s));
-    sessions.add(session);
+  // frames up to OVERSIZE_FACTOR times the limit are read to be answered; the session lowers it before the join
+  const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes * OVERSIZE_FACTOR, perMessageDeflate: false });
+  http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    let pending = 0;
+    for (const s of sessions) if (s.pending) pending++;
+    if (sessions.size >= config.maxConnections || pending >= config.maxPendingConnections) {
+      log.warn('connection refused: relay at capacity', { connections: sessions.size, pending });
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const session = new Session(ws, context, (s) => sessions.delete(s), socket);
+      sessions.add(session);
+    });
   });
-  wss.on('error', (err) => log.error(`websocket server: ${err.message}`));
+  wss.on('error', (err) => log.error('websocket server error', { error: err.message }));
 
   const heartbeat = setInterval(() => {
     for (const session of sessions) session.heartbeat();
-    context.bans.prune(Date.now() / 1000);
+    const now = Date.now() / 1000;
+    context.bans.prune(now);
+    context.lobbyCooldowns.prune(now);
   }, config.heartbeatMs);
   heartbeat.unref();
+  // what the relay has queued for all members together has a ceiling: past it, the largest queues go first
+  const sendSweep = setInterval(() => cutLargestQueues(sessions, config.maxBufferedTotal), 1000);
+  sendSweep.unref();
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -96,8 +117,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     close() {
       closing ??= (async () => {
         clearInterval(heartbeat);
+        clearInterval(sendSweep);
         for (const session of [...sessions]) session.close(CloseCode.SERVER_SHUTDOWN, 'server-shutdown');
-        for (const room of [...context.rooms]) context.rooms.delete(room.id);
+        for (const room of [...context.rooms]) context.rooms.delete(room);
         context.seats.dispose();
         // sockets that do not complete the closing handshake in time are cut
         const deadline = setTimeout(() => {
@@ -111,6 +133,19 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       return closing;
     },
   };
+}
+
+function cutLargestQueues(sessions: Set<Session>, ceiling: number): void {
+  let total = 0;
+  for (const s of sessions) total += s.bufferedAmount;
+  if (total <= ceiling) return;
+  const largest = [...sessions].sort((a, b) => b.bufferedAmount - a.bufferedAmount);
+  for (const s of largest) {
+    if (total <= ceiling) break;
+    total -= s.bufferedAmount;
+    s.relay.log.warn('participant dropped: relay-wide send budget', { participant: s.member?.id, unsent: s.bufferedAmount });
+    s.cut(CloseCode.SLOW_CONSUMER, 'slow-consumer');
+  }
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

@@ -1,17 +1,17 @@
-import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
 import { PROTOCOL_VERSION, type ErrorFrame, type JoinFrame, type RequestFrame, type ResumeFrame, type ServerFrame, type WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
-import { RelayError, type CursorTable, type RelayContext, type RequestScope } from './context.ts';
+import { RelayError, type RelayContext, type RequestScope } from './context.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
-import { capacity, enter, judge, snapshot, type Verdict } from './join.ts';
+import { enter, judge, snapshot, type Verdict } from './join.ts';
+import { FrameGate, rawLength } from './frame-gate.ts';
+import { waitInLobby, type LobbyJoiner } from './lobby-wait.ts';
 import { AwayLink } from './seats.ts';
 import type { Waiting } from './rooms/lobby.ts';
 import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink, Room } from './rooms/types.ts';
-
-const MAX_CURSORS = 32;
 
 /** What the resume of a member closed while away is told, by the close code it got. */
 const AWAY_ENDINGS: Record<number, WireError> = {
@@ -19,28 +19,14 @@ const AWAY_ENDINGS: Record<number, WireError> = {
   [CloseCode.ROOM_ENDED]: { code: 'ROOM_ENDED', reason: 'room-ended', message: 'the room has ended' },
   [CloseCode.DUPLICATE_IDENTITY]: { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'duplicate-identity', message: 'you joined this room from elsewhere' },
 };
-/** How long a connection over its frame budget is not read. */
-const THROTTLE_MS = 100;
 
-/** Opaque cursor strings of one client, mapped to relay-side positions; the oldest are dropped. */
-class Cursors implements CursorTable {
-  private readonly table = new Map<string, unknown>();
+/** Frames up to this many times the frame limit are read and answered PAYLOAD_TOO_LARGE; larger ones close the socket (1009). */
+export const OVERSIZE_FACTOR = 4;
 
-  put(value: unknown): string {
-    const token = randomBytes(12).toString('base64url');
-    this.table.set(token, value);
-    if (this.table.size > MAX_CURSORS) this.table.delete(this.table.keys().next().value as string);
-    return token;
-  }
-
-  get(token: string): unknown {
-    return this.table.get(token);
-  }
-}
-
-function rawLength(data: RawData): number {
-  if (Array.isArray(data)) return data.reduce((n, b) => n + b.length, 0);
-  return data instanceof ArrayBuffer ? data.byteLength : data.length;
+/** Before the join, ws's receiver refuses a frame whose header announces more than the join-frame limit. */
+function limitPayload(ws: WebSocket, bytes: number): void {
+  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (receiver && typeof receiver._maxPayload === 'number') receiver._maxPayload = bytes;
 }
 
 function rawText(data: RawData): string {
@@ -48,36 +34,65 @@ function rawText(data: RawData): string {
   return Buffer.from(data as ArrayBuffer).toString('utf8');
 }
 
+/** The request id of a frame too large to parse, if it starts the way the SDK writes requests. */
+function leadingRequestId(text: string): number | undefined {
+  const m = /^\{"type":"request","id":(\d{1,15})[,}]/.exec(text.slice(0, 64));
+  return m ? Number(m[1]) : undefined;
+}
+
 /**
- * One WebSocket connection: unauthenticated until its join frame is accepted, then a member
- * of one room whose requests are dispatched through the handler table.
+ * One WebSocket connection: unauthenticated until its join frame is accepted (at most
+ * `maxJoinFrameBytes` read from the socket meanwhile), then a member of one room whose
+ * requests are dispatched through the handler table, at the pace of its frame budget.
  */
-export class Session implements MemberLink {
+export class Session implements MemberLink, LobbyJoiner {
   private state: 'pending' | 'waiting' | 'joined' | 'closed' = 'pending';
   private waitingIn: { room: Room; waiting: Waiting } | null = null;
   private joinTimer: ReturnType<typeof setTimeout> | null;
   private scope: Omit<RequestScope, 'after'> | null = null;
   private refusals = 0;
   private refusalWindow = 0;
-  /** Frame budgets checked before any parsing; over budget, the socket is not read for a while. */
-  private readonly textFrames: TokenBucket;
-  private readonly binaryFrames: TokenBucket;
-  private throttled: ReturnType<typeof setTimeout> | null = null;
+  private readonly gate: FrameGate;
+  /** Bytes read from the socket before the join was accepted. */
+  private preAuthBytes = 0;
+  private readonly countPreAuth: (chunk: Buffer) => void;
   /** Cleared by each heartbeat, set by each pong. */
   alive = true;
 
   constructor(
     private readonly ws: WebSocket,
-    private readonly relay: RelayContext,
+    readonly relay: RelayContext,
     private readonly onEnd: (session: Session) => void,
+    private readonly socket?: Socket,
   ) {
-    this.textFrames = new TokenBucket(relay.config.frameRate, relay.config.frameRate * 2);
-    this.binaryFrames = new TokenBucket(relay.config.binaryFrameRate, relay.config.binaryFrameRate * 2);
-    this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), relay.config.joinTimeoutMs);
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    const { config } = relay;
+    this.gate = new FrameGate(ws, config, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'));
+    limitPayload(ws, config.maxJoinFrameBytes);
+    // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
+    const overBudget = () => {
+      // ws refuses an oversized frame from its header (1009) and then only discards: allow for that
+      const limit = (config.maxJoinFrameBytes + 1024) * (ws.readyState === ws.OPEN ? 1 : 4);
+      if (this.preAuthBytes <= limit || this.state === 'joined' || this.state === 'waiting') return;
+      relay.log.info('connection refused before join', { reason: 'pre-auth-bytes', bytes: this.preAuthBytes });
+      this.state = 'closed';
+      ws.terminate();
+    };
+    this.countPreAuth = (chunk) => {
+      this.preAuthBytes += chunk.length;
+      // checked after ws has parsed this chunk (its own errors are emitted on the next tick)
+      if (this.preAuthBytes > config.maxJoinFrameBytes + 1024) setImmediate(overBudget);
+    };
+    socket?.on('data', this.countPreAuth);
+    this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), config.joinTimeoutMs);
+    ws.on('message', (data, isBinary) => this.gate.push(data, isBinary));
     ws.on('pong', () => (this.alive = true));
-    ws.on('error', (err) => relay.log.debug(`socket error: ${err.message}`));
+    ws.on('error', (err) => relay.log.debug('socket error', { error: err.message }));
     ws.on('close', (code) => this.ended(code));
+  }
+
+  /** Whether the session has not been admitted to a room yet (it counts against `maxPendingConnections`). */
+  get pending(): boolean {
+    return this.state === 'pending' || this.state === 'waiting';
   }
 
   /** The member, once joined. */
@@ -93,22 +108,40 @@ export class Session implements MemberLink {
     return this.ws.bufferedAmount;
   }
 
-  sendRaw(data: Buffer): void {
-    if (this.admitSend()) this.ws.send(data, { binary: false });
+  sendRaw(data: Buffer, optional = false): void {
+    if (this.admitSend(optional)) this.ws.send(data, { binary: false });
   }
 
   sendBinary(data: Uint8Array): void {
-    if (this.admitSend()) this.ws.send(data, { binary: true });
+    if (this.admitSend(false)) this.ws.send(data, { binary: true });
   }
 
-  /** A member whose unsent data passed the cap is dropped rather than grow the relay's memory. */
-  private admitSend(): boolean {
+  /**
+   * A member that is not keeping up first stops getting optional traffic (pubsub, whiteboard),
+   * so nobody can aim enough of it at a victim to get the victim cut; what it must get (answers,
+   * roster, outputs) still queues, up to the hard cap, past which it is dropped rather than grow
+   * the relay's memory.
+   */
+  private admitSend(optional: boolean): boolean {
     if (this.state === 'closed') return false;
-    if (this.ws.bufferedAmount <= this.relay.config.maxBufferedBytes) return true;
-    this.relay.log.warn(`participant ${this.member?.id ?? '?'} dropped: ${this.ws.bufferedAmount} bytes unsent`);
-    this.close(CloseCode.SLOW_CONSUMER, 'slow-consumer');
-    this.ws.terminate();
+    const queued = this.ws.bufferedAmount;
+    const { sendSoftLimitBytes, maxBufferedBytes } = this.relay.config;
+    if (optional && queued > sendSoftLimitBytes) {
+      this.relay.counters.dropped++;
+      return false;
+    }
+    if (queued <= maxBufferedBytes) return true;
+    this.relay.log.warn('participant dropped: slow consumer', { participant: this.member?.id, room: this.member ? this.scope?.room.id : undefined, unsent: queued });
+    this.cut(CloseCode.SLOW_CONSUMER, 'slow-consumer');
     return false;
+  }
+
+  /** End the session now, with `code` (slow consumer, flooding, over the relay-wide budget). */
+  cut(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    this.relay.counters.cut++;
+    this.close(code, reason);
+    this.ws.terminate();
   }
 
   /** Leave the room (if joined) and close the socket with `code`. */
@@ -116,6 +149,7 @@ export class Session implements MemberLink {
     if (this.state === 'closed') return;
     this.leaveRoom();
     this.state = 'closed';
+    this.gate.close();
     this.ws.close(code, reason);
   }
 
@@ -123,7 +157,7 @@ export class Session implements MemberLink {
   heartbeat(): void {
     if (!this.alive) {
       // cut like a dropped network: the member keeps its seat for the grace period
-      this.relay.log.info(`participant ${this.member?.id ?? '(joining)'} dropped: heartbeat timeout`);
+      this.relay.log.info('participant dropped: heartbeat timeout', { participant: this.member?.id });
       this.ws.terminate();
       return;
     }
@@ -131,16 +165,22 @@ export class Session implements MemberLink {
     this.ws.ping();
   }
 
-  private onMessage(data: RawData, isBinary: boolean): void {
+  private onFrame(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     this.alive = true;
-    if (!(isBinary ? this.binaryFrames : this.textFrames).take()) this.throttle();
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
     if (this.state === 'waiting') {
       return this.sendError({ code: 'INVALID_ARGUMENT', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
     }
     if (isBinary) return this.onBinary(data);
-    const parsed = parseClientFrame(rawText(data));
+    const text = rawText(data);
+    const { maxFrameBytes } = this.relay.config;
+    if (Buffer.byteLength(text) > maxFrameBytes) {
+      const error: WireError = { code: 'PAYLOAD_TOO_LARGE', message: `frames are at most ${maxFrameBytes} bytes (announced in joined.limits)`, reason: 'frame-too-large' };
+      const id = leadingRequestId(text);
+      return id === undefined ? this.sendError(error) : this.send({ type: 'response', id, error });
+    }
+    const parsed = parseClientFrame(text);
     if (!parsed.ok) return this.answerBadFrame(parsed);
     if (parsed.value.type === 'join' || parsed.value.type === 'resume') {
       return this.sendError({ code: 'INVALID_ARGUMENT', message: 'this connection has already joined', reason: 'already-joined' });
@@ -165,25 +205,59 @@ export class Session implements MemberLink {
     this.clearJoinTimer();
     const verdict = judge(this.relay, parsed.value);
     if (!('claims' in verdict)) return this.refuseJoin(verdict, parsed.value);
-    if (verdict.ask) return this.wait(verdict);
-    this.enterRoom(verdict);
+    if (!verdict.ask) {
+      this.enterRoom(verdict);
+      return;
+    }
+    const held = waitInLobby(this.relay, verdict, this);
+    if ('code' in held) return this.refuseJoin(held, parsed.value);
+    this.waitingIn = held;
+    this.state = 'waiting';
   }
 
   /** Enter the room now; returns why it could not, if it could not (the join is then refused). */
-  private enterRoom(verdict: Verdict): WireError | null {
+  enterRoom(verdict: Verdict): WireError | null {
+    this.waitingIn = null;
     const outcome = enter(this.relay, verdict, this);
     if (!('member' in outcome)) {
       this.refuseJoin(outcome, verdict.frame);
       return { code: outcome.code, message: outcome.message, reason: outcome.reason };
     }
     const { member, room, joined } = outcome;
-    this.state = 'joined';
-    const { messageRate, messageBurst } = this.relay.config;
-    this.scope = { relay: this.relay, member, room, cursors: new Cursors(), limiter: new TokenBucket(messageRate, messageBurst), flooding: () => this.flooding() };
+    this.becomeMember(member, room);
     this.relay.counters.joins++;
-    this.relay.log.info(`joined: ${member.id} room=${room.id} tier=${member.tier}`);
+    this.relay.log.info('joined', { participant: member.id, room: room.id, project: room.project, tier: member.tier });
     this.send(joined);
     return null;
+  }
+
+  /** From now on the connection speaks for `member`: larger frames, the member's budgets. */
+  private becomeMember(member: Member, room: Room): void {
+    const { config } = this.relay;
+    this.state = 'joined';
+    this.socket?.off('data', this.countPreAuth);
+    limitPayload(this.ws, config.maxFrameBytes * OVERSIZE_FACTOR);
+    this.scope = {
+      relay: this.relay,
+      member,
+      room,
+      limiter: new TokenBucket(config.messageRate, config.messageBurst),
+      bytes: new TokenBucket(config.dataByteRate, Math.max(config.dataByteBurst, config.maxPayloadBytes)),
+      flooding: () => this.flooding(),
+    };
+  }
+
+  /** The lobby ended this joiner's wait with an error: its join fails with it. */
+  leaveLobby(error: WireError, frame: JoinFrame): void {
+    if (this.state !== 'waiting') return;
+    const waiting = this.waitingIn;
+    this.waitingIn = null;
+    this.refuseJoin(error, frame);
+    if (waiting) this.dropRoomIfEmpty(waiting.room);
+  }
+
+  get waitingForLobby(): boolean {
+    return this.state === 'waiting';
   }
 
   /** Come back to a held seat on this connection. */
@@ -209,10 +283,8 @@ export class Session implements MemberLink {
     // media transports and data streams belonged to the old connection: the SDK starts them again
     room.media.memberLeft(member);
     room.streams.memberLeft(member);
-    this.state = 'joined';
-    const { messageRate, messageBurst } = relay.config;
-    this.scope = { relay, member, room, cursors: new Cursors(), limiter: new TokenBucket(messageRate, messageBurst), flooding: () => this.flooding() };
-    relay.log.info(`resumed: ${member.id} room=${room.id}`);
+    this.becomeMember(member, room);
+    relay.log.info('resumed', { participant: member.id, room: room.id, project: room.project });
     this.send({ ...snapshot(relay, room, member), resumed: true });
   }
 
@@ -220,68 +292,19 @@ export class Session implements MemberLink {
   private replaced(): void {
     this.scope = null;
     this.state = 'closed';
+    this.gate.close();
     this.ws.terminate();
   }
 
   private refuseJoin(refusal: WireError, frame: JoinFrame | 'resume'): void {
     const { refusals } = this.relay.counters;
     refusals.set(refusal.code, (refusals.get(refusal.code) ?? 0) + 1);
-    const who = frame === 'resume' ? 'resume' : `room=${frame.roomId ?? '-'} participant=${frame.participantId}`;
-    this.relay.log.info(`join refused: ${refusal.code} (${refusal.reason ?? '-'}) ${who}`);
+    const who = frame === 'resume' ? { resume: true } : { room: frame.roomId, participant: frame.participantId };
+    this.relay.log.info('join refused', { code: refusal.code, reason: refusal.reason, ...who });
     this.send({ type: 'join-error', error: { code: refusal.code, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
     this.state = 'closed';
+    this.gate.close();
     this.ws.close(CloseCode.JOIN_REFUSED, refusal.code);
-  }
-
-  /** Hold the joiner in the room's lobby until a moderator decides, its ttl runs out, or it goes. */
-  private wait(verdict: Verdict): void {
-    const full = this.relay.rooms.get(verdict.roomId) ? null : capacity(this.relay, verdict.roomId);
-    if (full) return this.refuseJoin(full, verdict.frame);
-    const room = this.relay.rooms.getOrCreate(verdict.roomId);
-    const { frame } = verdict;
-    const id = frame.participantId;
-    if (room.lobby.has(id) || room.get(id)) {
-      if (!verdict.pinned) {
-        return this.refuseJoin({ code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room or its lobby and the token does not pin it' }, frame);
-      }
-      room.lobby.evict(id, { code: 'ENTRY_CANCELLED', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
-    }
-    const policy = verdict.claims.joinPolicy;
-    const ttl = policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : this.relay.config.lobbyTtl;
-    const requestedAt = Date.now();
-    const waiting: Waiting = {
-      request: { participantId: id, name: frame.name ?? id, requestedAt },
-      admit: () => {
-        if (this.state !== 'waiting') return { code: 'NOT_FOUND', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
-        this.waitingIn = null;
-        return this.enterRoom(verdict);
-      },
-      refuse: (error) => {
-        if (this.state !== 'waiting') return;
-        this.waitingIn = null;
-        this.refuseJoin(error, frame);
-        this.dropRoomIfEmpty(room);
-      },
-    };
-    this.waitingIn = { room, waiting };
-    this.state = 'waiting';
-    this.relay.log.info(`lobby: ${id} waits in room=${room.id} (ttl ${ttl} s)`);
-    room.lobby.hold(waiting, ttl);
-    this.send({ type: 'lobby', requestedAt, ttl });
-  }
-
-  /**
-   * A connection over its frame budget is not read for a moment: its frames wait in the kernel
-   * and TCP pushes back on the sender, so a flood costs the relay the budget and nothing more,
-   * and everyone else keeps their latency. Reading resumes when the budget has refilled a little.
-   */
-  private throttle(): void {
-    if (this.throttled || this.state === 'closed') return;
-    this.ws.pause();
-    this.throttled = setTimeout(() => {
-      this.throttled = null;
-      if (this.state !== 'closed') this.ws.resume();
-    }, THROTTLE_MS);
   }
 
   /**
@@ -295,8 +318,8 @@ export class Session implements MemberLink {
       this.refusals = 0;
     }
     if (++this.refusals > this.relay.config.messageBurst * 10) {
-      this.relay.log.warn(`participant ${this.member?.id ?? '?'} cut off: flooding`);
-      this.close(CloseCode.FLOODING, 'flooding');
+      this.relay.log.warn('participant cut off: flooding', { participant: this.member?.id });
+      this.cut(CloseCode.FLOODING, 'flooding');
     }
   }
 
@@ -319,7 +342,7 @@ export class Session implements MemberLink {
     } catch (err) {
       const error: WireError =
         err instanceof RelayError ? err.toWire() : { code: 'INVALID_ARGUMENT', message: 'the relay could not complete this request', reason: 'internal' };
-      if (!(err instanceof RelayError)) this.relay.log.error(`request ${request.method} failed: ${(err as Error).stack ?? String(err)}`);
+      if (!(err instanceof RelayError)) this.relay.log.error('request failed', { method: request.method, error: (err as Error).stack ?? String(err) });
       this.send({ type: 'response', id: request.id, error });
     }
   }
@@ -338,9 +361,10 @@ export class Session implements MemberLink {
   private refuseFrame(code: number, message: string, reason: string): void {
     if (this.state !== 'pending') return;
     this.clearJoinTimer();
-    this.relay.log.info(`connection refused before join: ${reason}`);
+    this.relay.log.info('connection refused before join', { reason });
     this.sendError({ code: 'INVALID_ARGUMENT', message, reason });
     this.state = 'closed';
+    this.gate.close();
     this.ws.close(code, reason);
   }
 
@@ -354,7 +378,7 @@ export class Session implements MemberLink {
     if (waiting) {
       this.waitingIn = null;
       waiting.room.lobby.cancel(waiting.waiting.request.participantId, waiting.waiting);
-      this.relay.log.info(`lobby: ${waiting.waiting.request.participantId} went away`);
+      this.relay.log.info('lobby: joiner went away', { participant: waiting.waiting.request.participantId, room: waiting.room.id });
       this.dropRoomIfEmpty(waiting.room);
     }
     const scope = this.scope;
@@ -362,7 +386,7 @@ export class Session implements MemberLink {
     this.scope = null;
     const { room, member, relay } = scope;
     relay.seats.forget(member);
-    if (room.remove(member)) relay.log.info(`left: ${member.id} room=${room.id}`);
+    if (room.remove(member)) relay.log.info('left', { participant: member.id, room: room.id });
     this.dropRoomIfEmpty(room);
   }
 
@@ -384,7 +408,7 @@ export class Session implements MemberLink {
     member.link = away;
     const held = relay.seats.hold(member, relay.config.resumeGraceMs, () => {
       if (member.link !== away) return;
-      if (room.remove(member)) relay.log.info(`left: ${member.id} room=${room.id} (did not come back)`);
+      if (room.remove(member)) relay.log.info('left: did not come back', { participant: member.id, room: room.id });
       this.dropRoomIfEmpty(room);
     });
     if (!held) {
@@ -392,18 +416,18 @@ export class Session implements MemberLink {
       return false;
     }
     this.scope = null;
-    relay.log.info(`away: ${member.id} room=${room.id}, seat held ${relay.config.resumeGraceMs} ms`);
+    relay.log.info('away: seat held', { participant: member.id, room: room.id, graceMs: relay.config.resumeGraceMs });
     return true;
   }
 
   private dropRoomIfEmpty(room: Room): void {
-    if (room.size === 0 && room.lobby.size === 0 && this.relay.rooms.get(room.id) === room) this.relay.rooms.delete(room.id);
+    if (room.size === 0 && room.lobby.size === 0) this.relay.rooms.delete(room);
   }
 
   private ended(code: number): void {
     this.clearJoinTimer();
-    if (this.throttled) clearTimeout(this.throttled);
-    this.throttled = null;
+    this.gate.close();
+    this.socket?.off('data', this.countPreAuth);
     // 1006: no closing handshake, the network or the peer died; anything else was meant
     if (!(this.state === 'joined' && code === 1006 && this.holdSeat())) this.leaveRoom();
     this.state = 'closed';

@@ -77,6 +77,16 @@ function parseServerFrame(data: unknown): ServerFrame | null {
   }
 }
 
+/** Bytes of a string's UTF-8, without encoding it. */
+function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) n += c >= 0x800 && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
+  }
+  return n;
+}
+
 /** Disconnect reasons a refused resume or rejoin ends the session with. */
 const FINAL_REASONS: Record<string, DisconnectReason> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity' };
 
@@ -172,6 +182,8 @@ export class Connection {
   /** Frames that arrived before the room attached its handlers. */
   private early: Array<ServerFrame | Uint8Array> = [];
   private credential = '';
+  /** The relay's largest accepted frame (from `joined.limits`); larger requests are refused here. */
+  private maxFrameBytes = Infinity;
   private lastFrameAt = Date.now();
   private heartbeat: ReturnType<typeof setInterval> | null = null;
 
@@ -190,6 +202,8 @@ export class Connection {
     this.ws = ws;
     // validated, not trusted: without a credential a drop can only be answered by a new join
     this.credential = typeof joined.resume?.credential === 'string' ? joined.resume.credential : '';
+    const limit = joined.limits?.maxFrameBytes;
+    this.maxFrameBytes = typeof limit === 'number' && limit > 0 ? limit : Infinity;
     this.lastFrameAt = Date.now();
     ws.onerror = null;
     ws.onclose = (event) => {
@@ -259,6 +273,10 @@ export class Connection {
     if (this.state === 'closed') return Promise.reject(this.endedError(method, false));
     const id = this.nextId++;
     const frame = JSON.stringify({ type: 'request', id, method, params });
+    // a transport limit, not a grant: the relay would refuse the frame unread
+    if (frame.length > this.maxFrameBytes / 3 && utf8Length(frame) > this.maxFrameBytes) {
+      return Promise.reject(new SdkError('PAYLOAD_TOO_LARGE', `${method}: the request is ${utf8Length(frame)} bytes; this relay accepts frames of at most ${this.maxFrameBytes} (use dataStream for large data)`, { reason: 'frame-too-large' }));
+    }
     return new Promise<Result<M>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);

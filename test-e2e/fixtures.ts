@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test as base, expect, type Page } from '@playwright/test';
 import { startRelay, type Relay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -23,9 +26,12 @@ export const test = base.extend<{}, Fixtures>({
   keys: [async ({}, use) => use(new KeyStore({ [API_KEY]: SECRET, 'revoked-key': 'revoked-secret-0123456789' }, ['revoked-key'])), { scope: 'worker' }],
   relay: [
     async ({ keys }, use) => {
-      const relay = await startRelay({ port: 0, keys, logLevel: 'silent', countIntervalMs: 100, ...(process.env.TESSERA_E2E_MEDIA_IP ? { mediaIp: process.env.TESSERA_E2E_MEDIA_IP } : {}) });
+      const dir = mkdtempSync(join(tmpdir(), 'tessera-e2e-'));
+      const outputs = { recordingsDir: join(dir, 'recordings'), hlsDir: join(dir, 'hls') };
+      const relay = await startRelay({ port: 0, keys, logLevel: 'silent', countIntervalMs: 100, ...outputs, ...(process.env.TESSERA_E2E_MEDIA_IP ? { mediaIp: process.env.TESSERA_E2E_MEDIA_IP } : {}) });
       await use(relay);
       await relay.close();
+      rmSync(dir, { recursive: true, force: true });
     },
     { scope: 'worker' },
   ],

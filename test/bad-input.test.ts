@@ -23,13 +23,13 @@ describe('bad input: the relay answers with a typed error or a documented close,
     }
   });
 
-  it('a binary or oversized first frame: close 4003 before any parsing', async () => {
+  it('a binary first frame: close 4003; an oversized one: close 1009 from its header, before its bytes are read', async () => {
     const bin = await rawConnect(t.url);
     bin.send(Buffer.from([1, 2, 3]));
     assert.equal((await bin.closed).code, CloseCode.PROTOCOL_ERROR);
     const big = await rawConnect(t.url);
     big.send(JSON.stringify({ type: 'join', v: 1, token: 'x'.repeat(17 * 1024), participantId: 'p' }));
-    assert.equal((await big.closed).code, CloseCode.PROTOCOL_ERROR);
+    assert.equal((await big.closed).code, 1009);
   });
 
   it('a join frame that never comes: close 4002 after the join timeout', async () => {
@@ -48,9 +48,21 @@ describe('bad input: the relay answers with a typed error or a documented close,
     assert.equal((await c.closed).code, CloseCode.JOIN_REFUSED);
   });
 
-  it('a frame over the post-join limit closes that socket with 1009 only', async () => {
+  it('item 12: a frame over the post-join limit is answered PAYLOAD_TOO_LARGE (with its request id) and the session lives on', async () => {
     const c = await rawJoin(t.url, good());
     c.send('x'.repeat(65 * 1024));
+    const plain = await c.next((f) => f.type === 'error');
+    assert.equal((plain.error as { code: string }).code, 'PAYLOAD_TOO_LARGE');
+    c.send(JSON.stringify({ type: 'request', id: 7, method: 'pubsub.publish', params: { topic: 't', payload: 'y'.repeat(70 * 1024) } }));
+    const answer = await c.next((f) => f.id === 7);
+    assert.equal((answer.error as { code: string }).code, 'PAYLOAD_TOO_LARGE');
+    assert.ok((await c.request('participants.list', { tier: 'speaker' })).result, 'still a working session');
+    c.ws.close();
+  });
+
+  it('a frame over four times the limit closes that socket with 1009 only', async () => {
+    const c = await rawJoin(t.url, good());
+    c.send('x'.repeat(4 * 64 * 1024 + 1));
     assert.equal((await c.closed).code, 1009);
   });
 
@@ -164,11 +176,11 @@ describe('bad input: the relay answers with a typed error or a documented close,
     const hb = await startTestRelay({ heartbeatMs: 100, resumeGraceMs: 100 });
     try {
       const c = await rawJoin(hb.url, hb.token({ roomId: 'hb', grant: {} }));
-      assert.ok(hb.relay.context.rooms.get('hb'));
+      assert.ok(hb.relay.context.rooms.get('default', 'hb'));
       // stop answering pings: ws answers automatically unless the socket is paused
       c.ws.pause();
       await until(() => hb.relay.connections === 0, 2000, 'the silent peer dropped');
-      await until(() => hb.relay.context.rooms.get('hb') === undefined, 2000, 'its seat given up after the grace period');
+      await until(() => hb.relay.context.rooms.get('default', 'hb') === undefined, 2000, 'its seat given up after the grace period');
       c.ws.terminate();
     } finally {
       await hb.close();

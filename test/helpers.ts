@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { WebSocket as NodeWebSocket } from 'ws';
 import { startRelay, type Relay, type RelayOptions } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -23,10 +26,14 @@ export interface TestRelay {
   close(): Promise<void>;
 }
 
-/** A real relay on a free loopback port, silent, with one test key. */
+/**
+ * A real relay on a free loopback port, silent, with one test key; its outputs go to a temporary
+ * directory of its own, removed when it closes.
+ */
 export async function startTestRelay(options: Partial<RelayOptions> = {}): Promise<TestRelay> {
   const keys = options.keys ?? new KeyStore({ [API_KEY]: SECRET });
-  const relay = await startRelay({ port: 0, logLevel: 'silent', ...options, keys });
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-test-'));
+  const relay = await startRelay({ port: 0, logLevel: 'silent', recordingsDir: join(dir, 'recordings'), hlsDir: join(dir, 'hls'), ...options, keys });
   const rooms: Room[] = [];
   return {
     relay,
@@ -41,6 +48,7 @@ export async function startTestRelay(options: Partial<RelayOptions> = {}): Promi
     async close() {
       for (const room of rooms) void room.leave();
       await relay.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

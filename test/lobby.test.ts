@@ -151,7 +151,7 @@ describe('lobby (joinPolicy ask)', () => {
   it('a guest may wait in a room nobody is in yet, and is admitted when a moderator comes', async () => {
     const joining = t.join({ token: guestToken('l9', 'early') });
     await new Promise((r) => setTimeout(r, 50));
-    assert.ok(t.relay.context.rooms.get('l9'), 'the room exists for its lobby');
+    assert.ok(t.relay.context.rooms.get('default', 'l9'), 'the room exists for its lobby');
     const mod = await moderator('l9');
     await mod.lobby.admit('early');
     const guest = await joining;

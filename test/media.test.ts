@@ -48,7 +48,7 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
     const got = countPackets(video.track!);
     const gotAudio = countPackets(remote.tracks.get('microphone')!.track!);
     await until(() => got() > 10 && gotAudio() > 10, 8000, 'packets flowing');
-    const stats = t.relay.context.rooms.get('m1')!.media.stats();
+    const stats = t.relay.context.rooms.get('default', 'm1')!.media.stats();
     assert.equal(stats.publications, 2);
     assert.equal(stats.subscriptions, 2);
     assert.ok(stats.in.packets > 0 && stats.out.packets > 0);
@@ -58,13 +58,13 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
   it('a late joiner sees existing tracks in participant.tracks, subscribes, and its subscription asks for a key frame', async () => {
     const a = await join('m2', 'a');
     await a.localParticipant.publish('camera', camera().track);
-    const before = t.relay.context.rooms.get('m2')!.media.stats().in.keyFrameRequests;
+    const before = t.relay.context.rooms.get('default', 'm2')!.media.stats().in.keyFrameRequests;
     const late = await join('m2', 'late', AV);
     const remote = late.remoteParticipants.get('a')!;
     assert.deepEqual([...remote.tracks.keys()], ['camera'], 'present at join');
     const sub = await nextEvent(late, 'track-subscribed', 8000);
     assert.equal(sub.publication.source, 'camera');
-    await until(() => t.relay.context.rooms.get('m2')!.media.stats().in.keyFrameRequests > before, 5000, 'a key frame request');
+    await until(() => t.relay.context.rooms.get('default', 'm2')!.media.stats().in.keyFrameRequests > before, 5000, 'a key frame request');
     await late.leave();
     await a.leave();
   });
@@ -87,9 +87,9 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
     assert.equal(failed.error.code, 'INVALID_PERMISSIONS');
     assert.equal(failed.publication.subscribed, false);
     await rejectsWith(deaf.remoteParticipants.get('pub')!.tracks.get('camera')!.subscribe(), 'INVALID_PERMISSIONS');
-    await until(() => t.relay.context.rooms.get('m3')!.media.stats().subscriptions === 1, 3000);
+    await until(() => t.relay.context.rooms.get('default', 'm3')!.media.stats().subscriptions === 1, 3000);
     await new Promise((r) => setTimeout(r, 100));
-    assert.equal(t.relay.context.rooms.get('m3')!.media.stats().subscriptions, 1, 'only np (canSubscribe) receives media');
+    assert.equal(t.relay.context.rooms.get('default', 'm3')!.media.stats().subscriptions, 1, 'only np (canSubscribe) receives media');
     const viewer = await join('m3', 'viewer', AV, { isViewer: true });
     const e3 = await rejectsWith(viewer.localParticipant.publish('camera', camera().track), 'INVALID_ARGUMENT');
     assert.equal(e3.reason, 'viewer-cannot-publish');
@@ -119,7 +119,7 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
     const left = nextEvent(b, 'participant-left');
     await a.leave();
     await left;
-    await until(() => t.relay.context.rooms.get('m4')!.media.stats().subscriptions === 0, 3000, 'relay dropped the subscription');
+    await until(() => t.relay.context.rooms.get('default', 'm4')!.media.stats().subscriptions === 0, 3000, 'relay dropped the subscription');
     await b.leave();
   });
 
@@ -128,7 +128,7 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
     const lossy = fakeTrack('video', 30, (seq) => seq % 25 === 0);
     stops.push(lossy.stop);
     await a.localParticipant.publish('camera', lossy.track);
-    await until(() => t.relay.context.rooms.get('m7')!.media.stats().in.nacks > 0, 8000, 'a NACK for the missing packets');
+    await until(() => t.relay.context.rooms.get('default', 'm7')!.media.stats().in.nacks > 0, 8000, 'a NACK for the missing packets');
     await a.leave();
   });
 
@@ -171,7 +171,7 @@ describe('media through the relay (SDK in Node on werift, relay on werift)', () 
     await publication.unsubscribe();
     await gone;
     assert.equal(publication.subscribed, false);
-    await until(() => t.relay.context.rooms.get('m5')!.media.stats().subscriptions === 0);
+    await until(() => t.relay.context.rooms.get('default', 'm5')!.media.stats().subscriptions === 0);
     await publication.subscribe();
     assert.equal(publication.subscribed, true);
     await manual.leave();

@@ -117,12 +117,15 @@ describe('pubsub: delivery, targeting, history, permissions, limits', () => {
     await rejectsWith(a.pubsub.publish('a-very-long-topic-name', 1), 'INVALID_ARGUMENT');
     await rejectsWith(a.pubsub.publish('', 1), 'INVALID_ARGUMENT');
     for (const topic of ['t1', 't2', 't3']) await a.pubsub.subscribe(topic, () => {});
-    const tooMany = await rejectsWith(a.pubsub.subscribe('t4', () => {}), 'INVALID_ARGUMENT');
+    const tooMany = await rejectsWith(a.pubsub.subscribe('t4', () => {}), 'RATE_LIMITED');
     assert.equal(tooMany.reason, 'too-many-subscriptions');
     const b = await join('p6', 'b');
-    await b.pubsub.publish('t5', 1, { persist: true }); // the room's 4th topic
-    const full = await rejectsWith(b.pubsub.subscribe('t6', () => {}), 'INVALID_ARGUMENT');
+    for (const topic of ['h1', 'h2', 'h3', 'h4']) await b.pubsub.publish(topic, 1, { persist: true }); // the room's 4 topics with history
+    const full = await rejectsWith(b.pubsub.publish('h5', 1, { persist: true }), 'RATE_LIMITED');
     assert.equal(full.reason, 'too-many-topics');
+    await b.pubsub.publish('h1', 2, { persist: true }); // a topic that has history already is fine
+    // item 10: subscribing never uses the room's topic quota up
+    await b.pubsub.subscribe('t6', () => {});
     await a.leave();
     await b.leave();
   });

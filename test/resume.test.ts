@@ -84,7 +84,7 @@ describe('resume after a dropped connection', () => {
     const gone = nextEvent(a, 'disconnected');
     drop(a);
     const { AwayLink } = await import('../relay/seats.ts');
-    await until(() => t.relay.context.rooms.get('r4')?.get('a')?.link instanceof AwayLink, 2000, 'a is away');
+    await until(() => t.relay.context.rooms.get('default', 'r4')?.get('a')?.link instanceof AwayLink, 2000, 'a is away');
     await mod.remove('a');
     assert.deepEqual(await gone, { reason: 'removed' });
     await mod.leave();

@@ -326,7 +326,7 @@ function outputs(room) {
         const control = room[output];
         const { state, by, info, error } = control.status;
         const active = state === 'active';
-        const where = active && info ? (info.playlist ?? info.file ?? info.server ?? '') : '';
+        const where = active && info ? (info.playlist ?? info.url ?? info.server ?? '') : '';
         return h('li', {}, h('span', { textContent: label, title: where }), h('span', { className: `state ${state}`, title: error?.message ?? (by ? `by ${by}` : ''), textContent: state }), h('button', {
           className: active ? 'ghost' : '',
           textContent: active ? 'Stop' : 'Start',

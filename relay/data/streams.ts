@@ -14,6 +14,8 @@ export interface StreamLimits {
 /** Streams one sender may have open at once. */
 export const MAX_OPEN_STREAMS = 8;
 const ACK_RETRY_MS = 5;
+/** A recipient that holds a stream back this long is dropped from it; the others go on. */
+export const STREAM_LAG_MS = 1000;
 
 interface OpenStream {
   readonly id: number;
@@ -25,6 +27,8 @@ interface OpenStream {
   /** Highest forwarded chunk not yet acknowledged to the sender, or -1. */
   unacked: number;
   ackTimer: ReturnType<typeof setTimeout> | null;
+  /** Since when each recipient over the high-water mark has been holding the stream back. */
+  readonly lagging: Map<Member, number>;
 }
 
 const serialise = (frame: ServerFrame) => Buffer.from(JSON.stringify(frame));
@@ -58,7 +62,7 @@ export class StreamBoard {
     const recipients = new Set<Member>();
     for (const m of candidates) if (m && m !== sender && m.grant.canSubscribeData) recipients.add(m);
     const id = this.nextId++;
-    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, ackTimer: null };
+    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, ackTimer: null, lagging: new Map() };
     this.streams.set(id, stream);
     const { to: _to, ...meta } = params;
     const info: StreamInfo = { ...meta, streamId: id, from: sender.id, timestamp: Date.now() };
@@ -94,14 +98,35 @@ export class StreamBoard {
     if (!stream.ackTimer) this.acknowledge(stream);
   }
 
+  /**
+   * Acknowledge to the sender once every recipient has room; one that stays full past
+   * `STREAM_LAG_MS` (a slow link, or a peer that stopped reading) is dropped from this stream,
+   * with a `stream.abort` of its own, so it cannot stall the stream for everyone else.
+   */
   private acknowledge(stream: OpenStream): void {
     stream.ackTimer = null;
     if (!this.streams.has(stream.id) || stream.unacked < 0) return;
+    const now = performance.now();
+    let waiting = false;
     for (const m of stream.recipients) {
-      if (m.link.bufferedAmount > this.limits.streamHighWater) {
-        stream.ackTimer = setTimeout(() => this.acknowledge(stream), ACK_RETRY_MS);
-        return;
+      if (m.link.bufferedAmount <= this.limits.streamHighWater) {
+        stream.lagging.delete(m);
+        continue;
       }
+      const since = stream.lagging.get(m) ?? now;
+      if (now - since < STREAM_LAG_MS) {
+        stream.lagging.set(m, since);
+        waiting = true;
+        continue;
+      }
+      stream.recipients.delete(m);
+      stream.lagging.delete(m);
+      const error: WireError = { code: 'TIMEOUT', message: 'you did not keep up with this stream: it went on without you', reason: 'slow-recipient' };
+      m.link.send({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
+    }
+    if (waiting) {
+      stream.ackTimer = setTimeout(() => this.acknowledge(stream), ACK_RETRY_MS);
+      return;
     }
     stream.sender.link.send({ type: 'event', name: 'stream.ack', data: { streamId: stream.id, seq: stream.unacked } });
     stream.unacked = -1;
@@ -125,7 +150,10 @@ export class StreamBoard {
     for (const stream of [...this.streams.values()]) {
       if (stream.sender === member) {
         this.abort(stream, { code: 'CONNECTION_LOST', message: 'the sender left before the stream ended', reason: 'sender-left' }, false);
-      } else stream.recipients.delete(member);
+      } else {
+        stream.recipients.delete(member);
+        stream.lagging.delete(member);
+      }
     }
   }
 

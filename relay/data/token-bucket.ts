@@ -12,13 +12,23 @@ export class TokenBucket {
     this.last = now();
   }
 
-  /** Take one token; false when the bucket is empty. */
-  take(): boolean {
+  private refill(): void {
     const now = this.now();
     this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.rate);
     this.last = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
+  }
+
+  /** Take `n` tokens (default one); false, taking none, when the bucket has fewer. */
+  take(n = 1): boolean {
+    this.refill();
+    if (this.tokens < n) return false;
+    this.tokens -= n;
     return true;
+  }
+
+  /** Milliseconds until one token is there (0 when one is). */
+  msUntilToken(): number {
+    this.refill();
+    return this.tokens >= 1 ? 0 : ((1 - this.tokens) / this.rate) * 1000;
   }
 }

@@ -1,19 +1,33 @@
 import type { PubSubMessage, ServerFrame } from '../../src/protocol/messages.ts';
+import type { Budget } from '../budget.ts';
 import { RelayError } from '../context.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/types.ts';
 
 /** Limits of a room's topics. */
 export interface TopicLimits {
+  /** Persisted messages kept per topic. */
   historySize: number;
+  /** Topics with history in one room. */
   maxTopicsPerRoom: number;
+  /** Topics one member may subscribe to. */
   maxSubscriptions: number;
+}
+
+/** What the topics of a room charge: its history bytes (nested in the relay's) and the relay's subscriptions. */
+export interface TopicBudgets {
+  history: Budget;
+  subscriptions: Budget;
 }
 
 interface Stored {
   message: PubSubMessage;
   /** Targets of a targeted message; only they (and the sender) ever see it. */
   to?: ReadonlySet<string>;
+  /** What keeping it costs: its frame and its target list. */
+  bytes: number;
+  topic: string;
+  gone: boolean;
 }
 
 interface Topic {
@@ -22,50 +36,62 @@ interface Topic {
 }
 
 /**
- * The pubsub state of one room: who subscribes to what, and each topic's bounded history.
- * A message is serialised once and the same bytes go to every recipient.
+ * The pubsub state of one room: who subscribes to what, and each topic's history. History is a
+ * byte budget of the room (and of the relay): a persisted message that does not fit pushes out
+ * the room's oldest, whatever their topic. Only topics with history count against the room's
+ * topic quota, so subscribing (which any member with `canSubscribeData` may do) never uses it
+ * up; subscriptions have their own per-member and relay-wide counts. A message is serialised
+ * once and the same bytes go to every recipient, as optional traffic (a member not keeping up
+ * misses it rather than being cut).
  */
 export class TopicBoard {
   private readonly topics = new Map<string, Topic>();
   private readonly byMember = new Map<Member, Set<string>>();
+  /** Every kept message of the room, oldest first (with tombstones up to `head`). */
+  private order: Stored[] = [];
+  private head = 0;
+  private topicsWithHistory = 0;
   private seq = 0;
 
   constructor(
     private readonly limits: TopicLimits,
+    private readonly budgets: TopicBudgets,
     private readonly lookup: (participantId: string) => Member | undefined,
+    /** True for an id a pinned token used in this room: what is targeted to it is not an unpinned member's. */
+    private readonly reserved: (participantId: string) => boolean,
     private readonly timeline: Timeline,
   ) {}
 
-  private topic(name: string, create: boolean): Topic | undefined {
-    let topic = this.topics.get(name);
-    if (!topic && create) {
-      if (this.topics.size >= this.limits.maxTopicsPerRoom) {
-        throw new RelayError('INVALID_ARGUMENT', `this room already has ${this.limits.maxTopicsPerRoom} topics`, 'too-many-topics');
-      }
-      topic = { subscribers: new Set(), history: [] };
-      this.topics.set(name, topic);
-    }
-    return topic;
+  /** Bytes of history the room keeps now. */
+  get historyBytes(): number {
+    return this.budgets.history.inUse;
   }
 
   subscribe(member: Member, name: string): void {
     const mine = this.byMember.get(member) ?? new Set<string>();
     if (mine.has(name)) return;
     if (mine.size >= this.limits.maxSubscriptions) {
-      throw new RelayError('INVALID_ARGUMENT', `at most ${this.limits.maxSubscriptions} subscriptions per participant`, 'too-many-subscriptions');
+      throw new RelayError('RATE_LIMITED', `at most ${this.limits.maxSubscriptions} subscriptions per participant`, 'too-many-subscriptions');
     }
-    this.topic(name, true)!.subscribers.add(member);
+    if (!this.budgets.subscriptions.take(1)) throw new RelayError('RATE_LIMITED', 'the relay holds all the subscriptions it can: try again later', 'subscriptions-full');
+    let topic = this.topics.get(name);
+    if (!topic) {
+      topic = { subscribers: new Set(), history: [] };
+      this.topics.set(name, topic);
+    }
+    topic.subscribers.add(member);
     mine.add(name);
     this.byMember.set(member, mine);
   }
 
   unsubscribe(member: Member, name: string): void {
+    const mine = this.byMember.get(member);
+    if (!mine?.delete(name)) return;
+    if (mine.size === 0) this.byMember.delete(member);
+    this.budgets.subscriptions.give(1);
     const topic = this.topics.get(name);
     topic?.subscribers.delete(member);
-    if (topic && topic.subscribers.size === 0 && topic.history.length === 0) this.topics.delete(name);
-    const mine = this.byMember.get(member);
-    mine?.delete(name);
-    if (mine?.size === 0) this.byMember.delete(member);
+    if (topic) this.forgetIfEmpty(name, topic);
   }
 
   /** Forget every subscription of a member that left. */
@@ -75,7 +101,8 @@ export class TopicBoard {
 
   /**
    * Deliver a message to the topic's subscribers (or those of them in `to`), never back to its
-   * sender, and keep it when `persist`. Returns the message and how many received it.
+   * sender, and keep it when `persist`. Returns the message and how many received it. Either
+   * all of it happens or, refused, none of it.
    */
   publish(
     from: Member,
@@ -83,32 +110,29 @@ export class TopicBoard {
     payload: PubSubMessage['payload'],
     options: { to?: readonly string[]; persist?: boolean },
   ): { message: PubSubMessage; recipients: number } {
-    const topic = this.topic(name, options.persist === true);
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
-    const to = options.to ? new Set(options.to) : undefined;
-    // targeted messages are private: outputs (recordings, captions) only see public ones
-    if (!to) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload, id: message.id });
-    if (topic && options.persist && this.limits.historySize > 0) {
-      topic.history.push(to ? { message, to } : { message });
-      if (topic.history.length > this.limits.historySize) topic.history.shift();
-    }
-    if (!topic) return { message, recipients: 0 };
     const frame: ServerFrame = { type: 'event', name: 'pubsub.message', data: message };
     const data = Buffer.from(JSON.stringify(frame));
+    const to = options.to ? new Set(options.to) : undefined;
+    if (options.persist && this.limits.historySize > 0) this.keep(name, message, to, data.length);
+    // targeted messages are private: outputs (recordings, captions) only see public ones
+    if (!to) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload, id: message.id });
+    const topic = this.topics.get(name);
+    if (!topic) return { message, recipients: 0 };
     let recipients = 0;
     if (to) {
       // cost of a targeted message: its targets, not the topic's audience
       for (const id of to) {
         const member = this.lookup(id);
         if (member && member !== from && topic.subscribers.has(member)) {
-          member.link.sendRaw(data);
+          member.link.sendRaw(data, true);
           recipients++;
         }
       }
     } else {
       for (const member of topic.subscribers) {
         if (member !== from) {
-          member.link.sendRaw(data);
+          member.link.sendRaw(data, true);
           recipients++;
         }
       }
@@ -116,14 +140,87 @@ export class TopicBoard {
     return { message, recipients };
   }
 
+  private keep(name: string, message: PubSubMessage, to: ReadonlySet<string> | undefined, frameBytes: number): void {
+    let bytes = frameBytes + 64;
+    if (to) for (const id of to) bytes += id.length + 16;
+    const budget = this.budgets.history;
+    if (bytes > budget.limit) throw new RelayError('PAYLOAD_TOO_LARGE', `a persisted message may take at most ${budget.limit} bytes of this room's history`, 'history-budget');
+    let topic = this.topics.get(name);
+    if (!topic?.history.length && this.topicsWithHistory >= this.limits.maxTopicsPerRoom) {
+      throw new RelayError('RATE_LIMITED', `this room already keeps history for ${this.limits.maxTopicsPerRoom} topics`, 'too-many-topics');
+    }
+    // the room's oldest make way, whatever their topic, until it fits here and relay-wide
+    while (!budget.fits(bytes) && this.evictOldest());
+    if (!budget.take(bytes)) throw new RelayError('RATE_LIMITED', 'the relay keeps all the history it can: try again later, or publish without persist', 'history-full');
+    topic = this.topics.get(name); // eviction may have emptied and dropped it
+    if (!topic) {
+      topic = { subscribers: new Set(), history: [] };
+      this.topics.set(name, topic);
+    }
+    if (topic.history.length === 0) this.topicsWithHistory++;
+    const stored: Stored = { message, bytes, topic: name, gone: false, ...(to ? { to } : {}) };
+    topic.history.push(stored);
+    this.order.push(stored);
+    if (topic.history.length > this.limits.historySize) this.forget(topic.history[0]!);
+  }
+
+  /** Drop the room's oldest kept message; false when there is none. */
+  private evictOldest(): boolean {
+    while (this.head < this.order.length) {
+      const stored = this.order[this.head++]!;
+      if (!stored.gone) {
+        this.forget(stored);
+        this.compact();
+        return true;
+      }
+    }
+    this.compact();
+    return false;
+  }
+
+  private forget(stored: Stored): void {
+    if (stored.gone) return;
+    stored.gone = true;
+    this.budgets.history.give(stored.bytes);
+    const topic = this.topics.get(stored.topic)!;
+    const at = topic.history.indexOf(stored);
+    topic.history.splice(at, 1);
+    if (topic.history.length === 0) {
+      this.topicsWithHistory--;
+      this.forgetIfEmpty(stored.topic, topic);
+    }
+  }
+
+  private compact(): void {
+    if (this.head > 1024 && this.head > this.order.length / 2) {
+      this.order = this.order.slice(this.head).filter((s) => !s.gone);
+      this.head = 0;
+    }
+  }
+
+  private forgetIfEmpty(name: string, topic: Topic): void {
+    if (topic.subscribers.size === 0 && topic.history.length === 0) this.topics.delete(name);
+  }
+
   /** The last `limit` persisted messages `reader` may see, oldest first. */
   history(reader: Member, name: string, limit: number): PubSubMessage[] {
     const stored = this.topics.get(name)?.history ?? [];
+    const mayReadTargeted = reader.pinned || !this.reserved(reader.id);
     const out: PubSubMessage[] = [];
     for (let i = stored.length - 1; i >= 0 && out.length < limit; i--) {
       const s = stored[i]!;
-      if (!s.to || s.to.has(reader.id) || s.message.from === reader.id) out.push(s.message);
+      if (!s.to || s.message.from === reader.id || (mayReadTargeted && s.to.has(reader.id))) out.push(s.message);
     }
     return out.reverse();
+  }
+
+  /** The room is gone: give its history back to the relay's budget. */
+  dispose(): void {
+    this.budgets.history.give(this.budgets.history.inUse);
+    for (const names of this.byMember.values()) this.budgets.subscriptions.give(names.size);
+    this.byMember.clear();
+    this.topics.clear();
+    this.order = [];
+    this.head = 0;
   }
 }

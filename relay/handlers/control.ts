@@ -1,7 +1,7 @@
 import { OUTPUT_FLAGS } from '../../src/protocol/control.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, type RequestScope } from '../context.ts';
-import type { WhiteboardProvider } from '../outputs/whiteboard.ts';
+import { RelayError, requireFlag, spendBytes, type RequestScope } from '../context.ts';
+import { WhiteboardProvider } from '../outputs/whiteboard.ts';
 
 export function admitFromLobby(scope: RequestScope, params: Params<'lobby.admit'>): Result<'lobby.admit'> {
   requireFlag(scope.member, 'canModerate', 'admitting from the lobby');
@@ -41,7 +41,9 @@ function board(scope: RequestScope): WhiteboardProvider {
 
 export function draw(scope: RequestScope, params: Params<'whiteboard.draw'>): Result<'whiteboard.draw'> {
   requireFlag(scope.member, 'canWhiteboard', 'drawing on the whiteboard');
-  return { shape: board(scope).draw(scope.member.id, params.shape) };
+  const provider = board(scope);
+  spendBytes(scope, WhiteboardProvider.cost(scope.member.id, params.shape));
+  return { shape: provider.draw(scope.member.id, params.shape) };
 }
 
 export function clearBoard(scope: RequestScope): Result<'whiteboard.clear'> {
@@ -50,7 +52,9 @@ export function clearBoard(scope: RequestScope): Result<'whiteboard.clear'> {
   return {};
 }
 
-/** Everyone may look at the board. */
+/** Everyone may look at the board; the answer's size is charged to the asker's byte budget. */
 export function shapes(scope: RequestScope): Result<'whiteboard.shapes'> {
-  return { shapes: board(scope).all() };
+  const provider = board(scope);
+  spendBytes(scope, provider.bytes);
+  return { shapes: provider.all() };
 }

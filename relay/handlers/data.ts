@@ -1,5 +1,5 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, spend, type RequestScope } from '../context.ts';
+import { RelayError, requireFlag, spend, spendBytes, type RequestScope } from '../context.ts';
 
 function checkTopic(scope: RequestScope, topic: string): void {
   const max = scope.relay.config.maxTopicLength;
@@ -13,7 +13,7 @@ export function publish(scope: RequestScope, params: Params<'pubsub.publish'>): 
   const max = scope.relay.config.maxPayloadBytes;
   const bytes = Buffer.byteLength(JSON.stringify(params.payload));
   if (bytes > max) throw new RelayError('PAYLOAD_TOO_LARGE', `the payload is ${bytes} bytes; the limit is ${max} (use dataStream for large data)`, 'payload-too-large');
-  spend(scope);
+  spendBytes(scope, bytes);
   const { message, recipients } = scope.room.topics.publish(scope.member, params.topic, params.payload, params);
   return { id: message.id, timestamp: message.timestamp, recipients };
 }

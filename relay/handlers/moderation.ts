@@ -6,8 +6,8 @@ import { RelayError, requireFlag, type RequestScope } from '../context.ts';
 export function endRoom(scope: RequestScope): Result<'room.end'> {
   requireFlag(scope.member, 'canModerate', 'ending the room');
   const { relay, room, member } = scope;
-  relay.log.info(`room ${room.id} ended by ${member.id}`);
-  relay.rooms.delete(room.id);
+  relay.log.info('room ended', { room: room.id, by: member.id });
+  relay.rooms.delete(room);
   room.lobby.clear({ code: 'ENTRY_DENIED', message: 'the room has ended', reason: 'room-ended' });
   // after the response: the caller's own session is closed too
   scope.after(() => {
@@ -23,8 +23,9 @@ export function removeParticipant(scope: RequestScope, params: Params<'participa
   if (params.participantId === member.id) throw new RelayError('INVALID_ARGUMENT', 'you cannot remove yourself; leave the room instead', 'self');
   const target = room.get(params.participantId);
   if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`);
-  if (target.pinned) relay.bans.add(room.id, target.tokenSignature, target.tokenExp);
-  relay.log.info(`participant ${target.id} removed from ${room.id} by ${member.id}`);
+  // pinned or not: an unpinned token would otherwise come straight back under a new id
+  relay.bans.add(room.project, room.id, target.tokenKey, target.tokenExp + relay.config.tokenLeeway);
+  relay.log.info('participant removed', { participant: target.id, room: room.id, by: member.id });
   target.link.close(CloseCode.REMOVED, 'removed');
   return {};
 }

@@ -1,19 +1,38 @@
+import type { Tier } from '../../src/protocol/messages.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
 import { RelayError, type RequestScope } from '../context.ts';
 import type { TierCursor } from '../rooms/types.ts';
 
-/** Default and largest page sizes of `participants.list`. */
+/** Default page size of `participants.list`. */
 export const DEFAULT_PAGE = 100;
+
+/**
+ * Cursors are positions (a tier and a join sequence number), written as an opaque string. The
+ * relay keeps nothing per cursor: a forged one only names another position in a list the
+ * caller may page through anyway.
+ */
+export function encodeCursor(cursor: TierCursor): string {
+  return Buffer.from(`${cursor.tier === 'viewer' ? 'v' : 's'}${cursor.position.toString(36)}`).toString('base64url');
+}
+
+export function decodeCursor(text: string): TierCursor | null {
+  const m = /^([vs])([0-9a-z]{1,11})$/.exec(Buffer.from(text, 'base64url').toString('latin1'));
+  if (!m) return null;
+  const position = parseInt(m[2]!, 36);
+  if (!Number.isSafeInteger(position)) return null;
+  const tier: Tier = m[1] === 'v' ? 'viewer' : 'speaker';
+  return { tier, position };
+}
 
 /** `participants.list`: one page of a tier, in join order. */
 export function listParticipants(scope: RequestScope, params: Params<'participants.list'>): Result<'participants.list'> {
   let after: TierCursor | null = null;
   if (params.cursor !== undefined && params.cursor !== null) {
-    const found = scope.cursors.get(params.cursor) as TierCursor | undefined;
-    if (!found) throw new RelayError('INVALID_ARGUMENT', 'unknown or expired cursor: start the walk again without one', 'bad-cursor');
+    const found = decodeCursor(params.cursor);
+    if (!found) throw new RelayError('INVALID_ARGUMENT', 'unknown cursor: start the walk again without one', 'bad-cursor');
     if (found.tier !== params.tier) throw new RelayError('INVALID_ARGUMENT', 'this cursor belongs to a walk over another tier', 'bad-cursor');
     after = found;
   }
   const page = scope.room.page(params.tier, after, params.limit ?? DEFAULT_PAGE);
-  return { participants: page.participants, nextCursor: page.next ? scope.cursors.put(page.next) : null };
+  return { participants: page.participants, nextCursor: page.next ? encodeCursor(page.next) : null };
 }

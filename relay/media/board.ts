@@ -259,7 +259,7 @@ export class MediaBoard {
     if (mine.size === 0) this.published.delete(p.member);
     for (const s of [...p.subscriptions]) this.drop(s, true);
     p.transport.close();
-    this.room.log.debug(`media: ${p.member.id} ${p.source} ended (${why})`);
+    this.room.log.debug('media: publication ended', { participant: p.member.id, source: p.source, why });
     if (p.track) this.room.broadcast({ type: 'event', name: 'track-unpublished', data: { participantId: p.member.id, source: p.source } }, p.member.id);
   }
 

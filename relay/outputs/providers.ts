@@ -6,6 +6,7 @@ import { LivestreamProvider } from './livestream.ts';
 import { RecordingProvider } from './recording.ts';
 import { TranscriptionProvider } from './transcription.ts';
 import { WhiteboardProvider } from './whiteboard.ts';
+import { Budget } from '../budget.ts';
 
 /** Where the local providers put what they produce. */
 export interface ProviderSettings {
@@ -13,6 +14,8 @@ export interface ProviderSettings {
   hlsDir: string;
   hlsSegmentSeconds: number;
   transcriptionUrl?: string;
+  /** Bytes of shapes one whiteboard keeps. */
+  whiteboardBytes: number;
   /** Let livestreams go to loopback and private addresses (`--allow-private-rtmp`). */
   allowPrivateRtmp?: boolean;
   /** How long an output may take to start (ms); also the livestream's own connect deadline. */
@@ -20,10 +23,10 @@ export interface ProviderSettings {
 }
 
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
-export function localProviders(settings: ProviderSettings): Record<OutputName, ProviderFactory> {
+export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): Record<OutputName, ProviderFactory> {
   return {
     recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed),
-    hls: (ctx) => new HlsProvider(ctx, settings.hlsDir, settings.hlsSegmentSeconds),
+    hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, settings.hlsSegmentSeconds, failed),
     livestream: (ctx, failed) =>
       new LivestreamProvider(ctx, failed, {
         allowPrivateRtmp: settings.allowPrivateRtmp ?? false,
@@ -31,6 +34,6 @@ export function localProviders(settings: ProviderSettings): Record<OutputName, P
         deadlineMs: (settings.outputStartTimeoutMs ?? DEFAULTS.outputStartTimeoutMs) + 1000,
       }),
     transcription: (ctx) => new TranscriptionProvider(ctx, settings.transcriptionUrl),
-    whiteboard: (ctx) => new WhiteboardProvider(ctx),
+    whiteboard: (ctx) => new WhiteboardProvider(ctx, new Budget(settings.whiteboardBytes, whiteboards)),
   };
 }

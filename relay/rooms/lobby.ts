@@ -1,5 +1,6 @@
 import type { LobbyDecision, LobbyOutcome, LobbyRequest } from '../../src/protocol/control.ts';
 import type { ServerFrame, WireError } from '../../src/protocol/messages.ts';
+import type { Budget } from '../budget.ts';
 
 /** A joiner held in the lobby, with the two ways its wait can end. */
 export interface Waiting {
@@ -22,8 +23,14 @@ interface Held extends Waiting {
 export class Lobby {
   private readonly held = new Map<string, Held>();
 
-  /** @param toModerators sends a frame to the room's moderators */
-  constructor(private readonly toModerators: (frame: ServerFrame) => void) {}
+  /**
+   * @param toModerators sends a frame to the room's moderators
+   * @param budget the relay-wide count of waiting joiners, charged one per held joiner
+   */
+  constructor(
+    private readonly toModerators: (frame: ServerFrame) => void,
+    private readonly budget: Budget,
+  ) {}
 
   get size(): number {
     return this.held.size;
@@ -37,9 +44,10 @@ export class Lobby {
     return [...this.held.values()].map((h) => h.request);
   }
 
-  /** Hold a joiner for at most `ttlSeconds`. */
-  hold(waiting: Waiting, ttlSeconds: number): void {
+  /** Hold a joiner for at most `ttlSeconds`; false when the relay-wide lobby budget is spent. */
+  hold(waiting: Waiting, ttlSeconds: number): boolean {
     const id = waiting.request.participantId;
+    if (!this.budget.take(1)) return false;
     const timer = setTimeout(() => {
       if (!this.release(id, 'timeout')) return;
       waiting.refuse({ code: 'ENTRY_TIMEOUT', message: `no moderator admitted you within ${ttlSeconds} s`, reason: 'ttl' });
@@ -47,6 +55,7 @@ export class Lobby {
     timer.unref?.();
     this.held.set(id, { ...waiting, timer });
     this.toModerators({ type: 'event', name: 'lobby-request', data: waiting.request });
+    return true;
   }
 
   /** A moderator's decision about one id. */
@@ -88,6 +97,7 @@ export class Lobby {
     if (!held) return false;
     clearTimeout(held.timer);
     this.held.delete(participantId);
+    this.budget.give(1);
     this.toModerators({ type: 'event', name: 'lobby-resolved', data: { participantId, outcome, ...(by ? { by } : {}) } });
     return true;
   }

@@ -1,69 +1,83 @@
 /**
- * A join-ordered list with O(1) append and removal and cursors that survive churn.
+ * A join-ordered list whose cursors are positions: every entry gets the next join sequence
+ * number, and a walk continues after the number it stopped at. A cursor holds nothing but that
+ * number, so an idle cursor keeps no departed member alive, and it means the same thing on
+ * every relay node.
  *
- * A removed node keeps its `next` pointer. Nodes are only ever appended, so following `next`
- * from a removed node reaches the first node that joined after it and is still present (or
- * one removed later, which is skipped the same way). A cursor is therefore just a node: a
- * participant present for a whole walk is returned exactly once, and a page costs what it
- * returns plus the removed nodes it skips, never the size of the list.
+ * Live entries sit in a map by sequence number; the numbers, ascending, sit in an array where a
+ * departure leaves a tombstone. A page is a binary search for its start plus the entries it
+ * returns; tombstones are swept away whenever a page steps over more than a few, so their cost
+ * is paid once, by the departures that made them, never by the size of the list.
  */
-export interface ListNode<T> {
-  readonly value: T;
-  prev: ListNode<T> | null;
-  next: ListNode<T> | null;
-  removed: boolean;
-}
-
-/** A page of a walk: the values, and the node to continue after (`null` at the end). */
-export interface Page<T> {
-  values: T[];
-  last: ListNode<T> | null;
-}
-
 export class MemberList<T> {
-  private head: ListNode<T> | null = null;
-  private tail: ListNode<T> | null = null;
-  private count = 0;
+  private seqs: number[] = [];
+  private readonly live = new Map<number, T>();
+  private next = 1;
 
   get size(): number {
-    return this.count;
+    return this.live.size;
   }
 
-  append(value: T): ListNode<T> {
-    const node: ListNode<T> = { value, prev: this.tail, next: null, removed: false };
-    if (this.tail) this.tail.next = node;
-    else this.head = node;
-    this.tail = node;
-    this.count++;
-    return node;
+  /** Add a value at the end; returns its sequence number. */
+  append(value: T): number {
+    const seq = this.next++;
+    this.seqs.push(seq);
+    this.live.set(seq, value);
+    return seq;
   }
 
-  remove(node: ListNode<T>): void {
-    if (node.removed) return;
-    if (node.prev) node.prev.next = node.next;
-    else this.head = node.next;
-    if (node.next) node.next.prev = node.prev;
-    else this.tail = node.prev;
-    node.removed = true;
-    node.prev = null; // `next` stays: cursors resting on this node continue from it
-    this.count--;
+  /** Remove the entry with this number (nothing if it is gone already). */
+  remove(seq: number): void {
+    if (!this.live.delete(seq)) return;
+    if (this.live.size === 0) this.seqs = [];
+    else if (this.seqs.length > 64 && this.seqs.length > 4 * this.live.size) this.sweep();
   }
 
-  /** Up to `limit` values after `after` (from the start when `null`). */
-  page(after: ListNode<T> | null, limit: number): Page<T> {
-    let node = after ? after.next : this.head;
-    while (node?.removed) node = node.next;
+  /** Up to `limit` values after position `after` (from the start when `null`), and where to go on. */
+  page(after: number | null, limit: number): { values: T[]; last: number | null } {
+    let i = after === null ? 0 : this.firstAfter(after);
     const values: T[] = [];
-    let last: ListNode<T> | null = null;
-    while (node && values.length < limit) {
-      values.push(node.value);
-      last = node;
-      node = node.next; // `last` is live, so its successor is live too
+    let last: number | null = null;
+    let skipped = 0;
+    for (; i < this.seqs.length && values.length < limit; i++) {
+      const seq = this.seqs[i]!;
+      const value = this.live.get(seq);
+      if (value === undefined) {
+        skipped++;
+        continue;
+      }
+      values.push(value);
+      last = seq;
     }
-    return { values, last: node ? last : null };
+    // is anything left after this page?
+    while (i < this.seqs.length && !this.live.has(this.seqs[i]!)) {
+      i++;
+      skipped++;
+    }
+    if (skipped > 32) this.sweep();
+    return { values, last: i < this.seqs.length ? last : null };
+  }
+
+  /** Index of the first number greater than `seq`. */
+  private firstAfter(seq: number): number {
+    let lo = 0;
+    let hi = this.seqs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.seqs[mid]! <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private sweep(): void {
+    this.seqs = this.seqs.filter((seq) => this.live.has(seq));
   }
 
   *[Symbol.iterator](): IterableIterator<T> {
-    for (let node = this.head; node; node = node.next) yield node.value;
+    for (const seq of this.seqs) {
+      const value = this.live.get(seq);
+      if (value !== undefined) yield value;
+    }
   }
 }

@@ -6,16 +6,14 @@ import { OutputBoard } from '../outputs/board.ts';
 import { CountCoalescer } from './count-coalescer.ts';
 import { Lobby } from './lobby.ts';
 import { Timeline } from './timeline.ts';
-import { MemberList, type ListNode } from './member-list.ts';
-import type { Member, Room, RoomRegistry, RoomServices, TierCursor, TierPage } from './types.ts';
+import { Budget } from '../budget.ts';
+import { MemberList } from './member-list.ts';
+import type { Member, Opener, Room, RoomRegistry, RoomServices, TierCursor, TierPage } from './types.ts';
 
 interface Entry {
   member: Member;
-  node: ListNode<Member>;
-}
-
-interface NodeCursor extends TierCursor {
-  readonly node: ListNode<Member>;
+  /** Its join sequence number in its tier's list. */
+  seq: number;
 }
 
 
@@ -26,6 +24,8 @@ export class MemoryRoom implements Room {
   private readonly coalescer: CountCoalescer;
   private disposed = false;
   private readonly moderators = new Set<Member>();
+  /** Ids pinned tokens have used: reserved for the room's lifetime. */
+  private readonly pinnedIds = new Set<string>();
   readonly topics: TopicBoard;
   readonly streams: StreamBoard;
   readonly lobby: Lobby;
@@ -34,20 +34,29 @@ export class MemoryRoom implements Room {
   readonly media: MediaBoard;
 
   constructor(
+    readonly project: string,
     readonly id: string,
-    { limits, providers, log, media }: RoomServices,
+    readonly opener: Opener,
+    { limits, providers, log, media, budgets }: RoomServices,
   ) {
     this.media = new MediaBoard(media, { broadcast: (frame, exceptId) => this.broadcast(frame, exceptId), log });
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
     );
     const lookup = (participantId: string) => this.get(participantId);
-    this.topics = new TopicBoard(limits, lookup, this.timeline);
+    this.topics = new TopicBoard(
+      limits,
+      { history: new Budget(limits.historyBytesPerRoom, budgets.history), subscriptions: budgets.subscriptions },
+      lookup,
+      (participantId) => this.pinnedIds.has(participantId),
+      this.timeline,
+    );
     this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
-    this.lobby = new Lobby((frame) => this.toModerators(frame));
+    this.lobby = new Lobby((frame) => this.toModerators(frame), budgets.lobby);
     this.outputs = new OutputBoard(
-      { roomId: id, timeline: this.timeline, log, broadcast: (frame) => this.broadcast(frame), tapMedia: (tap) => this.media.tap(tap) },
+      { project, roomId: id, timeline: this.timeline, log, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap) },
       providers,
+      { startTimeoutMs: limits.outputStartTimeoutMs },
     );
   }
 
@@ -68,9 +77,14 @@ export class MemoryRoom implements Room {
     for (const entry of this.entries.values()) yield entry.member;
   }
 
+  pinnedIdentity(participantId: string): boolean {
+    return this.pinnedIds.has(participantId);
+  }
+
   add(member: Member): void {
-    const node = this.tiers[member.tier].append(member);
-    this.entries.set(member.id, { member, node });
+    if (member.pinned) this.pinnedIds.add(member.id);
+    const seq = this.tiers[member.tier].append(member);
+    this.entries.set(member.id, { member, seq });
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
     if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
@@ -81,7 +95,7 @@ export class MemoryRoom implements Room {
     const entry = this.entries.get(member.id);
     if (!entry || entry.member !== member) return false;
     this.entries.delete(member.id);
-    this.tiers[member.tier].remove(entry.node);
+    this.tiers[member.tier].remove(entry.seq);
     this.moderators.delete(member);
     this.media.memberLeft(member);
     this.topics.drop(member);
@@ -105,15 +119,25 @@ export class MemoryRoom implements Room {
   }
 
   page(tier: Tier, after: TierCursor | null, limit: number): TierPage {
-    const { values, last } = this.tiers[tier].page(after ? (after as NodeCursor).node : null, limit);
-    const next: NodeCursor | null = last ? { tier, node: last } : null;
+    const { values, last } = this.tiers[tier].page(after ? after.position : null, limit);
+    const next: TierCursor | null = last === null ? null : { tier, position: last };
     return { participants: values.map((m) => ({ id: m.id, name: m.name, joinedAt: m.joinedAt, tier: m.tier })), next };
   }
 
-  broadcast(frame: ServerFrame, exceptId?: string): void {
+  broadcast(frame: ServerFrame, exceptId?: string, optional = false): void {
     if (this.disposed) return;
     const data = Buffer.from(JSON.stringify(frame));
-    for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data);
+    for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data, optional);
+  }
+
+  broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void {
+    if (this.disposed) return;
+    let fullData: Buffer | null = null;
+    let reducedData: Buffer | null = null;
+    for (const { member } of this.entries.values()) {
+      if (sees(member)) member.link.sendRaw((fullData ??= Buffer.from(JSON.stringify(full))));
+      else member.link.sendRaw((reducedData ??= Buffer.from(JSON.stringify(reduced))));
+    }
   }
 
   toModerators(frame: ServerFrame): void {
@@ -125,38 +149,63 @@ export class MemoryRoom implements Room {
   dispose(): void {
     this.disposed = true;
     this.coalescer.dispose();
+    this.topics.dispose();
     this.streams.dispose();
     this.media.dispose();
     void this.outputs.dispose();
   }
 }
 
-/** Rooms held in memory, created on first join. */
+/** Rooms held in memory, created on first join, keyed by project and room id. */
 export class MemoryRoomRegistry implements RoomRegistry {
   private readonly rooms = new Map<string, MemoryRoom>();
+  private readonly domainOpened = new Map<string, number>();
+  private domainTotal = 0;
 
   constructor(private readonly services: RoomServices) {}
+
+  private static key(project: string, roomId: string): string {
+    return `${project}\u0000${roomId}`;
+  }
 
   get size(): number {
     return this.rooms.size;
   }
 
-  get(roomId: string): Room | undefined {
-    return this.rooms.get(roomId);
+  openedByDomain(project?: string): number {
+    return project === undefined ? this.domainTotal : (this.domainOpened.get(project) ?? 0);
   }
 
-  getOrCreate(roomId: string): Room {
-    let room = this.rooms.get(roomId);
+  get(project: string, roomId: string): Room | undefined {
+    return this.rooms.get(MemoryRoomRegistry.key(project, roomId));
+  }
+
+  getOrCreate(project: string, roomId: string, opener: Opener): Room {
+    const key = MemoryRoomRegistry.key(project, roomId);
+    let room = this.rooms.get(key);
     if (!room) {
-      room = new MemoryRoom(roomId, this.services);
-      this.rooms.set(roomId, room);
+      room = new MemoryRoom(project, roomId, opener, this.services);
+      this.rooms.set(key, room);
+      if (opener === 'domain') {
+        this.domainOpened.set(project, this.openedByDomain(project) + 1);
+        this.domainTotal++;
+      }
     }
     return room;
   }
 
-  delete(roomId: string): void {
-    this.rooms.get(roomId)?.dispose();
-    this.rooms.delete(roomId);
+  delete(room: Room): void {
+    const key = MemoryRoomRegistry.key(room.project, room.id);
+    const held = this.rooms.get(key);
+    if (held !== room) return;
+    this.rooms.delete(key);
+    if (held.opener === 'domain') {
+      this.domainTotal--;
+      const n = this.openedByDomain(room.project) - 1;
+      if (n > 0) this.domainOpened.set(room.project, n);
+      else this.domainOpened.delete(room.project);
+    }
+    held.dispose();
   }
 
   [Symbol.iterator](): IterableIterator<Room> {

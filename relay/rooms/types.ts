@@ -8,6 +8,7 @@ import type { Lobby } from './lobby.ts';
 import type { MediaBoard } from '../media/board.ts';
 import type { MediaEngine } from '../media/engine.ts';
 import type { Timeline } from './timeline.ts';
+import type { RelayBudgets } from '../budget.ts';
 import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 
 /**
@@ -15,8 +16,12 @@ import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFram
  * node (through Redis, later) would hold a remote implementation of it.
  */
 export interface MemberLink {
-  /** Send a frame already serialised (fan-out serialises once per room, not once per member). */
-  sendRaw(data: Buffer): void;
+  /**
+   * Send a frame already serialised (fan-out serialises once per room, not once per member).
+   * `optional` traffic (pubsub, whiteboard) is skipped for a member that is not keeping up,
+   * rather than growing its queue until it is cut.
+   */
+  sendRaw(data: Buffer, optional?: boolean): void;
   /** Send a binary frame (a stream chunk), as is. */
   sendBinary(data: Uint8Array): void;
   send(frame: ServerFrame): void;
@@ -36,17 +41,20 @@ export interface Member {
   readonly pinned: boolean;
   /** Expiry of the token the member joined with, unix seconds. */
   readonly tokenExp: number;
-  /** The signature of that token: what a removal bans. */
-  readonly tokenSignature: string;
+  /** What that token means (`tokenKey`): what a removal bans. */
+  readonly tokenKey: string;
   /** The API key of its token (a resume with a revoked key is refused). */
   readonly apiKey: string;
+  /** The project of that key. */
+  readonly project: string;
   /** Its connection; replaced when the member resumes on a new one. */
   link: MemberLink;
 }
 
-/** An opaque position in a walk over one tier, held by the relay for a client's cursor. */
+/** A position in a walk over one tier: the join sequence number of the last entry returned. */
 export interface TierCursor {
   readonly tier: Tier;
+  readonly position: number;
 }
 
 /** One page of a tier walk. */
@@ -62,6 +70,8 @@ export interface TierPage {
  */
 export interface Room {
   readonly id: string;
+  /** The project whose keys opened it: rooms of two projects never meet, whatever their ids. */
+  readonly project: string;
   /** Pubsub subscriptions and history. */
   readonly topics: TopicBoard;
   /** Data streams in flight. */
@@ -75,6 +85,8 @@ export interface Room {
   /** Published tracks and subscriptions. */
   readonly media: MediaBoard;
   get(participantId: string): Member | undefined;
+  /** True when a pinned token has joined under this id during the room's lifetime. */
+  pinnedIdentity(participantId: string): boolean;
   /** Every member, on stage and in the audience. */
   members(): IterableIterator<Member>;
   /** Add a member (its `participant-joined` goes to the others when it is on stage). */
@@ -87,7 +99,12 @@ export interface Room {
   /** A page of a tier in join order; `after` is a cursor from a previous page. */
   page(tier: Tier, after: TierCursor | null, limit: number): TierPage;
   /** Serialise once and send to every member (optionally but one). */
-  broadcast(frame: ServerFrame, exceptId?: string): void;
+  broadcast(frame: ServerFrame, exceptId?: string, optional?: boolean): void;
+  /**
+   * Send `full` to the members `sees` picks and `reduced` to the others, each serialised once
+   * (an output's URL reaches only those allowed to follow it).
+   */
+  broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void;
   /** Serialise once and send to the members with `canModerate`. */
   toModerators(frame: ServerFrame): void;
   readonly size: number;
@@ -98,6 +115,10 @@ export interface Room {
 /** What a room needs to know of the relay's configuration. */
 export interface RoomLimits extends TopicLimits, StreamLimits {
   countIntervalMs: number;
+  /** Bytes of pubsub history the room keeps. */
+  historyBytesPerRoom: number;
+  /** How long an output may take to start (ms). */
+  outputStartTimeoutMs: number;
 }
 
 /** What a room is made with. */
@@ -107,14 +128,22 @@ export interface RoomServices {
   log: Logger;
   /** Forwards media; `null` runs a relay without media. */
   media: MediaEngine | null;
+  /** Relay-wide ceilings the room's budgets charge too. */
+  budgets: RelayBudgets;
 }
 
-/** All rooms of the relay. */
+/** Who opens a room: a room-scoped token, or a domain-wide one (with its own, smaller quota). */
+export type Opener = 'room' | 'domain';
+
+/** All rooms of the relay, by project and room id. */
 export interface RoomRegistry {
-  get(roomId: string): Room | undefined;
-  getOrCreate(roomId: string): Room;
+  get(project: string, roomId: string): Room | undefined;
+  getOrCreate(project: string, roomId: string, opener: Opener): Room;
   /** Forget a room (it is empty, or it ended). */
-  delete(roomId: string): void;
+  delete(room: Room): void;
+  /** Rooms open now, and how many of them a project's domain-wide tokens opened. */
   readonly size: number;
+  /** Rooms open now that domain-wide tokens opened: of one project, or of all. */
+  openedByDomain(project?: string): number;
   [Symbol.iterator](): IterableIterator<Room>;
 }

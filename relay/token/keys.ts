@@ -2,34 +2,58 @@ import { createSecretKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isRecord } from '../../src/protocol/parse.ts';
 
-/** Where an API key stands. */
-export type KeyStatus = { state: 'active'; key: KeyObject } | { state: 'revoked' } | { state: 'unknown' };
+/** The project of the flat keys-file form and of dev mode. */
+export const DEFAULT_PROJECT = 'default';
+
+/** Where an API key stands; an active key names the project it signs for. */
+export type KeyStatus = { state: 'active'; key: KeyObject; project: string } | { state: 'revoked' } | { state: 'unknown' };
+
+/** One project's keys: rotations of one application's secret, sharing its rooms. */
+export interface ProjectKeys {
+  keys: Record<string, string>;
+  revoked: string[];
+  /** Where the relay POSTs this project's webhooks (server API issue). */
+  webhookUrl?: string;
+}
 
 /**
- * The API keys the relay accepts, each secret pre-imported as an HMAC key object so that a
- * verification does not re-import it. Replaced whole on reload.
+ * The API keys the relay accepts, grouped by project, each secret pre-imported as an HMAC key
+ * object so that a verification does not re-import it. Replaced whole on reload.
  */
 export class KeyStore {
-  private keys = new Map<string, KeyObject>();
+  private keys = new Map<string, { key: KeyObject; project: string }>();
   private revoked = new Set<string>();
 
+  /** One project (`default`): the flat form of the keys file. */
   constructor(keys: Record<string, string> = {}, revoked: Iterable<string> = []) {
     this.replace(keys, revoked);
   }
 
-  /** Replace every key at once (a reload). */
+  /** Replace every key at once with one project's (the flat form). */
   replace(keys: Record<string, string>, revoked: Iterable<string> = []): void {
-    const next = new Map<string, KeyObject>();
-    for (const [apiKey, secret] of Object.entries(keys)) next.set(apiKey, createSecretKey(Buffer.from(secret, 'utf8')));
+    this.replaceProjects({ [DEFAULT_PROJECT]: { keys, revoked: [...revoked] } });
+  }
+
+  /** Replace every key at once (a reload). An API key may belong to one project only. */
+  replaceProjects(projects: Record<string, ProjectKeys>): void {
+    const next = new Map<string, { key: KeyObject; project: string }>();
+    const revoked = new Set<string>();
+    for (const [project, entry] of Object.entries(projects)) {
+      for (const [apiKey, secret] of Object.entries(entry.keys)) {
+        if (next.has(apiKey)) throw new Error(`API key "${apiKey}" is listed in two projects`);
+        next.set(apiKey, { key: createSecretKey(Buffer.from(secret, 'utf8')), project });
+      }
+      for (const apiKey of entry.revoked) revoked.add(apiKey);
+    }
     this.keys = next;
-    this.revoked = new Set(revoked);
+    this.revoked = revoked;
   }
 
   /** Look an API key up. A revoked key is revoked even if its secret is still listed. */
   status(apiKey: string): KeyStatus {
     if (this.revoked.has(apiKey)) return { state: 'revoked' };
-    const key = this.keys.get(apiKey);
-    return key ? { state: 'active', key } : { state: 'unknown' };
+    const entry = this.keys.get(apiKey);
+    return entry ? { state: 'active', key: entry.key, project: entry.project } : { state: 'unknown' };
   }
 
   /** True while the key may be used for new joins. */
@@ -42,24 +66,17 @@ export class KeyStore {
   }
 }
 
-/** The parsed content of a `--keys` file. */
+/** The parsed content of a `--keys` file: always as projects (the flat form is `default`). */
 export interface KeysFile {
-  keys: Record<string, string>;
+  projects: Record<string, ProjectKeys>;
+  /** Every revoked key, of every project. */
   revoked: string[];
 }
 
-/**
- * Read and check a keys file: `{ "keys": { "<apiKey>": "<secret>" }, "revoked": [...] }`.
- * Throws an `Error` naming the file and the problem.
- */
-export function readKeysFile(path: string): KeysFile {
-  let data: unknown;
-  try {
-    data = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new Error(`cannot read keys file ${path}: ${(err as Error).message}`);
-  }
-  if (!isRecord(data) || !isRecord(data.keys)) throw new Error(`keys file ${path}: "keys" must be an object`);
+const PROJECT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+function readProject(path: string, where: string, data: Record<string, unknown>): ProjectKeys {
+  if (!isRecord(data.keys)) throw new Error(`keys file ${path}: ${where}"keys" must be an object`);
   const keys: Record<string, string> = {};
   for (const [apiKey, secret] of Object.entries(data.keys)) {
     if (typeof secret !== 'string' || secret.length < 16) {
@@ -69,7 +86,45 @@ export function readKeysFile(path: string): KeysFile {
   }
   const revoked = data.revoked ?? [];
   if (!Array.isArray(revoked) || !revoked.every((k) => typeof k === 'string')) {
-    throw new Error(`keys file ${path}: "revoked" must be an array of strings`);
+    throw new Error(`keys file ${path}: ${where}"revoked" must be an array of strings`);
   }
-  return { keys, revoked };
+  const webhookUrl = data.webhookUrl;
+  if (webhookUrl !== undefined && typeof webhookUrl !== 'string') throw new Error(`keys file ${path}: ${where}"webhookUrl" must be a string`);
+  return { keys, revoked, ...(webhookUrl ? { webhookUrl } : {}) };
+}
+
+/**
+ * Read and check a keys file, in either form:
+ * `{ "keys": { "<apiKey>": "<secret>" }, "revoked": [...] }` (one project, `default`), or
+ * `{ "projects": { "<name>": { "keys": {...}, "revoked": [...], "webhookUrl"?: "..." } } }`.
+ * Throws an `Error` naming the file and the problem.
+ */
+export function readKeysFile(path: string): KeysFile {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new Error(`cannot read keys file ${path}: ${(err as Error).message}`);
+  }
+  if (!isRecord(data)) throw new Error(`keys file ${path}: must be a JSON object`);
+  const projects: Record<string, ProjectKeys> = {};
+  if (data.projects !== undefined) {
+    if (!isRecord(data.projects)) throw new Error(`keys file ${path}: "projects" must be an object`);
+    if (data.keys !== undefined) throw new Error(`keys file ${path}: use either "projects" or "keys", not both`);
+    for (const [name, entry] of Object.entries(data.projects)) {
+      if (!PROJECT_NAME.test(name)) throw new Error(`keys file ${path}: project name "${name.slice(0, 80)}" must be 1-64 letters, digits, . _ -`);
+      if (!isRecord(entry)) throw new Error(`keys file ${path}: project "${name}" must be an object`);
+      projects[name] = readProject(path, `project "${name}": `, entry);
+    }
+  } else {
+    projects[DEFAULT_PROJECT] = readProject(path, '', data);
+  }
+  const seen = new Set<string>();
+  for (const [name, project] of Object.entries(projects)) {
+    for (const apiKey of Object.keys(project.keys)) {
+      if (seen.has(apiKey)) throw new Error(`keys file ${path}: API key "${apiKey}" is listed twice (project "${name}")`);
+      seen.add(apiKey);
+    }
+  }
+  return { projects, revoked: Object.values(projects).flatMap((p) => p.revoked) };
 }

@@ -12,7 +12,8 @@ export interface Refusal {
 }
 
 /** The outcome of a verification. */
-export type Verified = { ok: true; claims: TokenClaims } | ({ ok: false } & Refusal);
+/** The outcome of a verification; a good token names the project of its API key. */
+export type Verified = { ok: true; claims: TokenClaims; project: string } | ({ ok: false } & Refusal);
 
 /** What a verification needs besides the token. */
 export interface VerifyOptions {
@@ -145,7 +146,7 @@ export function verifyToken(token: unknown, options: VerifyOptions): Verified {
   if (claims.joinPolicy?.mode === 'ask' && claims.grant.canModerate === true) {
     return refuse('INVALID_ENTRY_CLAIM', 'ask-with-moderate', "joinPolicy mode 'ask' cannot be combined with canModerate");
   }
-  return { ok: true, claims };
+  return { ok: true, claims, project: status.project };
 }
 
 /**

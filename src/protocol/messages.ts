@@ -185,6 +185,16 @@ export interface JoinedFrame {
   resume: { credential: string; graceMs: number };
   /** True when this answers a resume (the same session goes on). */
   resumed?: boolean;
+  /** Transport limits of this relay: a larger frame is refused (`PAYLOAD_TOO_LARGE`). */
+  limits: RelayLimits;
+}
+
+/** Limits the relay announces at join, so that a client can refuse oversized calls before sending them. */
+export interface RelayLimits {
+  /** Largest text frame (bytes of its UTF-8) the relay accepts after the join. */
+  maxFrameBytes: number;
+  /** Largest pubsub payload (bytes of its JSON). */
+  maxPayloadBytes: number;
 }
 
 /** To a joiner whose token asks for entry: it waits in the lobby for a moderator. */

@@ -15,11 +15,11 @@ test('recording writes each published track to WebM beside the timeline, downloa
   }, { url: relay.url, t: token({ roomId: 'rec-media', participantId: 'host', grant: { canPublish: true, canRecord: true } }) });
   const http = relay.url.replace('ws:', 'http:');
   const auth = { authorization: `Bearer ${token({ roomId: 'rec-media', grant: { canRecord: true } })}` };
-  const list = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ file: string; url: string; size: number }> };
-  const base = status.info!.file!.replace(/\.jsonl$/, '');
-  const files = list.recordings.filter((r) => r.file.startsWith(base)).map((r) => r.file).sort();
-  expect(files).toEqual([`${base}--host-camera.webm`, `${base}--host-microphone.webm`, `${base}.jsonl`]);
-  for (const r of list.recordings.filter((x) => x.file.startsWith(base) && x.file.endsWith('.webm'))) {
+  const list = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ recording: string; file: string; url: string; size: number }> };
+  const id = status.info!.recording!;
+  const mine = list.recordings.filter((r) => r.recording === id);
+  expect(mine.map((r) => r.file).sort()).toEqual(['host--camera.webm', 'host--microphone.webm', 'timeline.jsonl']);
+  for (const r of mine.filter((x) => x.file.endsWith('.webm'))) {
     const res = await fetch(`${http}${r.url}`, { headers: auth });
     expect(res.headers.get('content-type')).toBe('video/webm');
     const bytes = new Uint8Array(await res.arrayBuffer());
@@ -27,5 +27,5 @@ test('recording writes each published track to WebM beside the timeline, downloa
     expect(bytes.length).toBeGreaterThan(r.file.includes('camera') ? 20_000 : 2_000);
   }
   const timeline = (await (await fetch(`${http}${status.info!.url}`, { headers: auth })).text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; file?: string });
-  expect(timeline.filter((e) => e.type === 'track-recorded').map((e) => e.file).sort()).toEqual([`${base}--host-camera.webm`, `${base}--host-microphone.webm`]);
+  expect(timeline.filter((e) => e.type === 'track-recorded').map((e) => e.file).sort()).toEqual(['host--camera.webm', 'host--microphone.webm']);
 });

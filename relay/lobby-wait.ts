@@ -1,0 +1,95 @@
+import type { JoinFrame, ServerFrame, WireError } from '../src/protocol/messages.ts';
+import type { RelayContext } from './context.ts';
+import { capacity, identityRefusal, type Verdict } from './join.ts';
+import type { Waiting } from './rooms/lobby.ts';
+import type { Room } from './rooms/types.ts';
+import type { Refusal } from './token/verify.ts';
+
+/** The connection of a joiner that waits in a lobby. */
+export interface LobbyJoiner {
+  /** Whether it is still waiting (not gone, not refused). */
+  readonly waitingForLobby: boolean;
+  /** Enter the room; returns why it could not, if it could not. */
+  enterRoom(verdict: Verdict): WireError | null;
+  /** End the wait with an error: the join fails with it. */
+  leaveLobby(error: WireError, frame: JoinFrame): void;
+  send(frame: ServerFrame): void;
+}
+
+/**
+ * Whether the token that asked is still good when a moderator admits it: its key still active
+ * (and still of its project), not expired, not banned from the room meanwhile.
+ */
+export function admissionRefusal(relay: RelayContext, verdict: Verdict): Refusal | null {
+  const { claims, project, roomId } = verdict;
+  const status = relay.keys.status(claims.iss);
+  if (status.state !== 'active' || status.project !== project) {
+    return { code: 'INVALID_API_KEY', reason: 'revoked-api-key', message: 'the API key of this token was revoked while it waited' };
+  }
+  const now = Date.now() / 1000;
+  if (now > claims.exp + relay.config.tokenLeeway) return { code: 'INVALID_TOKEN', reason: 'expired', message: 'the token expired while it waited' };
+  if (relay.bans.has(project, roomId, verdict.tokenKey, now)) {
+    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'this token was used by someone removed from this room' };
+  }
+  return null;
+}
+
+/** Why this joiner may not wait in the room's lobby now, if it may not. */
+function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefined): Refusal | null {
+  const { config } = relay;
+  const { project, roomId, frame, pinned } = verdict;
+  if (relay.lobbyCooldowns.has(project, roomId, verdict.tokenKey, Date.now() / 1000)) {
+    return { code: 'RATE_LIMITED', reason: 'lobby-cooldown', message: `a moderator denied this token a moment ago: ask again in up to ${config.lobbyCooldownSec} s` };
+  }
+  const reserved = identityRefusal(room, verdict);
+  if (reserved) return reserved;
+  const id = frame.participantId;
+  const again = room?.lobby.has(id) === true;
+  if (!pinned && (again || room?.get(id))) {
+    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room or its lobby and the token does not pin it' };
+  }
+  if (again) return null; // a pinned identity asking again replaces its own request
+  if ((room?.lobby.size ?? 0) >= config.maxLobbyPerRoom || !relay.budgets.lobby.fits(1)) {
+    return { code: 'RATE_LIMITED', reason: 'lobby-full', message: 'the lobby is full: try again later' };
+  }
+  return capacity(relay, verdict);
+}
+
+/**
+ * Hold a joiner in the room's lobby until a moderator decides, its ttl (clamped to the relay's
+ * maximum) runs out, or it goes. Returns why it may not wait, or where it waits.
+ */
+export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: LobbyJoiner): Refusal | { room: Room; waiting: Waiting } {
+  const { config } = relay;
+  const { project, roomId, frame, claims } = verdict;
+  const refusal = lobbyRefusal(relay, verdict, relay.rooms.get(project, roomId));
+  if (refusal) return refusal;
+  const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
+  const id = frame.participantId;
+  room.lobby.evict(id, { code: 'ENTRY_CANCELLED', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
+  const policy = claims.joinPolicy;
+  const ttl = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl);
+  const requestedAt = Date.now();
+  const waiting: Waiting = {
+    request: { participantId: id, name: frame.name ?? id, requestedAt },
+    admit: () => {
+      if (!joiner.waitingForLobby) return { code: 'NOT_FOUND', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
+      const stale = admissionRefusal(relay, verdict);
+      if (stale) {
+        joiner.leaveLobby(stale, frame);
+        return stale;
+      }
+      return joiner.enterRoom(verdict);
+    },
+    refuse: (error) => {
+      if (error.code === 'ENTRY_DENIED' && error.reason === 'denied' && config.lobbyCooldownSec > 0) {
+        relay.lobbyCooldowns.add(project, roomId, verdict.tokenKey, Date.now() / 1000 + config.lobbyCooldownSec);
+      }
+      joiner.leaveLobby(error, frame);
+    },
+  };
+  if (!room.lobby.hold(waiting, ttl)) return { code: 'RATE_LIMITED', reason: 'lobby-full', message: 'the lobby is full: try again later' };
+  relay.log.info('lobby: waiting', { participant: id, room: roomId, project, ttl });
+  joiner.send({ type: 'lobby', requestedAt, ttl });
+  return { room, waiting };
+}

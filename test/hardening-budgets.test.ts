@@ -1,0 +1,197 @@
+/**
+ * Issue 11, "memory and fairness": every resource a member can make the relay hold is a byte
+ * budget, and a member that is not keeping up loses optional traffic before anything else.
+ */
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import type { WebSocket } from 'ws';
+import { CloseCode } from '../src/protocol/codes.ts';
+import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawConnect, rawJoin, type RawClient } from './raw.ts';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const socketOf = (ws: WebSocket) => (ws as unknown as { _socket: import('node:net').Socket })._socket;
+
+/** Stop reading: the relay's writes pile up in the kernel, then in its own queue. */
+function stopReading(c: RawClient): void {
+  socketOf(c.ws).pause();
+}
+function startReading(c: RawClient): void {
+  socketOf(c.ws).resume();
+}
+
+describe('issue 11: budgets in bytes, fairness under floods', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({
+      historyBytesPerRoom: 256 * KiB,
+      historyBytesTotal: 512 * KiB,
+      whiteboardBytes: 64 * KiB,
+      sendSoftLimitBytes: 256 * KiB,
+      maxBufferedBytes: 2 * MiB,
+      messageRate: 2000,
+      messageBurst: 2000,
+      dataByteRate: 64 * MiB,
+      dataByteBurst: 64 * MiB,
+      maxPendingConnections: 20,
+      streamHighWater: 256 * KiB,
+    });
+  });
+  after(() => t.close());
+  const chat = (room: string, extra: Record<string, unknown> = {}) => t.token({ roomId: room, grant: { canPublishData: true }, ...extra });
+
+  it('item 5: persisted history is a byte budget per room and relay-wide, whatever the number of topics', async () => {
+    const c = await rawJoin(t.url, chat('hist-a'));
+    const payload = 'x'.repeat(60 * KiB);
+    for (let i = 0; i < 40; i++) {
+      const r = await c.request('pubsub.publish', { topic: `t${i}`, payload, persist: true });
+      assert.ok(r.result, JSON.stringify(r.error));
+    }
+    const budgets = t.relay.context.budgets;
+    assert.ok(budgets.history.inUse <= 256 * KiB, `room history ${budgets.history.inUse} bytes`);
+    const recent = await c.request('pubsub.history', { topic: 't39' });
+    assert.equal((recent.result as { messages: unknown[] }).messages.length, 1, 'the newest is kept');
+    const oldest = await c.request('pubsub.history', { topic: 't0' });
+    assert.equal((oldest.result as { messages: unknown[] }).messages.length, 0, 'the oldest made way');
+    // a second and a third room share the relay's 512 KiB
+    const d = await rawJoin(t.url, chat('hist-b'));
+    const e = await rawJoin(t.url, chat('hist-c'));
+    for (let i = 0; i < 10; i++) await d.request('pubsub.publish', { topic: `t${i}`, payload, persist: true });
+    for (let i = 0; i < 10; i++) await e.request('pubsub.publish', { topic: `t${i}`, payload, persist: true });
+    assert.ok(budgets.history.inUse <= 512 * KiB, `relay history ${budgets.history.inUse} bytes`);
+    for (const x of [c, d, e]) x.ws.close();
+    await until(() => budgets.history.inUse === 0, 3000, 'history given back when the rooms go');
+  });
+
+  it('item 6: the whiteboard is a byte budget; its answer is charged to whoever asks', async () => {
+    const host = await rawJoin(t.url, t.token({ roomId: 'wb', grant: { canWhiteboard: true } }));
+    assert.ok((await host.request('output.start', { output: 'whiteboard' })).result);
+    const stroke = { kind: 'stroke', points: Array.from({ length: 400 }, (_, i) => i) };
+    let full: Record<string, unknown> | undefined;
+    for (let i = 0; i < 100 && !full; i++) {
+      const r = await host.request('whiteboard.draw', { shape: stroke });
+      if (r.error) full = r.error as Record<string, unknown>;
+    }
+    assert.equal(full?.code, 'PAYLOAD_TOO_LARGE');
+    assert.equal(full?.reason, 'board-full');
+    assert.ok(t.relay.context.budgets.whiteboard.inUse <= 64 * KiB);
+    // an empty-grant viewer asking for the board again and again: its own byte budget pays
+    const viewer = await rawJoin(t.url, t.token({ roomId: 'wb', isViewer: true, grant: {} }));
+    const answers = await Promise.all(Array.from({ length: 20 }, () => viewer.request('whiteboard.shapes')));
+    assert.ok(answers.every((a) => a.result || (a.error as { code: string }).code === 'RATE_LIMITED'));
+    host.ws.close();
+    viewer.ws.close();
+  });
+
+  it('item 7: the frame budget is enforced: frames over it wait, they are not processed at once', async () => {
+    const slow = await startTestRelay({ frameRate: 20 });
+    try {
+      const c = await rawJoin(slow.url, slow.token({ roomId: 'frames', grant: {} }));
+      for (let i = 0; i < 300; i++) c.ws.send('{"type":"ping"}');
+      await new Promise((r) => setTimeout(r, 500));
+      const pongs = c.frames.filter((f) => f.type === 'pong').length;
+      // a burst of 40 and 20 per second: about 50 in half a second, never 300
+      assert.ok(pongs >= 30 && pongs <= 70, `${pongs} pongs in 500 ms`);
+      c.ws.close();
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('item 8: targeted floods at a member that is not reading cost it messages, never its session', async () => {
+    const victim = await rawJoin(t.url, t.token({ roomId: 'aim', participantId: 'victim', grant: {} }), { participantId: 'victim' });
+    await victim.request('pubsub.subscribe', { topic: 'chat' });
+    const attacker = await rawJoin(t.url, chat('aim'));
+    stopReading(victim);
+    const payload = 'y'.repeat(60 * KiB);
+    for (let i = 0; i < 200; i++) await attacker.request('pubsub.publish', { topic: 'chat', payload, to: ['victim'] });
+    const before = t.relay.context.counters.dropped;
+    assert.ok(before > 0, 'optional traffic was dropped for the victim');
+    startReading(victim);
+    const alive = await victim.request('participants.list', { tier: 'speaker' });
+    assert.ok(alive.result, 'the victim is still in the room');
+    victim.ws.close();
+    attacker.ws.close();
+  });
+
+  it('item 8: a whiteboard flood does not disconnect the room; a non-reading viewer does not stall a room-wide stream', async () => {
+    const host = await rawJoin(t.url, t.token({ roomId: 'flood', grant: { canWhiteboard: true, canPublishData: true } }));
+    const reader = await rawJoin(t.url, t.token({ roomId: 'flood', grant: {} }));
+    const stuck = await rawJoin(t.url, t.token({ roomId: 'flood', isViewer: true, grant: {} }));
+    stopReading(stuck);
+    await host.request('output.start', { output: 'whiteboard' });
+    for (let i = 0; i < 300; i++) {
+      await host.request('whiteboard.draw', { shape: { kind: 'text', x: 1, y: 1, text: 'z'.repeat(200) } });
+      if (i % 50 === 0) await host.request('whiteboard.clear');
+    }
+    assert.equal(stuck.ws.readyState, stuck.ws.OPEN, 'the stuck viewer is still connected');
+    // a 32 MiB room-wide stream (more than loopback's socket buffers take): the stuck viewer is dropped from it, the reader gets all of it
+    const size = 32 * MiB;
+    const opened = await host.request('stream.open', { size, kind: 'bytes' });
+    const { streamId, chunkBytes, window } = opened.result as { streamId: number; chunkBytes: number; window: number };
+    let acked = -1;
+    host.ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      const f = JSON.parse(String(data)) as { name?: string; data?: { streamId: number; seq: number } };
+      if (f.name === 'stream.ack' && f.data?.streamId === streamId) acked = f.data.seq;
+    });
+    let received = 0;
+    reader.ws.on('message', (data, isBinary) => {
+      if (isBinary) received += (data as Buffer).length - 9;
+    });
+    const chunks = Math.ceil(size / chunkBytes);
+    for (let seq = 0; seq < chunks; seq++) {
+      await until(() => seq - acked <= window, 5000, `ack for chunk ${seq - window}`);
+      const frame = Buffer.alloc(9 + Math.min(chunkBytes, size - seq * chunkBytes));
+      frame[0] = 1;
+      frame.writeUInt32BE(streamId, 1);
+      frame.writeUInt32BE(seq, 5);
+      host.ws.send(frame);
+    }
+    assert.ok((await host.request('stream.close', { streamId })).result);
+    await until(() => received === size, 10_000, 'the reader got the whole stream');
+    startReading(stuck);
+    const abort = await stuck.next((f) => f.type === 'event' && f.name === 'stream.abort', 10_000);
+    assert.equal((abort.data as { error: { reason: string } }).error.reason, 'slow-recipient');
+    for (const c of [host, reader, stuck]) c.ws.close();
+  });
+
+  it('item 9: before the join a socket holds at most the join-frame budget, and pending sockets are capped', async () => {
+    // a frame header announcing 100 KiB: refused from the header, its bytes never awaited
+    const c = await rawConnect(t.url);
+    const head = Buffer.from([0x81, 0xff, 0, 0, 0, 0, 0, 1, 0x90, 0x00, 1, 2, 3, 4]); // masked text frame of 102,400 bytes
+    socketOf(c.ws).write(Buffer.concat([head, Buffer.alloc(20 * KiB)]));
+    assert.equal((await c.closed).code, 1009);
+    // raw bytes that never make a frame: cut past the budget
+    const raw = await rawConnect(t.url);
+    socketOf(raw.ws).write(Buffer.from([0x81, 0xfe, 0x3f, 0xff, 0, 0, 0, 0]));
+    for (let i = 0; i < 40; i++) socketOf(raw.ws).write(Buffer.alloc(KiB));
+    const closed = await raw.closed;
+    assert.ok(closed.code === 1006 || closed.code === 1009 || closed.code === CloseCode.PROTOCOL_ERROR, String(closed.code));
+    // 20 sockets that never join fill the pending budget; the next upgrade is refused with 503
+    const idle = await Promise.all(Array.from({ length: 20 }, () => rawConnect(t.url)));
+    const refused = await new Promise<string>((resolve) => {
+      const s = connect(t.relay.port, '127.0.0.1', () =>
+        s.write(`GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${Buffer.alloc(16, 1).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+      );
+      let text = '';
+      s.on('data', (d) => (text += d));
+      s.on('close', () => resolve(text));
+    });
+    assert.match(refused, /^HTTP\/1\.1 503/);
+    for (const i of idle) i.ws.close();
+    await Promise.all(idle.map((i) => i.closed));
+    await until(() => t.relay.connections === 0, 3000, 'the idle sockets are gone');
+  });
+
+  it('item 12: a 4 MiB payload is refused with PAYLOAD_TOO_LARGE and the session lives on', async () => {
+    const room = await t.join({ token: chat('big') });
+    const err = await rejectsWith(room.pubsub.publish('t', 'x'.repeat(4 * MiB)), 'PAYLOAD_TOO_LARGE');
+    assert.equal(err.kind, 'Request');
+    assert.equal(room.connected, true);
+    await room.pubsub.publish('t', 'still here');
+    await room.leave();
+  });
+});
