@@ -49,10 +49,13 @@ export interface RelayBudgets {
   readonly subscriptions: Budget;
   /** Joiners waiting in lobbies. */
   readonly lobby: Budget;
+  /** Bytes of inbound frames held back by frame budgets. */
+  readonly held: Budget;
 }
 
-export function relayBudgets(config: { historyBytesTotal: number; whiteboardBytesTotal: number; maxSubscriptionsTotal: number; maxLobbyTotal: number }): RelayBudgets {
+export function relayBudgets(config: { historyBytesTotal: number; whiteboardBytesTotal: number; maxSubscriptionsTotal: number; maxLobbyTotal: number; maxHeldTotal: number }): RelayBudgets {
   return {
+    held: new Budget(config.maxHeldTotal),
     history: new Budget(config.historyBytesTotal),
     whiteboard: new Budget(config.whiteboardBytesTotal),
     subscriptions: new Budget(config.maxSubscriptionsTotal),

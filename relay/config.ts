@@ -95,6 +95,8 @@ export interface RelayConfig {
   sendSoftLimitBytes: number;
   /** Unsent bytes of all members together; past it, the members with the most are cut first. */
   maxBufferedTotal: number;
+  /** Bytes of inbound frames all connections together may have waiting for their frame budget. */
+  maxHeldTotal: number;
   /** Subscriptions to topics held by all members together. */
   maxSubscriptionsTotal: number;
   /** Joiners one room's lobby holds. */
@@ -155,6 +157,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   dataByteBurst: 2 * 1024 * 1024,
   sendSoftLimitBytes: 1024 * 1024,
   maxBufferedTotal: 1024 * 1024 * 1024,
+  maxHeldTotal: 256 * 1024 * 1024,
   maxSubscriptionsTotal: 500_000,
   maxLobbyPerRoom: 100,
   maxLobbyTotal: 10_000,
@@ -235,6 +238,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--send-soft-limit', env: 'TESSERA_SEND_SOFT_LIMIT', help: `unsent bytes above which a member gets no optional traffic (default ${DEFAULTS.sendSoftLimitBytes})`, apply: (c, v) => void (c.sendSoftLimitBytes = integer('--send-soft-limit', v, 1024)) },
   { flag: '--max-buffered', env: 'TESSERA_MAX_BUFFERED', help: `unsent bytes at which a member is cut as a slow consumer (default ${DEFAULTS.maxBufferedBytes})`, apply: (c, v) => void (c.maxBufferedBytes = integer('--max-buffered', v, 1024)) },
   { flag: '--max-buffered-total', env: 'TESSERA_MAX_BUFFERED_TOTAL', help: `unsent bytes of all members (default ${DEFAULTS.maxBufferedTotal})`, apply: (c, v) => void (c.maxBufferedTotal = integer('--max-buffered-total', v, 1024)) },
+  { flag: '--max-held-total', env: 'TESSERA_MAX_HELD_TOTAL', help: `bytes of inbound frames waiting for their frame budget, all connections (default ${DEFAULTS.maxHeldTotal})`, apply: (c, v) => void (c.maxHeldTotal = integer('--max-held-total', v, 1024)) },
   { flag: '--max-subscriptions', env: 'TESSERA_MAX_SUBSCRIPTIONS', help: `topics one member may subscribe to (default ${DEFAULTS.maxSubscriptions})`, apply: (c, v) => void (c.maxSubscriptions = integer('--max-subscriptions', v, 1)) },
   { flag: '--max-subscriptions-total', env: 'TESSERA_MAX_SUBSCRIPTIONS_TOTAL', help: `topic subscriptions on the relay (default ${DEFAULTS.maxSubscriptionsTotal})`, apply: (c, v) => void (c.maxSubscriptionsTotal = integer('--max-subscriptions-total', v, 1)) },
   { flag: '--max-lobby', env: 'TESSERA_MAX_LOBBY', help: `joiners one lobby holds (default ${DEFAULTS.maxLobbyPerRoom})`, apply: (c, v) => void (c.maxLobbyPerRoom = integer('--max-lobby', v, 1)) },

@@ -1,5 +1,6 @@
 import type { RawData, WebSocket } from 'ws';
 import { TokenBucket } from './data/token-bucket.ts';
+import type { Budget } from './budget.ts';
 
 /** What the gate does with a frame it lets through. */
 export type FrameHandler = (data: RawData, isBinary: boolean) => void;
@@ -36,11 +37,16 @@ export class FrameGate {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
 
+  /**
+   * @param held the relay-wide budget of held bytes: a connection that would pass it is
+   *   treated as flooding, so all connections together never hold more
+   */
   constructor(
     private readonly ws: WebSocket,
     budget: FrameBudget,
     private readonly handle: FrameHandler,
     private readonly onFlood: () => void,
+    private readonly held_: Budget,
   ) {
     this.text = new TokenBucket(budget.frameRate, budget.frameRate * 2);
     this.binary = new TokenBucket(budget.binaryFrameRate, budget.binaryFrameRate * 2);
@@ -56,13 +62,13 @@ export class FrameGate {
     if (this.closed) return;
     if (this.held.length === 0 && (isBinary ? this.binary : this.text).take()) return this.handle(data, isBinary);
     const bytes = rawLength(data);
-    this.held.push({ data, isBinary, bytes });
-    this.heldBytes += bytes;
-    if (this.held.length > MAX_HELD_FRAMES || this.heldBytes > MAX_HELD_BYTES) {
+    if (this.held.length >= MAX_HELD_FRAMES || this.heldBytes + bytes > MAX_HELD_BYTES || !this.held_.take(bytes)) {
       this.close();
       this.onFlood();
       return;
     }
+    this.held.push({ data, isBinary, bytes });
+    this.heldBytes += bytes;
     if (!this.timer) {
       this.ws.pause();
       this.schedule();
@@ -82,6 +88,7 @@ export class FrameGate {
       if (!(next.isBinary ? this.binary : this.text).take()) return this.schedule();
       this.held.shift();
       this.heldBytes -= next.bytes;
+      this.held_.give(next.bytes);
       this.handle(next.data, next.isBinary);
     }
     if (!this.closed) this.ws.resume();
@@ -92,6 +99,7 @@ export class FrameGate {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.held_.give(this.heldBytes);
     this.held = [];
     this.heldBytes = 0;
   }

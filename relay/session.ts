@@ -66,7 +66,7 @@ export class Session implements MemberLink, LobbyJoiner {
     private readonly socket?: Socket,
   ) {
     const { config } = relay;
-    this.gate = new FrameGate(ws, config, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'));
+    this.gate = new FrameGate(ws, config, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held);
     limitPayload(ws, config.maxJoinFrameBytes);
     // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
     const overBudget = () => {
