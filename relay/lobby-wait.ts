@@ -62,11 +62,13 @@ function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefi
 export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: LobbyJoiner): Refusal | { room: Room; waiting: Waiting } {
   const { config } = relay;
   const { project, roomId, frame, claims } = verdict;
-  const refusal = lobbyRefusal(relay, verdict, relay.rooms.get(project, roomId));
+  const existing = relay.rooms.get(project, roomId);
+  const refusal = lobbyRefusal(relay, verdict, existing);
   if (refusal) return refusal;
-  const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
   const id = frame.participantId;
-  room.lobby.evict(id, { code: 'ENTRY_CANCELLED', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
+  // before getting the room: the replaced request's end may empty it and drop it
+  existing?.lobby.evict(id, { code: 'ENTRY_CANCELLED', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
+  const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
   const policy = claims.joinPolicy;
   const ttl = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl);
   const requestedAt = Date.now();

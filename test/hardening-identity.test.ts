@@ -139,6 +139,20 @@ describe('issue 11: nothing crosses rooms, projects or identities', () => {
     await mod.leave();
   });
 
+  it('item 17: a pinned guest asking again from elsewhere in an empty room replaces its request; the room lives on', async () => {
+    const token = p1({ roomId: 'lob3', participantId: 'g', grant: {}, joinPolicy: { mode: 'ask' } });
+    const first = rejectsWith(join(token), 'ENTRY_CANCELLED');
+    await until(() => t.relay.context.rooms.get('p1', 'lob3')?.lobby.size === 1, 2000, 'the first request waits');
+    const second = join(token);
+    assert.equal((await first).reason, 'replaced');
+    await until(() => t.relay.context.rooms.get('p1', 'lob3')?.lobby.size === 1, 2000, 'the second request waits in a live room');
+    const mod = await join(p1({ roomId: 'lob3', participantId: 'mod', grant: { canModerate: true } }));
+    assert.deepEqual(mod.lobby.pending.map((r) => r.participantId), ['g']);
+    await mod.lobby.admit('g');
+    await (await second).leave();
+    await mod.leave();
+  });
+
   it('item 10: domain-wide tokens open rooms from their own quota; a room-scoped token still opens its room', async () => {
     const audience = p1({ isViewer: true, grant: {} });
     const opened = [await join(audience, { roomId: 'leak-1' }), await join(audience, { roomId: 'leak-2' })];
