@@ -76,6 +76,34 @@ describe('tessera-relay command line', () => {
     assert.equal(await exited(child), 0);
   });
 
+  it('--keys with projects: each project\'s keys open their own rooms; tessera token signs with a project key, never a revoked one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-keys-'));
+    const file = join(dir, 'keys.json');
+    const projects = { acme: { keys: { 'acme-1': 'secret-acme-0123456789' }, revoked: ['acme-0'] }, globex: { keys: { 'globex-1': 'secret-globex-0123456789', 'globex-0': 'secret-globex-old-0123' }, revoked: ['globex-0'] } };
+    writeFileSync(file, JSON.stringify({ projects }));
+    const { child, url } = await startCli(['--keys', file]);
+    const token = (args: string[]) =>
+      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+        const p = spawn(process.execPath, [TOOL, 'token', '--keys', file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        let err = '';
+        p.stdout.on('data', (c: Buffer) => (out += c));
+        p.stderr.on('data', (c: Buffer) => (err += c));
+        p.on('exit', (code) => resolve({ code, out, err }));
+      });
+    const acme = await Sdk.join({ url, token: (await token(['--key', 'acme-1', '--room', 'same', '--identity', 'a'])).out.trim() });
+    const globex = await Sdk.join({ url, token: (await token(['--key', 'globex-1', '--room', 'same', '--identity', 'g'])).out.trim() });
+    assert.equal(acme.participantCount.total, 1, 'two projects, two rooms called "same"');
+    assert.equal(globex.participantCount.total, 1);
+    const revoked = await token(['--key', 'globex-0', '--room', 'same']);
+    assert.equal(revoked.code, 2);
+    assert.match(revoked.err, /revoked/);
+    await acme.leave();
+    await globex.leave();
+    child.kill('SIGTERM');
+    await exited(child);
+  });
+
   it('tessera token signs with the dev-mode key: its tokens join a dev-mode relay', async () => {
     const { child, url } = await startCli([]);
     const run = (args: string[]) =>

@@ -1,6 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { GRANT_FLAGS, SOURCES, type Grant, type GrantFlag, type Source } from '../protocol/grant.ts';
 import { loadOrCreateDevKeys } from './dev-keys.ts';
+
+type Keys = { keys: Record<string, string>; revoked: string[] };
+
+/** Every key and revocation of a keys file, flat or grouped by project. */
+function keysOf(data: unknown): Keys {
+  const one = (d: { keys?: Record<string, string>; revoked?: string[] } | undefined): Keys => ({ keys: { ...(d?.keys ?? {}) }, revoked: [...(d?.revoked ?? [])] });
+  const file = data as { projects?: Record<string, { keys?: Record<string, string>; revoked?: string[] }> } & Parameters<typeof one>[0];
+  if (!file?.projects) return one(file);
+  return Object.values(file.projects).map(one).reduce((all, p) => ({ keys: { ...all.keys, ...p.keys }, revoked: [...all.revoked, ...p.revoked] }), { keys: {}, revoked: [] });
+}
 import { mintToken } from './mint.ts';
 
 const HELP = `Usage: tessera token [options]
@@ -14,7 +24,7 @@ Prints an access token, signed with the dev-mode key of \`tessera-relay\` (or a 
   --viewer              audience tier (isViewer)
   --ask [TTL]           wait in the lobby (joinPolicy ask; TTL in seconds)
   --ttl DURATION        lifetime: 90s, 15m, 1h, 1d (default 1h)
-  --keys FILE           sign with a keys file ({"keys":{apiKey:secret}}) instead of dev mode
+  --keys FILE           sign with a keys file (flat or with projects) instead of dev mode
   --key APIKEY          which key of the file (default: its first not revoked)
 `;
 
@@ -55,11 +65,12 @@ export function tokenCommand(argv: readonly string[], out: (s: string) => void, 
   let secret: string;
   try {
     if (typeof opts.keys === 'string') {
-      const file = JSON.parse(readFileSync(opts.keys, 'utf8')) as { keys: Record<string, string>; revoked?: string[] };
-      const usable = Object.keys(file.keys ?? {}).filter((k) => !(file.revoked ?? []).includes(k));
+      const file = keysOf(JSON.parse(readFileSync(opts.keys, 'utf8')));
+      const usable = Object.keys(file.keys).filter((k) => !file.revoked.includes(k));
       apiKey = typeof opts.key === 'string' ? opts.key : (usable[0] ?? '');
-      secret = file.keys?.[apiKey] ?? '';
+      secret = file.keys[apiKey] ?? '';
       if (!secret) return fail(`no usable key ${apiKey ? `"${apiKey}" ` : ''}in ${opts.keys}`);
+      if (file.revoked.includes(apiKey)) return fail(`key "${apiKey}" is revoked in ${opts.keys}: the relay would refuse its tokens`);
     } else ({ apiKey, secret } = loadOrCreateDevKeys());
     out(
       `${mintToken({
