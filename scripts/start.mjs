@@ -1,18 +1,12 @@
-// `npm start`: the relay (with a fresh key), the example token server and the demo page.
+// `npm start`: the relay in dev mode, the example token server and the demo page. The relay's
+// dev-mode key (kept in ~/.tessera/dev-keys.json, or TESSERA_DEV_KEYS) is the one
+// `npx tessera token` signs with, so tokens from either work with this relay; the secret goes
+// to the token server through its environment and is written nowhere else.
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const relayPort = process.env.TESSERA_PORT ?? '7880';
 const webPort = process.env.PORT ?? '8080';
-const apiKey = 'demo';
-const secret = randomBytes(24).toString('base64url');
-const dir = mkdtempSync(join(tmpdir(), 'tessera-'));
-const keysFile = join(dir, 'keys.json');
-writeFileSync(keysFile, JSON.stringify({ keys: { [apiKey]: secret }, revoked: [] }), { mode: 0o600 });
 
 const children = [];
 function start(name, args, env, ready) {
@@ -23,7 +17,7 @@ function start(name, args, env, ready) {
     child.stdout.on('data', (chunk) => {
       out += chunk;
       const match = ready.exec(out);
-      if (match) resolve(match[1]);
+      if (match) resolve({ value: match[1], out });
     });
     child.on('exit', (code) => {
       reject(new Error(`${name} exited with ${code}`));
@@ -43,14 +37,19 @@ process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
 
 try {
-  const relayUrl = await start('relay', ['bin/tessera-relay.mjs', '--keys', keysFile, '--port', relayPort], {}, /listening on (ws:\/\/\S+)/);
-  const web = await start(
-    'token-server',
-    ['examples/token-server/server.mjs'],
-    { TESSERA_API_KEY: apiKey, TESSERA_API_SECRET: secret, TESSERA_RELAY_URL: relayUrl, PORT: webPort },
-    /listening on (http:\/\/\S+)/,
-  );
-  console.log(`\n  Tessera is running.\n  relay:        ${relayUrl}\n  token server: ${web}\n\n  Open ${web}/examples/stage/ in two browser windows (password: tessera).\n  The minimal example: ${web}/examples/hello/\n  Ctrl-C stops everything.\n`);
+  const relay = await start('relay', ['bin/tessera-relay.mjs', '--port', relayPort], {}, /listening on (ws:\/\/\S+)/);
+  const relayUrl = relay.value;
+  const [, apiKey, secret] = /API key "([^"]+)", secret "([^"]+)"/.exec(relay.out) ?? [];
+  if (!apiKey || !secret) throw new Error('the relay did not say its dev-mode key');
+  const web = (
+    await start(
+      'token-server',
+      ['examples/token-server/server.mjs'],
+      { TESSERA_API_KEY: apiKey, TESSERA_API_SECRET: secret, TESSERA_RELAY_URL: relayUrl, PORT: webPort },
+      /listening on (http:\/\/\S+)/,
+    )
+  ).value;
+  console.log(`\n  Tessera is running.\n  relay:        ${relayUrl} (dev mode: \`npx tessera token\` signs for it too)\n  token server: ${web}\n\n  Open ${web}/examples/stage/ in two browser windows (password: tessera).\n  The minimal example: ${web}/examples/hello/\n  Ctrl-C stops everything.\n`);
 } catch (err) {
   console.error(`npm start: ${err.message}`);
   shutdown(1);

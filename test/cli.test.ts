@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -10,14 +10,18 @@ import { Sdk } from '../src/sdk.ts';
 
 const BIN = new URL('../bin/tessera-relay.mjs', import.meta.url).pathname;
 const TOOL = new URL('../bin/tessera.mjs', import.meta.url).pathname;
-// dev mode keeps its key in a file: a temporary one here, never the user's
-const DEV_KEYS = join(mkdtempSync(join(tmpdir(), 'tessera-dev-')), 'dev-keys.json');
+// every file these tests write lives here (dev mode's key included: never the user's), removed at the end
+const TMP = mkdtempSync(join(tmpdir(), 'tessera-cli-'));
+const DEV_KEYS = join(TMP, 'dev-keys.json');
 const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill('SIGKILL')));
+after(() => {
+  children.forEach((c) => c.kill('SIGKILL'));
+  rmSync(TMP, { recursive: true, force: true });
+});
 
 /** Start the built relay command; resolves with its URL from the `listening on` line. */
 function startCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string; out: () => string }> {
-  const child = spawn(process.execPath, [BIN, '--port', '0', '--log-level', 'warn', ...args], { env: { ...process.env, TESSERA_DEV_KEYS: DEV_KEYS, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, '--port', '0', '--log-level', 'warn', ...args], { env: { ...process.env, TESSERA_DEV_KEYS: DEV_KEYS, TESSERA_RECORDINGS_DIR: join(TMP, 'recordings'), TESSERA_HLS_DIR: join(TMP, 'hls'), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   return new Promise((resolve, reject) => {
@@ -49,7 +53,7 @@ describe('tessera-relay command line', () => {
   });
 
   it('--keys: SIGHUP re-reads the file; a revoked or removed key is refused for new joins at once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tessera-keys-'));
+    const dir = mkdtempSync(join(TMP, 'keys-'));
     const file = join(dir, 'keys.json');
     writeFileSync(file, JSON.stringify({ keys: { a: 'secret-a-0123456789', b: 'secret-b-0123456789' }, revoked: [] }));
     const { child, url } = await startCli(['--keys', file]);
@@ -77,7 +81,7 @@ describe('tessera-relay command line', () => {
   });
 
   it('--keys with projects: each project\'s keys open their own rooms; tessera token signs with a project key, never a revoked one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tessera-keys-'));
+    const dir = mkdtempSync(join(TMP, 'keys-'));
     const file = join(dir, 'keys.json');
     const projects = { acme: { keys: { 'acme-1': 'secret-acme-0123456789' }, revoked: ['acme-0'] }, globex: { keys: { 'globex-1': 'secret-globex-0123456789', 'globex-0': 'secret-globex-old-0123' }, revoked: ['globex-0'] } };
     writeFileSync(file, JSON.stringify({ projects }));

@@ -63,9 +63,23 @@ async function api(path, body) {
 let room = null;
 let waiting = null;
 
+// After a session ends the page starts afresh, keeping who you are and where you were, and
+// saying why it ended; nothing rejoins by itself (a removed guest stays out).
+const saved = JSON.parse(sessionStorage.getItem('tessera-stage') ?? '{}');
+if (saved.name) $('name').value = saved.name;
+if (saved.room) $('room').value = saved.room;
+if (saved.role) document.querySelector(`input[name=role][value="${saved.role}"]`)?.click();
+if (saved.ended) {
+  $('ended').hidden = false;
+  $('ended-reason').textContent = saved.ended;
+  sessionStorage.setItem('tessera-stage', JSON.stringify({ ...saved, ended: undefined }));
+}
+
 $('join-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   const role = new FormData(event.target).get('role');
+  $('ended').hidden = true;
+  sessionStorage.setItem('tessera-stage', JSON.stringify({ name: $('name').value, room: $('room').value, role }));
   $('join-button').disabled = true;
   try {
     await api('/api/login', { name: $('name').value, password: $('password').value });
@@ -112,7 +126,9 @@ function enter(room, role) {
   whiteboard(room);
 
   room.on('disconnected', ({ reason }) => {
-    if (reason !== 'left') toast(DISCONNECTS[reason] ?? `Disconnected (${reason}).`);
+    const why = reason === 'left' ? 'You left the room.' : (DISCONNECTS[reason] ?? `Disconnected (${reason}).`);
+    const state = JSON.parse(sessionStorage.getItem('tessera-stage') ?? '{}');
+    sessionStorage.setItem('tessera-stage', JSON.stringify({ ...state, ended: why }));
     location.reload();
   });
   if (role === 'speaker' || role === 'guest' || role === 'moderator') toast(`Welcome, ${room.localParticipant.name}. Turn your camera on when you are ready.`, 'info');
@@ -167,11 +183,20 @@ function stage(room) {
   const me = room.localParticipant;
   if (!me.isViewer) tileOf('me', `${me.name} (you)`);
   room.on('participant-joined', ({ participant }) => tileOf(participant.id, participant.name));
-  room.on('participant-left', ({ participant }) => document.getElementById(`tile-${participant.id}`)?.remove());
+  // a screen share is a tile of its own, beside its sharer's camera
+  const screenTile = (id, label) => {
+    const tile = tileOf(`${id}-screen`, label);
+    tile.classList.add('screen');
+    return tile;
+  };
+  room.on('participant-left', ({ participant }) => {
+    document.getElementById(`tile-${participant.id}`)?.remove();
+    document.getElementById(`tile-${participant.id}-screen`)?.remove();
+  });
   room.on('track-subscribed', ({ participant, publication, track }) => {
-    const tile = tileOf(participant.id, participant.name);
+    const tile = publication.source === 'screen' ? screenTile(participant.id, `${participant.name}'s screen`) : tileOf(participant.id, participant.name);
     if (track.kind === 'video') {
-      if (publication.source === 'camera' || !tile.querySelector('video').srcObject) setVideo(tile, track);
+      setVideo(tile, track);
       publication.setPreferredSize({ maxWidth: tile.clientWidth || 320, maxHeight: tile.clientHeight || 200 }).catch(() => {});
     } else {
       const element = h('audio', { autoplay: true });
@@ -181,6 +206,7 @@ function stage(room) {
     setMuted(tile, publication.source, publication.muted);
   });
   room.on('track-unsubscribed', ({ participant, publication }) => {
+    if (publication.source === 'screen') return document.getElementById(`tile-${participant.id}-screen`)?.remove();
     const tile = document.getElementById(`tile-${participant.id}`);
     if (!tile) return;
     if (publication.kind === 'video') setVideo(tile, null);
@@ -202,6 +228,7 @@ function stage(room) {
   room.on('local-track-unpublished', ({ publication, reason, by }) => {
     document.querySelector(`[data-source="${publication.source}"]`)?.setAttribute('aria-pressed', 'false');
     if (publication.source === 'camera') setVideo(tileOf('me', me.name), null);
+    if (publication.source === 'screen') document.getElementById('tile-me-screen')?.remove();
     if (publication.source === 'microphone') $('mute-mic').hidden = true;
     if (reason === 'force-unpublished') toast(`${by} stopped your ${publication.source}.`, 'info');
   });
@@ -212,6 +239,7 @@ function stage(room) {
       const publication = await me.publish(source);
       button.setAttribute('aria-pressed', 'true');
       if (source === 'camera') setVideo(tileOf('me', me.name), publication.track);
+      if (source === 'screen') setVideo(screenTile('me', 'Your screen'), publication.track);
       if (source === 'microphone') {
         $('mute-mic').hidden = false;
         audio.set('me', { stop: listen(tileOf('me', me.name), publication.track) });
@@ -228,26 +256,51 @@ function stage(room) {
 }
 
 // ---- chat: pubsub with history and direct messages ---------------------------------------
+// Display names the relay vouches for: the stage's, and each viewer's from the audience pages.
+// A message's own `name` is only a fallback: anyone can write anything in a payload.
+const known = new Map();
+const nameOf = (id, fallback) => known.get(id) ?? fallback ?? `someone (${id.slice(0, 6)})`;
+
+/** Offer `id` as a direct-message target and pick it. */
+function messageTo(id, name) {
+  known.set(id, name);
+  const select = $('chat-to');
+  if (![...select.options].some((o) => o.value === id)) select.append(h('option', { value: id, textContent: name }));
+  select.value = id;
+  document.querySelector('[role=tab][data-tab="chat"]')?.click();
+  $('chat-text').focus();
+}
+
 async function chat(room) {
   const list = $('messages');
-  const names = new Map();
-  const show = ({ from, payload, timestamp }, direct) => {
-    const who = from === room.localParticipant.id ? 'You' : names.get(from) ?? payload.name ?? from.slice(0, 8);
-    list.append(h('li', { className: direct ? 'direct' : '', title: new Date(timestamp).toLocaleTimeString() }, h('span', { className: 'from', textContent: `${who}${direct ? ' (privately)' : ''}` }), String(payload.text ?? '')));
+  const me = room.localParticipant.id;
+  const show = ({ from, payload, timestamp }) => {
+    const to = Array.isArray(payload.to) ? payload.to[0] : null;
+    const who = from === me ? 'You' : nameOf(from, payload.name);
+    const label = to ? `${who} → ${to === me ? 'you' : nameOf(to)} (privately)` : who;
+    list.append(h('li', { className: to ? 'direct' : '', title: new Date(timestamp).toLocaleTimeString() }, h('span', { className: 'from', textContent: label }), String(payload.text ?? '')));
     list.scrollTop = list.scrollHeight;
   };
   const refreshTargets = () => {
     const select = $('chat-to');
-    select.replaceChildren(h('option', { value: '', textContent: 'Everyone' }), ...[...room.remoteParticipants.values()].map((p) => h('option', { value: p.id, textContent: p.name })));
+    const picked = select.value;
+    const stage = [...room.remoteParticipants.values()].map((p) => h('option', { value: p.id, textContent: p.name }));
+    const viewers = [...select.options].filter((o) => o.value && !room.remoteParticipants.has(o.value) && o.dataset.viewer);
+    select.replaceChildren(h('option', { value: '', textContent: 'Everyone' }), ...stage, ...viewers);
+    select.value = [...select.options].some((o) => o.value === picked) ? picked : '';
   };
   room.on('participant-joined', ({ participant }) => {
-    names.set(participant.id, participant.name);
+    known.set(participant.id, participant.name);
     refreshTargets();
   });
   room.on('participant-left', refreshTargets);
   try {
-    await room.pubsub.subscribe('chat', (m) => show(m, Array.isArray(m.payload.to)));
-    for (const m of await room.pubsub.getHistory('chat', { limit: 50 })) show(m, Array.isArray(m.payload.to));
+    await room.pubsub.subscribe('chat', (m) => {
+      // someone who wrote to you privately can be answered privately
+      if (Array.isArray(m.payload.to) && !room.remoteParticipants.has(m.from)) addViewerTarget(m.from, nameOf(m.from, m.payload.name));
+      show(m);
+    });
+    for (const m of await room.pubsub.getHistory('chat', { limit: 50 })) show(m);
   } catch (err) {
     showError(err);
   }
@@ -258,9 +311,17 @@ async function chat(room) {
     const to = $('chat-to').value;
     const payload = { text, name: room.localParticipant.name, ...(to ? { to: [to] } : {}) };
     const sent = await room.pubsub.publish('chat', payload, { persist: true, ...(to ? { to: [to] } : {}) });
-    show({ from: room.localParticipant.id, payload, timestamp: sent.timestamp }, Boolean(to));
+    show({ from: me, payload, timestamp: sent.timestamp });
     $('chat-text').value = '';
   }));
+}
+
+function addViewerTarget(id, name) {
+  const select = $('chat-to');
+  if ([...select.options].some((o) => o.value === id)) return;
+  const option = h('option', { value: id, textContent: `${name} (audience)` });
+  option.dataset.viewer = 'yes';
+  select.append(option);
 }
 
 // ---- people: the stage, the audience page by page, moderation -----------------------------
@@ -279,16 +340,40 @@ function people(room) {
   room.on('participant-joined', ({ participant }) => stageList.append(row(participant)));
   room.on('participant-left', ({ participant }) => document.getElementById(`person-${participant.id}`)?.remove());
   let cursor = null;
-  $('load-more').onclick = guard(async () => {
+  const viewerRow = (viewer) => {
+    const item = h('li', { id: `viewer-${viewer.id}` });
+    const remove = room.localParticipant.grant.canModerate
+      ? h('button', { className: 'ghost', textContent: 'Remove', onclick: guard(async () => {
+          await room.remove(viewer.id);
+          item.remove();
+          toast(`${viewer.name} was removed.`, 'info');
+        }) })
+      : null;
+    const message = room.localParticipant.isViewer ? null : h('button', { className: 'ghost', textContent: 'Message', onclick: () => {
+      addViewerTarget(viewer.id, viewer.name);
+      messageTo(viewer.id, viewer.name);
+    } });
+    item.append(h('span', { textContent: viewer.name }), h('span', {}, message, remove));
+    return item;
+  };
+  const loadPage = guard(async () => {
     const page = await room.getParticipants({ tier: 'viewer', limit: 50, cursor });
     for (const viewer of page.participants) {
-      const remove = room.localParticipant.grant.canModerate ? h('button', { className: 'ghost', textContent: 'Remove', onclick: guard(() => room.remove(viewer.id)) }) : null;
-      $('audience-list').append(h('li', {}, h('span', { textContent: viewer.name.length > 24 ? `${viewer.name.slice(0, 8)}…` : viewer.name }), remove));
+      known.set(viewer.id, viewer.name);
+      if (!document.getElementById(`viewer-${viewer.id}`)) $('audience-list').append(viewerRow(viewer));
     }
     cursor = page.nextCursor;
     $('load-more').textContent = cursor ? 'Load more' : 'Everyone is listed';
     $('load-more').disabled = !cursor;
   });
+  $('load-more').onclick = loadPage;
+  // the list is a snapshot: start it again to see who is there now
+  $('refresh-audience').onclick = () => {
+    cursor = null;
+    $('audience-list').replaceChildren();
+    $('load-more').disabled = false;
+    return loadPage();
+  };
   if (room.localParticipant.grant.canModerate) {
     const end = h('button', { className: 'ghost', textContent: 'End the room for everyone', onclick: guard(async () => confirm('End the room for everyone?') && room.end()) });
     $('load-more').after(end);
@@ -337,12 +422,28 @@ function outputs(room) {
     );
     $('board-panel').hidden = room.whiteboard.state !== 'active';
   };
+  const recordings = guard(async () => {
+    if (!room.localParticipant.grant.canModerate) return;
+    const res = await fetch(`/api/recordings?room=${encodeURIComponent(room.id)}`);
+    if (!res.ok) return;
+    const { recordings: files } = await res.json();
+    const byRecording = new Map();
+    for (const f of files) byRecording.set(f.recording, [...(byRecording.get(f.recording) ?? []), f]);
+    $('recordings').replaceChildren(
+      ...[...byRecording].map(([id, list]) =>
+        h('li', {}, h('span', { textContent: id }), h('span', {}, ...list.map((f) => h('a', { href: f.url, download: '', textContent: f.file, title: `${Math.ceil(f.size / 1024)} KB` })))),
+      ),
+    );
+    $('recordings-empty').hidden = files.length > 0;
+  });
   room.on('output-changed', ({ output, state, by, error }) => {
     render();
+    if (output === 'recording' && state === 'stopped') recordings();
     if (state === 'failed' && error) toast(`${names[output]} failed: ${error.message}`);
     else if (state === 'active' || state === 'stopped') toast(`${names[output]} ${state === 'active' ? 'started' : 'stopped'}${by ? ` by ${by}` : ''}.`, 'info');
   });
   render();
+  recordings();
 }
 
 // ---- files: data streams ---------------------------------------------------------------

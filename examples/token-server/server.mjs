@@ -36,7 +36,8 @@ const ROLES = {
   guest: { grant: { canPublish: true, canSubscribe: true, canPublishData: true }, joinPolicy: { mode: 'ask', ttl: 120 } },
 };
 
-const sessions = new Map(); // session id → { name }
+const sessions = new Map(); // session id → { name, moderates: Set of rooms it got a moderator token for }
+const RELAY_HTTP = RELAY_URL.replace(/^ws/, 'http');
 
 function send(res, status, body, headers = {}) {
   res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
@@ -67,7 +68,7 @@ const routes = {
     if (typeof name !== 'string' || !name.trim() || name.length > 64) return send(res, 400, { error: 'name: 1 to 64 characters' });
     if (typeof password !== 'string' || !sameSecret(password, PASSWORD)) return send(res, 401, { error: 'wrong password' });
     const id = randomBytes(16).toString('base64url');
-    sessions.set(id, { name: name.trim() });
+    sessions.set(id, { name: name.trim(), moderates: new Set() });
     send(res, 200, { name: name.trim() }, { 'set-cookie': `demo_session=${id}; HttpOnly; SameSite=Strict; Path=/` });
   },
   'POST /api/token': async (req, res) => {
@@ -87,12 +88,58 @@ const routes = {
       grant: spec.grant,
       ttl: '2h',
     });
+    if (role === 'moderator') session.moderates.add(room);
     send(res, 200, { token, url: RELAY_URL, name: session.name });
+  },
+  // A room's recordings, for someone who moderates it: the relay is asked with a short
+  // canRecord token minted here (the browser never holds one for downloads).
+  'GET /api/recordings': async (req, res, query) => {
+    const room = moderatedRoom(req, res, query);
+    if (!room) return;
+    const answer = await fetch(`${RELAY_HTTP}/recordings`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
+    const { recordings = [] } = await answer.json();
+    send(res, answer.status, { recordings: recordings.map((r) => ({ ...r, url: `/api/recording?room=${encodeURIComponent(room)}&path=${encodeURIComponent(r.url)}` })) });
+  },
+  'GET /api/recording': async (req, res, query) => {
+    const room = moderatedRoom(req, res, query);
+    if (!room) return;
+    const path = query.get('path') ?? '';
+    if (!/^\/recordings\/[\w.~-]+\/[\w.~-]+$/.test(path)) return send(res, 400, { error: 'path: a recording file of the listing' });
+    const answer = await fetch(`${RELAY_HTTP}${path}`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
+    if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
+    const name = path.split('/').slice(-2).join('-');
+    res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${name}"` });
+    for await (const chunk of answer.body) res.write(chunk);
+    res.end();
   },
 };
 
-function serveStatic(req, res) {
-  let path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+function moderatedRoom(req, res, query) {
+  const session = sessionOf(req);
+  const room = query.get('room') ?? '';
+  if (!session) return void send(res, 401, { error: 'log in first' });
+  if (!session.moderates.has(room)) return void send(res, 403, { error: 'only a moderator of the room may download its recordings' });
+  return room;
+}
+
+const recordToken = (room) => mintToken({ apiKey: API_KEY, secret: API_SECRET, roomId: room, grant: { canRecord: true }, ttl: 60 });
+
+/** The path and query of a request target, or null when it is not a plain path (never a throw). */
+function target(req) {
+  const raw = req.url ?? '';
+  if (!raw.startsWith('/') || raw.startsWith('//')) return null;
+  const at = raw.indexOf('?');
+  let path;
+  try {
+    path = decodeURIComponent(at < 0 ? raw : raw.slice(0, at));
+  } catch {
+    return null;
+  }
+  return { path, query: new URLSearchParams(at < 0 ? '' : raw.slice(at + 1)) };
+}
+
+function serveStatic(req, res, path) {
+  path = normalize(path);
   if (path === '/') path = '/examples/stage/';
   if (path.endsWith('/')) path += 'index.html';
   const file = join(ROOT, path);
@@ -101,17 +148,20 @@ function serveStatic(req, res) {
     return res.end('not found');
   }
   res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
-  createReadStream(file).pipe(res);
+  createReadStream(file).on('error', () => res.destroy()).pipe(res);
 }
 
 const server = createServer(async (req, res) => {
-  const route = routes[`${req.method} ${new URL(req.url, 'http://x').pathname}`];
-  if (!route) return serveStatic(req, res);
+  const where = target(req);
+  if (!where) return send(res, 400, { error: 'bad request target' });
+  const route = routes[`${req.method} ${where.path}`];
+  if (!route) return serveStatic(req, res, where.path);
   try {
-    await route(req, res);
+    await route(req, res, where.query);
   } catch (err) {
     // mintToken refuses what the relay would refuse: say why
-    send(res, 400, { error: err.message, code: err.code });
+    if (!res.headersSent) send(res, 400, { error: err.message, code: err.code });
+    else res.destroy();
   }
 });
 

@@ -1,0 +1,129 @@
+import type { ChildProcess } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { expect, test, type Browser, type Page } from '@playwright/test';
+import { startExample } from '../start-example.ts';
+
+/**
+ * The stage demo as issue 16 found it, walked through as a person would: a screen share beside
+ * the camera, names instead of ids, a direct message to a viewer, the audience list after a
+ * removal, a recording downloaded from the page, and what people see when they are removed or
+ * the room ends. Each step leaves a screenshot in test-results/.
+ */
+let child: ChildProcess;
+let web = '';
+test.beforeAll(async () => {
+  ({ child, web } = await startExample({ TESSERA_LOG_LEVEL: 'warn' }));
+});
+test.afterAll(() => child.kill('SIGTERM'));
+
+async function open(browser: Browser, name: string, role: string, waitForRoom = true): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  page.on('dialog', (dialog) => void dialog.accept());
+  await page.goto(`${web}/examples/stage/`);
+  await page.fill('#name', name);
+  await page.fill('#room', 'walkthrough');
+  await page.check(`input[name=role][value=${role}]`);
+  await page.click('#join-button');
+  if (waitForRoom) await expect(page.locator('#room-screen')).toBeVisible();
+  return page;
+}
+
+const videoWidth = (page: Page, tile: string) => page.evaluate((id) => (document.querySelector(`#${id} video:not([hidden])`) as HTMLVideoElement | null)?.videoWidth ?? 0, tile);
+
+async function shot(page: Page, name: string): Promise<void> {
+  const path = `test-results/walkthrough-${name}.png`;
+  await page.screenshot({ path });
+  expect(statSync(path).size).toBeGreaterThan(10_000);
+}
+
+test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, audience list, recordings, removal and ending explained', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const mod = await open(browser, 'Mo', 'moderator');
+  const ada = await open(browser, 'Ada', 'speaker');
+
+  // a screen share next to the camera: both reach the others; stopping the share keeps the camera
+  await ada.click('[data-source=camera]');
+  await expect(ada.locator('[data-source=camera]')).toHaveAttribute('aria-pressed', 'true');
+  await ada.click('[data-source=screen]');
+  await expect(ada.locator('[data-source=screen]')).toHaveAttribute('aria-pressed', 'true');
+  await expect.poll(() => videoWidth(mod, 'tile-ada-speaker'), { timeout: 15_000 }).toBeGreaterThan(0);
+  await expect.poll(() => videoWidth(mod, 'tile-ada-speaker-screen'), { timeout: 15_000 }).toBeGreaterThan(0);
+  await expect(mod.locator('#tile-ada-speaker-screen .name')).toHaveText("Ada's screen");
+  await shot(mod, '1-camera-and-screen');
+  await ada.click('[data-source=screen]');
+  await expect(mod.locator('#tile-ada-speaker-screen')).toHaveCount(0, { timeout: 10_000 });
+  await expect(mod.locator('#tile-ada-speaker video')).toBeVisible();
+  await expect.poll(() => videoWidth(mod, 'tile-ada-speaker')).toBeGreaterThan(0);
+  await shot(mod, '2-share-stopped-camera-stays');
+
+  // a viewer writes: people are named, not numbered; the stage answers the viewer privately
+  const vic = await open(browser, 'Vic', 'viewer');
+  await vic.fill('#chat-text', 'Hello from the audience');
+  await vic.press('#chat-text', 'Enter');
+  await expect(mod.locator('#messages li', { hasText: 'Hello from the audience' }).locator('.from')).toHaveText('Vic');
+  await mod.click('[data-tab=people]');
+  await mod.click('#load-more');
+  const vicRow = mod.locator('#audience-list li', { hasText: 'Vic' });
+  await expect(vicRow).toHaveCount(1);
+  await vicRow.getByRole('button', { name: 'Message' }).click();
+  await mod.fill('#chat-text', 'Welcome, Vic');
+  await mod.press('#chat-text', 'Enter');
+  const dm = vic.locator('#messages li.direct', { hasText: 'Welcome, Vic' });
+  await expect(dm.locator('.from')).toHaveText('Mo → you (privately)');
+  await expect(ada.locator('#messages')).not.toContainText('Welcome, Vic');
+  await expect(mod.locator('#messages li.direct', { hasText: 'Welcome, Vic' }).locator('.from')).toHaveText('You → Vic (privately)');
+  await shot(vic, '3-direct-message-to-a-viewer');
+
+  // removing the viewer: the moderator's list follows; the viewer is told why, and keeps its name and room
+  await mod.click('[data-tab=people]');
+  await vicRow.getByRole('button', { name: 'Remove' }).click();
+  await expect(mod.locator('#audience-list li', { hasText: 'Vic' })).toHaveCount(0);
+  await expect(vic.locator('#ended')).toContainText('A moderator removed you', { timeout: 10_000 });
+  await expect(vic.locator('#name')).toHaveValue('Vic');
+  await expect(vic.locator('#room')).toHaveValue('walkthrough');
+  await expect(vic.locator('input[name=role][value=viewer]')).toBeChecked();
+  await shot(vic, '4-removed-viewer-told-why');
+
+  // a recording, downloaded from the page
+  await mod.click('[data-tab=outputs]');
+  const recording = mod.locator('#outputs li', { hasText: 'Recording' });
+  await recording.getByRole('button', { name: 'Start' }).click();
+  await expect(recording.locator('.state')).toHaveText('active');
+  await mod.waitForTimeout(2000);
+  await recording.getByRole('button', { name: 'Stop' }).click();
+  await expect(recording.locator('.state')).toHaveText('stopped', { timeout: 20_000 });
+  await expect(mod.locator('#recordings a').first()).toBeVisible({ timeout: 10_000 });
+  const files = await mod.locator('#recordings a').allTextContents();
+  expect(files).toContain('timeline.jsonl');
+  expect(files).toContain('ada-speaker--camera.webm');
+  const download = await mod.evaluate(async (href) => {
+    const res = await fetch(href!);
+    return { status: res.status, bytes: (await res.arrayBuffer()).byteLength, type: res.headers.get('content-type') };
+  }, await mod.locator('#recordings a', { hasText: 'camera' }).getAttribute('href'));
+  expect(download.status).toBe(200);
+  expect(download.type).toBe('video/webm');
+  expect(download.bytes).toBeGreaterThan(10_000);
+  await shot(mod, '5-recording-download');
+
+  // a removed guest is told why and is not let back in under a default name
+  const guest = await open(browser, 'Gus', 'guest', false);
+  await expect(guest.locator('#waiting')).toBeVisible();
+  await mod.click('[data-tab=lobby]');
+  await mod.locator('#lobby-gus-guest').getByRole('button', { name: 'Admit' }).click();
+  await expect(guest.locator('#room-screen')).toBeVisible();
+  await mod.click('[data-tab=people]');
+  await mod.locator('#person-gus-guest').getByRole('button', { name: 'Remove' }).click();
+  await expect(guest.locator('#ended')).toContainText('A moderator removed you', { timeout: 10_000 });
+  await expect(guest.locator('#name')).toHaveValue('Gus');
+  await guest.waitForTimeout(1000);
+  await expect(guest.locator('#join-screen')).toBeVisible();
+  await expect(mod.locator('#tile-gus-guest')).toHaveCount(0);
+  await shot(guest, '6-removed-guest-told-why');
+
+  // ending the room: everyone is told, nobody is dropped back to an empty form
+  await mod.getByRole('button', { name: 'End the room for everyone' }).click();
+  await expect(ada.locator('#ended')).toContainText('The room has ended', { timeout: 10_000 });
+  await expect(ada.locator('#name')).toHaveValue('Ada');
+  await expect(mod.locator('#ended')).toContainText('The room has ended');
+  await shot(ada, '7-room-ended');
+});
