@@ -58,12 +58,18 @@ export interface RelayConfig {
   frameRate: number;
   /** The same for binary frames (data stream chunks, 64 KiB each). */
   binaryFrameRate: number;
+  /** Bytes of text frames one connection may send per second (each is parsed as JSON). */
+  textByteRate: number;
+  /** ...in a burst; never less than the largest text frame the relay reads. */
+  textByteBurst: number;
   /** Most participants in one room (on stage and in the audience). */
   maxRoomSize: number;
   /** Most rooms on this relay. */
   maxRooms: number;
   /** Where recordings are written (and served from, at `/recordings`). */
   recordingsDir: string;
+  /** Bytes of messages (pubsub, streams, whiteboard) one recording's timeline keeps; stage events are always kept. */
+  recordingTimelineBytes: number;
   /** Where HLS playlists and segments are written (and served from, at `/hls`). */
   hlsDir: string;
   hlsSegmentSeconds: number;
@@ -140,11 +146,14 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   tokenLeeway: 30,
   frameRate: 500,
   binaryFrameRate: 4000,
+  textByteRate: 1024 * 1024,
+  textByteBurst: 2 * 1024 * 1024,
   maxRoomSize: 100_000,
   maxRooms: 10_000,
   recordingsDir: join(homedir(), '.tessera', 'recordings'),
   hlsDir: join(homedir(), '.tessera', 'hls'),
   hlsSegmentSeconds: 2,
+  recordingTimelineBytes: 64 * 1024 * 1024,
   allowPrivateRtmp: false,
   outputStartTimeoutMs: 15_000,
   maxConnections: 50_000,
@@ -217,11 +226,14 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-topics', env: 'TESSERA_MAX_TOPICS', help: `most topics per room (default ${DEFAULTS.maxTopicsPerRoom})`, apply: (c, v) => void (c.maxTopicsPerRoom = integer('--max-topics', v, 1)) },
   { flag: '--max-stream', env: 'TESSERA_MAX_STREAM', help: `largest data stream, bytes (default ${DEFAULTS.maxStreamBytes})`, apply: (c, v) => void (c.maxStreamBytes = integer('--max-stream', v, 0)) },
   { flag: '--frame-rate', env: 'TESSERA_FRAME_RATE', help: `text frames per second per connection before it is read more slowly (default ${DEFAULTS.frameRate})`, apply: (c, v) => void (c.frameRate = integer('--frame-rate', v, 1)) },
+  { flag: '--text-byte-rate', env: 'TESSERA_TEXT_BYTE_RATE', help: `bytes of text frames per second per connection (default ${DEFAULTS.textByteRate})`, apply: (c, v) => void (c.textByteRate = integer('--text-byte-rate', v, 1024)) },
+  { flag: '--text-byte-burst', env: 'TESSERA_TEXT_BYTE_BURST', help: `...in a burst, at least four times --max-frame (default ${DEFAULTS.textByteBurst})`, apply: (c, v) => void (c.textByteBurst = integer('--text-byte-burst', v, 1024)) },
   { flag: '--max-room-size', env: 'TESSERA_MAX_ROOM_SIZE', help: `most participants in one room (default ${DEFAULTS.maxRoomSize})`, apply: (c, v) => void (c.maxRoomSize = integer('--max-room-size', v, 1)) },
   { flag: '--max-rooms', env: 'TESSERA_MAX_ROOMS', help: `most rooms on this relay (default ${DEFAULTS.maxRooms})`, apply: (c, v) => void (c.maxRooms = integer('--max-rooms', v, 1)) },
   { flag: '--resume-grace', env: 'TESSERA_RESUME_GRACE', help: `ms a dropped participant keeps its seat waiting to resume (default ${DEFAULTS.resumeGraceMs})`, apply: (c, v) => void (c.resumeGraceMs = integer('--resume-grace', v, 0)) },
   { flag: '--lobby-ttl', env: 'TESSERA_LOBBY_TTL', help: `seconds a lobby request waits when its token sets no ttl (default ${DEFAULTS.lobbyTtl})`, apply: (c, v) => void (c.lobbyTtl = integer('--lobby-ttl', v, 1)) },
   { flag: '--recordings-dir', env: 'TESSERA_RECORDINGS_DIR', help: `where recordings are written (default ${DEFAULTS.recordingsDir})`, apply: (c, v) => void (c.recordingsDir = v) },
+  { flag: '--recording-timeline-bytes', env: 'TESSERA_RECORDING_TIMELINE_BYTES', help: `bytes of messages one recording's timeline keeps (default ${DEFAULTS.recordingTimelineBytes})`, apply: (c, v) => void (c.recordingTimelineBytes = integer('--recording-timeline-bytes', v, 0)) },
   { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'the external transcription service (POSTed start/stop as JSON); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },

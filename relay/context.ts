@@ -94,3 +94,12 @@ export function spendBytes(scope: RequestScope, n: number): void {
     throw new RelayError('RATE_LIMITED', `at most ${dataByteRate} bytes of data per second (burst ${dataByteBurst})`, 'byte-rate');
   }
 }
+
+/**
+ * A result already serialised, spliced into the response as is: what the relay keeps as bytes
+ * (pubsub history) is answered without being parsed and encoded again.
+ */
+export class Serialized<T> {
+  declare readonly result?: T;
+  constructor(readonly json: Buffer) {}
+}

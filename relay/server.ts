@@ -67,21 +67,33 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     log,
   };
   const sessions = new Set<Session>();
-  const http: Server = createServer((req, res) => answerHttp(req, res, context, sessions));
+  // a request must finish its headers within 5 s and itself within 10 s (checked every second):
+  // sockets that trickle bytes do not hold file descriptors for Node's default minute
+  const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => answerHttp(req, res, context, sessions));
   // frames up to OVERSIZE_FACTOR times the limit are read to be answered; the session lowers it before the join
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes * OVERSIZE_FACTOR, perMessageDeflate: false });
+  // connections that have not sent their join frame, oldest first: when they fill their budget,
+  // the oldest gives its place to the newcomer (a flood of idle sockets cannot lock joiners out)
+  const pending = new Set<Session>();
+  const hooks = { authenticated: (s: Session) => pending.delete(s), ended: (s: Session) => (pending.delete(s), sessions.delete(s)) };
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on('error', () => socket.destroy());
-    let pending = 0;
-    for (const s of sessions) if (s.pending) pending++;
-    if (sessions.size >= config.maxConnections || pending >= config.maxPendingConnections) {
-      log.warn('connection refused: relay at capacity', { connections: sessions.size, pending });
+    if (sessions.size >= config.maxConnections) {
+      log.warn('connection refused: relay at capacity', { connections: sessions.size });
       socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    if (pending.size >= config.maxPendingConnections) {
+      const oldest = pending.values().next().value;
+      if (oldest) {
+        pending.delete(oldest);
+        oldest.evict();
+      }
+    }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const session = new Session(ws, context, (s) => sessions.delete(s), socket);
+      const session = new Session(ws, context, hooks, socket);
       sessions.add(session);
+      pending.add(session);
     });
   });
   wss.on('error', (err) => log.error('websocket server error', { error: err.message }));

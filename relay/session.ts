@@ -3,7 +3,7 @@ import type { RawData, WebSocket } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
 import { PROTOCOL_VERSION, type ErrorFrame, type JoinFrame, type RequestFrame, type ResumeFrame, type ServerFrame, type WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
-import { RelayError, type RelayContext, type RequestScope } from './context.ts';
+import { RelayError, Serialized, type RelayContext, type RequestScope } from './context.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
 import { enter, judge, snapshot, type Verdict } from './join.ts';
 import { FrameGate, rawLength } from './frame-gate.ts';
@@ -19,6 +19,14 @@ const AWAY_ENDINGS: Record<number, WireError> = {
   [CloseCode.ROOM_ENDED]: { code: 'ROOM_ENDED', reason: 'room-ended', message: 'the room has ended' },
   [CloseCode.DUPLICATE_IDENTITY]: { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'duplicate-identity', message: 'you joined this room from elsewhere' },
 };
+
+/** What the server learns of a session's life. */
+export interface SessionHooks {
+  /** It left the pre-authentication state (joined, waits in a lobby, was refused, or closed). */
+  authenticated(session: Session): void;
+  /** Its socket closed. */
+  ended(session: Session): void;
+}
 
 /** Frames up to this many times the frame limit are read and answered PAYLOAD_TOO_LARGE; larger ones close the socket (1009). */
 export const OVERSIZE_FACTOR = 4;
@@ -62,11 +70,12 @@ export class Session implements MemberLink, LobbyJoiner {
   constructor(
     private readonly ws: WebSocket,
     readonly relay: RelayContext,
-    private readonly onEnd: (session: Session) => void,
+    private readonly hooks: SessionHooks,
     private readonly socket?: Socket,
   ) {
     const { config } = relay;
-    this.gate = new FrameGate(ws, config, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held);
+    const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
+    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held);
     limitPayload(ws, config.maxJoinFrameBytes);
     // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
     const overBudget = () => {
@@ -74,7 +83,7 @@ export class Session implements MemberLink, LobbyJoiner {
       const limit = (config.maxJoinFrameBytes + 1024) * (ws.readyState === ws.OPEN ? 1 : 4);
       if (this.preAuthBytes <= limit || this.state === 'joined' || this.state === 'waiting') return;
       relay.log.info('connection refused before join', { reason: 'pre-auth-bytes', bytes: this.preAuthBytes });
-      this.state = 'closed';
+      this.setState('closed');
       ws.terminate();
     };
     this.countPreAuth = (chunk) => {
@@ -90,9 +99,21 @@ export class Session implements MemberLink, LobbyJoiner {
     ws.on('close', (code) => this.ended(code));
   }
 
-  /** Whether the session has not been admitted to a room yet (it counts against `maxPendingConnections`). */
-  get pending(): boolean {
-    return this.state === 'pending' || this.state === 'waiting';
+  private setState(next: 'waiting' | 'joined' | 'closed'): void {
+    if (this.state === 'pending') this.hooks.authenticated(this);
+    this.state = next;
+  }
+
+  /** A connection that has not sent its join frame gives its place to a newer one (the relay is at `--max-pending`). */
+  evict(): void {
+    this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'the relay needed the place of a connection that had not joined', 'evicted');
+    this.ws.terminate();
+  }
+
+  /** A socket refused before it joined gets a moment for the closing handshake, not the 30 s ws would wait. */
+  private closeSoon(code: number, reason: string): void {
+    this.ws.close(code, reason);
+    setTimeout(() => this.ws.terminate(), 1000).unref();
   }
 
   /** The member, once joined. */
@@ -148,7 +169,7 @@ export class Session implements MemberLink, LobbyJoiner {
   close(code: number, reason: string): void {
     if (this.state === 'closed') return;
     this.leaveRoom();
-    this.state = 'closed';
+    this.setState('closed');
     this.gate.close();
     this.ws.close(code, reason);
   }
@@ -212,7 +233,7 @@ export class Session implements MemberLink, LobbyJoiner {
     const held = waitInLobby(this.relay, verdict, this);
     if ('code' in held) return this.refuseJoin(held, parsed.value);
     this.waitingIn = held;
-    this.state = 'waiting';
+    this.setState('waiting');
   }
 
   /** Enter the room now; returns why it could not, if it could not (the join is then refused). */
@@ -234,7 +255,7 @@ export class Session implements MemberLink, LobbyJoiner {
   /** From now on the connection speaks for `member`: larger frames, the member's budgets. */
   private becomeMember(member: Member, room: Room): void {
     const { config } = this.relay;
-    this.state = 'joined';
+    this.setState('joined');
     this.socket?.off('data', this.countPreAuth);
     limitPayload(this.ws, config.maxFrameBytes * OVERSIZE_FACTOR);
     this.scope = {
@@ -291,7 +312,7 @@ export class Session implements MemberLink, LobbyJoiner {
   /** Another connection took this member over (a resume): end quietly, the member lives on. */
   private replaced(): void {
     this.scope = null;
-    this.state = 'closed';
+    this.setState('closed');
     this.gate.close();
     this.ws.terminate();
   }
@@ -302,9 +323,9 @@ export class Session implements MemberLink, LobbyJoiner {
     const who = frame === 'resume' ? { resume: true } : { room: frame.roomId, participant: frame.participantId };
     this.relay.log.info('join refused', { code: refusal.code, reason: refusal.reason, ...who });
     this.send({ type: 'join-error', error: { code: refusal.code, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
-    this.state = 'closed';
+    this.setState('closed');
     this.gate.close();
-    this.ws.close(CloseCode.JOIN_REFUSED, refusal.code);
+    this.closeSoon(CloseCode.JOIN_REFUSED, refusal.code);
   }
 
   /**
@@ -337,7 +358,8 @@ export class Session implements MemberLink, LobbyJoiner {
     try {
       const handler = HANDLERS[request.method] as Handler<typeof request.method>;
       const result = await handler(scope, request.params);
-      this.send({ type: 'response', id: request.id, result });
+      if (result instanceof Serialized) this.sendRaw(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
+      else this.send({ type: 'response', id: request.id, result });
       for (const fn of deferred) fn();
     } catch (err) {
       const error: WireError =
@@ -363,9 +385,9 @@ export class Session implements MemberLink, LobbyJoiner {
     this.clearJoinTimer();
     this.relay.log.info('connection refused before join', { reason });
     this.sendError({ code: 'INVALID_ARGUMENT', message, reason });
-    this.state = 'closed';
+    this.setState('closed');
     this.gate.close();
-    this.ws.close(code, reason);
+    this.closeSoon(code, reason);
   }
 
   private clearJoinTimer(): void {
@@ -430,7 +452,7 @@ export class Session implements MemberLink, LobbyJoiner {
     this.socket?.off('data', this.countPreAuth);
     // 1006: no closing handshake, the network or the peer died; anything else was meant
     if (!(this.state === 'joined' && code === 1006 && this.holdSeat())) this.leaveRoom();
-    this.state = 'closed';
-    this.onEnd(this);
+    this.setState('closed');
+    this.hooks.ended(this);
   }
 }

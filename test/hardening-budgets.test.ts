@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import type { WebSocket } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
@@ -65,6 +67,24 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     await until(() => budgets.history.inUse === 0, 3000, 'history given back when the rooms go');
   });
 
+  it('item 5: history holds the bytes it is charged for: 20,000 empty objects cost their JSON, not twenty times it', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const heap = () => {
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const c = await rawJoin(t.url, chat('hist-objects'));
+    const payload = Array.from({ length: 20_000 }, () => ({}));
+    const before = heap();
+    for (let i = 0; i < 4; i++) assert.ok((await c.request('pubsub.publish', { topic: `o${i}`, payload, persist: true })).result);
+    const charged = t.relay.context.budgets.history.inUse;
+    const grown = heap() - before;
+    assert.ok(charged >= 4 * 40_000, `charged ${charged}`);
+    assert.ok(grown < 3 * charged + 2 * MiB, `the heap grew by ${grown} bytes for ${charged} charged`);
+    c.ws.close();
+  });
+
   it('item 6: the whiteboard is a byte budget; its answer is charged to whoever asks', async () => {
     const host = await rawJoin(t.url, t.token({ roomId: 'wb', grant: { canWhiteboard: true } }));
     assert.ok((await host.request('output.start', { output: 'whiteboard' })).result);
@@ -98,6 +118,17 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     } finally {
       await slow.close();
     }
+  });
+
+  it('item 7: text frames are parsed at the connection\'s byte rate: big frames at full speed wait their turn', async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'bytes', isViewer: true, grant: {} }));
+    const big = JSON.stringify({ type: 'ping', pad: Array.from({ length: 50_000 }, () => 0) }); // ~100 KiB, parsed in full
+    for (let i = 0; i < 60; i++) c.ws.send(big);
+    await new Promise((r) => setTimeout(r, 500));
+    const pongs = c.frames.filter((f) => f.type === 'pong').length;
+    // a burst of 2 MiB and 1 MiB/s: about 25 frames in half a second, never all 60
+    assert.ok(pongs >= 10 && pongs <= 35, `${pongs} of 60 frames of 100 KiB parsed in 500 ms`);
+    c.ws.close();
   });
 
   it('item 8: targeted floods at a member that is not reading cost it messages, never its session', async () => {
@@ -158,7 +189,7 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     for (const c of [host, reader, stuck]) c.ws.close();
   });
 
-  it('item 9: before the join a socket holds at most the join-frame budget, and pending sockets are capped', async () => {
+  it('item 9: before the join a socket holds at most the join-frame budget; idle sockets give their place to newcomers', async () => {
     // a frame header announcing 100 KiB: refused from the header, its bytes never awaited
     const c = await rawConnect(t.url);
     const head = Buffer.from([0x81, 0xff, 0, 0, 0, 0, 0, 1, 0x90, 0x00, 1, 2, 3, 4]); // masked text frame of 102,400 bytes
@@ -170,10 +201,17 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     for (let i = 0; i < 40; i++) socketOf(raw.ws).write(Buffer.alloc(KiB));
     const closed = await raw.closed;
     assert.ok(closed.code === 1006 || closed.code === 1009 || closed.code === CloseCode.PROTOCOL_ERROR, String(closed.code));
-    // 20 sockets that never join fill the pending budget; the next upgrade is refused with 503
+    // 20 sockets that never join fill the pending budget; the next one takes the oldest's place, and joins
     const idle = await Promise.all(Array.from({ length: 20 }, () => rawConnect(t.url)));
+    const joiner = await rawJoin(t.url, t.token({ roomId: 'pending', grant: {} }));
+    assert.equal((await idle[0]!.closed).code, CloseCode.JOIN_TIMEOUT, 'the oldest idle socket gave its place');
+    assert.equal(idle[1]!.ws.readyState, idle[1]!.ws.OPEN);
+    joiner.ws.close();
+    // past --max-connections, an upgrade is refused with 503
+    const full = await startTestRelay({ maxConnections: 2 });
+    const two = await Promise.all([rawConnect(full.url), rawConnect(full.url)]);
     const refused = await new Promise<string>((resolve) => {
-      const s = connect(t.relay.port, '127.0.0.1', () =>
+      const s = connect(full.relay.port, '127.0.0.1', () =>
         s.write(`GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${Buffer.alloc(16, 1).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`),
       );
       let text = '';
@@ -181,9 +219,25 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
       s.on('close', () => resolve(text));
     });
     assert.match(refused, /^HTTP\/1\.1 503/);
+    for (const c of two) c.ws.close();
+    await full.close();
     for (const i of idle) i.ws.close();
     await Promise.all(idle.map((i) => i.closed));
     await until(() => t.relay.connections === 0, 3000, 'the idle sockets are gone');
+  });
+
+  it('item 9: an HTTP request that trickles its headers is cut within seconds, not a minute', async () => {
+    const started = Date.now();
+    const closedAfter = await new Promise<number>((resolve) => {
+      const s = connect(t.relay.port, '127.0.0.1', () => s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n'));
+      const drip = setInterval(() => s.write('X'), 1000);
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        clearInterval(drip);
+        resolve(Date.now() - started);
+      });
+    });
+    assert.ok(closedAfter < 8000, `closed after ${closedAfter} ms`);
   });
 
   it('item 12: a 4 MiB payload is refused with PAYLOAD_TOO_LARGE and the session lives on', async () => {

@@ -22,6 +22,9 @@ function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
     broadcast: (frame) => {
       for (const m of all) sent.push({ to: m.id, frame });
     },
+    broadcastRaw: (data) => {
+      for (const m of all) sent.push({ to: m.id, frame: JSON.parse(String(data)) as ServerFrame });
+    },
     broadcastSplit: (full, reduced, sees) => {
       for (const m of all) sent.push({ to: m.id, frame: sees(m) ? full : reduced });
     },

@@ -85,6 +85,7 @@ describe('issue 11: storage — one private directory per project and room, exac
       timeline: new Timeline(),
       log: createLogger('silent'),
       broadcast: () => undefined,
+      broadcastRaw: () => undefined,
       broadcastSplit: () => undefined,
       tapMedia: (tap) => {
         for (const tr of tracks) tap(tr);

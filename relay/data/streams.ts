@@ -5,6 +5,8 @@ import type { Member } from '../rooms/types.ts';
 
 /** Limits of data streams. */
 export interface StreamLimits {
+  /** A member with more unsent bytes than this is not offered new streams (they are optional traffic). */
+  sendSoftLimitBytes: number;
   maxStreamBytes: number;
   streamChunkBytes: number;
   streamWindow: number;
@@ -60,7 +62,8 @@ export class StreamBoard {
     if (open >= MAX_OPEN_STREAMS) throw new RelayError('RATE_LIMITED', `at most ${MAX_OPEN_STREAMS} streams open at once`, 'too-many-streams');
     const candidates = params.to ? params.to.map((id) => this.lookup(id)) : this.members();
     const recipients = new Set<Member>();
-    for (const m of candidates) if (m && m !== sender && m.grant.canSubscribeData) recipients.add(m);
+    // a member that is not keeping up misses new streams, like pubsub: opens cannot be aimed at it to get it cut
+    for (const m of candidates) if (m && m !== sender && m.grant.canSubscribeData && m.link.bufferedAmount <= this.limits.sendSoftLimitBytes) recipients.add(m);
     const id = this.nextId++;
     const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, ackTimer: null, lagging: new Map() };
     this.streams.set(id, stream);

@@ -26,9 +26,9 @@ export class TokenBucket {
     return true;
   }
 
-  /** Milliseconds until one token is there (0 when one is). */
-  msUntilToken(): number {
+  /** Milliseconds until `n` tokens are there (0 when they are). */
+  msUntilToken(n = 1): number {
     this.refill();
-    return this.tokens >= 1 ? 0 : ((1 - this.tokens) / this.rate) * 1000;
+    return this.tokens >= n ? 0 : ((n - this.tokens) / this.rate) * 1000;
   }
 }

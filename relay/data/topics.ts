@@ -1,4 +1,4 @@
-import type { PubSubMessage, ServerFrame } from '../../src/protocol/messages.ts';
+import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
 import { RelayError } from '../context.ts';
 import type { Timeline } from '../rooms/timeline.ts';
@@ -20,8 +20,13 @@ export interface TopicBudgets {
   subscriptions: Budget;
 }
 
+/**
+ * A kept message, as bytes: the serialised message (a view into the frame that was fanned
+ * out), never the parsed payload, whose object graph can be twenty times its JSON.
+ */
 interface Stored {
-  message: PubSubMessage;
+  json: Buffer;
+  from: string;
   /** Targets of a targeted message; only they (and the sender) ever see it. */
   to?: ReadonlySet<string>;
   /** What keeping it costs: its frame and its target list. */
@@ -29,6 +34,12 @@ interface Stored {
   topic: string;
   gone: boolean;
 }
+
+const OPEN = Buffer.from('{"messages":[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']}');
+const FRAME_HEAD = '{"type":"event","name":"pubsub.message","data":';
+const HEAD_BYTES = Buffer.byteLength(FRAME_HEAD);
 
 interface Topic {
   subscribers: Set<Member>;
@@ -111,10 +122,10 @@ export class TopicBoard {
     options: { to?: readonly string[]; persist?: boolean },
   ): { message: PubSubMessage; recipients: number } {
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
-    const frame: ServerFrame = { type: 'event', name: 'pubsub.message', data: message };
-    const data = Buffer.from(JSON.stringify(frame));
+    // the frame is `{...,"data":<message>}`: the message's bytes are a view into it, kept as is
+    const data = Buffer.from(`${FRAME_HEAD}${JSON.stringify(message)}}`);
     const to = options.to ? new Set(options.to) : undefined;
-    if (options.persist && this.limits.historySize > 0) this.keep(name, message, to, data.length);
+    if (options.persist && this.limits.historySize > 0) this.keep(name, data.subarray(HEAD_BYTES, data.length - 1), from.id, to, data.length);
     // targeted messages are private: outputs (recordings, captions) only see public ones
     if (!to) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload, id: message.id });
     const topic = this.topics.get(name);
@@ -140,7 +151,7 @@ export class TopicBoard {
     return { message, recipients };
   }
 
-  private keep(name: string, message: PubSubMessage, to: ReadonlySet<string> | undefined, frameBytes: number): void {
+  private keep(name: string, json: Buffer, from: string, to: ReadonlySet<string> | undefined, frameBytes: number): void {
     let bytes = frameBytes + 64;
     if (to) for (const id of to) bytes += id.length + 16;
     const budget = this.budgets.history;
@@ -158,7 +169,7 @@ export class TopicBoard {
       this.topics.set(name, topic);
     }
     if (topic.history.length === 0) this.topicsWithHistory++;
-    const stored: Stored = { message, bytes, topic: name, gone: false, ...(to ? { to } : {}) };
+    const stored: Stored = { json, from, bytes, topic: name, gone: false, ...(to ? { to } : {}) };
     topic.history.push(stored);
     this.order.push(stored);
     if (topic.history.length > this.limits.historySize) this.forget(topic.history[0]!);
@@ -202,16 +213,23 @@ export class TopicBoard {
     if (topic.subscribers.size === 0 && topic.history.length === 0) this.topics.delete(name);
   }
 
-  /** The last `limit` persisted messages `reader` may see, oldest first. */
-  history(reader: Member, name: string, limit: number): PubSubMessage[] {
+  /**
+   * The last `limit` persisted messages `reader` may see, oldest first, as the JSON of a
+   * `pubsub.history` result: `{"messages":[...]}` spliced from the kept bytes, never re-encoded.
+   */
+  history(reader: Member, name: string, limit: number): Buffer {
     const stored = this.topics.get(name)?.history ?? [];
     const mayReadTargeted = reader.pinned || !this.reserved(reader.id);
-    const out: PubSubMessage[] = [];
+    const out: Buffer[] = [];
     for (let i = stored.length - 1; i >= 0 && out.length < limit; i--) {
       const s = stored[i]!;
-      if (!s.to || s.message.from === reader.id || (mayReadTargeted && s.to.has(reader.id))) out.push(s.message);
+      if (!s.to || s.from === reader.id || (mayReadTargeted && s.to.has(reader.id))) out.push(s.json);
     }
-    return out.reverse();
+    out.reverse();
+    const parts: Buffer[] = [OPEN];
+    out.forEach((json, i) => parts.push(...(i ? [COMMA, json] : [json])));
+    parts.push(CLOSE);
+    return Buffer.concat(parts);
   }
 
   /** The room is gone: give its history back to the relay's budget. */

@@ -1,6 +1,6 @@
 import { OUTPUT_FLAGS } from '../../src/protocol/control.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, spendBytes, type RequestScope } from '../context.ts';
+import { RelayError, requireFlag, Serialized, spendBytes, type RequestScope } from '../context.ts';
 import { WhiteboardProvider } from '../outputs/whiteboard.ts';
 
 export function admitFromLobby(scope: RequestScope, params: Params<'lobby.admit'>): Result<'lobby.admit'> {
@@ -53,8 +53,8 @@ export function clearBoard(scope: RequestScope): Result<'whiteboard.clear'> {
 }
 
 /** Everyone may look at the board; the answer's size is charged to the asker's byte budget. */
-export function shapes(scope: RequestScope): Result<'whiteboard.shapes'> {
+export function shapes(scope: RequestScope): Serialized<Result<'whiteboard.shapes'>> {
   const provider = board(scope);
   spendBytes(scope, provider.bytes);
-  return { shapes: provider.all() };
+  return new Serialized(provider.all());
 }

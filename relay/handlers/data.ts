@@ -1,5 +1,5 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, spend, spendBytes, type RequestScope } from '../context.ts';
+import { RelayError, requireFlag, Serialized, spendBytes, type RequestScope } from '../context.ts';
 
 function checkTopic(scope: RequestScope, topic: string): void {
   const max = scope.relay.config.maxTopicLength;
@@ -30,16 +30,20 @@ export function unsubscribe(scope: RequestScope, params: Params<'pubsub.unsubscr
   return {};
 }
 
-export function history(scope: RequestScope, params: Params<'pubsub.history'>): Result<'pubsub.history'> {
+/** The answer is charged to the reader's byte budget: a few megabytes of history is not free to ask for in a loop. */
+export function history(scope: RequestScope, params: Params<'pubsub.history'>): Serialized<Result<'pubsub.history'>> {
   requireFlag(scope.member, 'canSubscribeData', 'reading data history');
   checkTopic(scope, params.topic);
-  return { messages: scope.room.topics.history(scope.member, params.topic, params.limit ?? scope.relay.config.historySize) };
+  const json = scope.room.topics.history(scope.member, params.topic, params.limit ?? scope.relay.config.historySize);
+  spendBytes(scope, json.length);
+  return new Serialized(json);
 }
 
 export function openStream(scope: RequestScope, params: Params<'stream.open'>): Result<'stream.open'> {
   requireFlag(scope.member, 'canPublishData', 'sending a data stream');
   if (params.topic !== undefined) checkTopic(scope, params.topic);
-  spend(scope);
+  // what the announcement carries to its recipients is charged like a payload
+  spendBytes(scope, (params.name?.length ?? 0) + (params.mimeType?.length ?? 0) + (params.topic?.length ?? 0) + 64);
   return scope.room.streams.open(scope.member, params);
 }
 

@@ -1,13 +1,13 @@
 import type { Method, Params, Result } from '../../src/protocol/messages.ts';
-import type { RequestScope } from '../context.ts';
+import type { RequestScope, Serialized } from '../context.ts';
 import { admitFromLobby, clearBoard, denyFromLobby, draw, requestUnpublish, shapes, startOutput, stopOutput } from './control.ts';
 import { closeStream, history, openStream, publish, subscribe, unsubscribe } from './data.ts';
 import * as media from './media.ts';
 import { endRoom, leaveSession, removeParticipant } from './moderation.ts';
 import { listParticipants } from './participants.ts';
 
-/** A request handler: returns the result or throws a `RelayError`. */
-export type Handler<M extends Method> = (scope: RequestScope, params: Params<M>) => Result<M> | Promise<Result<M>>;
+/** A request handler: returns the result (or its JSON, already serialised) or throws a `RelayError`. */
+export type Handler<M extends Method> = (scope: RequestScope, params: Params<M>) => Result<M> | Serialized<Result<M>> | Promise<Result<M>>;
 
 /** The dispatch table: one handler per method, checked complete by the compiler. */
 export const HANDLERS: { readonly [M in Method]: Handler<M> } = {

@@ -8,6 +8,8 @@ export async function publish(scope: RequestScope, params: Params<'media.publish
     throw new RelayError('INVALID_PERMISSIONS', `the token does not allow publishing ${params.source} (canPublishSources)`, 'source-not-allowed');
   }
   if (member.tier === 'viewer') throw new RelayError('INVALID_ARGUMENT', 'audience members are not on stage and do not publish', 'viewer-cannot-publish');
+  // a negotiation costs the relay a peer connection and an SDP parse: it spends the message budget
+  spend(scope);
   return { sdp: await room.media.publish(member, params.source, params.kind, params.sdp, params.layers) };
 }
 
@@ -32,6 +34,7 @@ export function layer(scope: RequestScope, params: Params<'media.layer'>): Resul
 }
 
 export async function answer(scope: RequestScope, params: Params<'media.answer'>): Promise<Result<'media.answer'>> {
+  spend(scope);
   await scope.room.media.answer(scope.member, params.subscriptionId, params.sdp);
   return {};
 }

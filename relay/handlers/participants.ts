@@ -1,6 +1,6 @@
 import type { Tier } from '../../src/protocol/messages.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, type RequestScope } from '../context.ts';
+import { RelayError, spendBytes, type RequestScope } from '../context.ts';
 import type { TierCursor } from '../rooms/types.ts';
 
 /** Default page size of `participants.list`. */
@@ -34,5 +34,9 @@ export function listParticipants(scope: RequestScope, params: Params<'participan
     after = found;
   }
   const page = scope.room.page(params.tier, after, params.limit ?? DEFAULT_PAGE);
+  // a page of 1,000 is hundreds of kilobytes: the asker's byte budget pays for it
+  let bytes = 0;
+  for (const p of page.participants) bytes += p.id.length + p.name.length + 64;
+  spendBytes(scope, bytes);
   return { participants: page.participants, nextCursor: page.next ? encodeCursor(page.next) : null };
 }

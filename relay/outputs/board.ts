@@ -17,6 +17,8 @@ export interface OutputContext {
   readonly log: Logger;
   /** Send a frame to everyone in the room (`optional`: skipped for members not keeping up). */
   broadcast(frame: ServerFrame, optional?: boolean): void;
+  /** The same, for a frame already serialised. */
+  broadcastRaw(data: Buffer, optional?: boolean): void;
   /** Send `full` to the members `sees` picks, `reduced` to the others. */
   broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void;
   /** The room's published tracks, now and later. */

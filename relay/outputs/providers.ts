@@ -16,6 +16,8 @@ export interface ProviderSettings {
   transcriptionUrl?: string;
   /** Bytes of shapes one whiteboard keeps. */
   whiteboardBytes: number;
+  /** Bytes of messages one recording's timeline keeps. */
+  recordingTimelineBytes?: number;
   /** Let livestreams go to loopback and private addresses (`--allow-private-rtmp`). */
   allowPrivateRtmp?: boolean;
   /** How long an output may take to start (ms); also the livestream's own connect deadline. */
@@ -25,7 +27,7 @@ export interface ProviderSettings {
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
 export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): Record<OutputName, ProviderFactory> {
   return {
-    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed),
+    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, settings.recordingTimelineBytes),
     hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, settings.hlsSegmentSeconds, failed),
     livestream: (ctx, failed) =>
       new LivestreamProvider(ctx, failed, {

@@ -2,10 +2,14 @@ import type { WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { RelayError } from '../context.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
+import type { TimedEvent } from '../rooms/timeline.ts';
 import { createExclusive, createRecordingDir, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
 
 /** The URL path of a file of a recording (served with a token of the room, see `relay/http.ts`). */
 export const recordingUrl = (recording: string, file: string) => `/recordings/${recording}/${file}`;
+
+/** Bytes queued for the disk past which messages are left out of the timeline rather than held in memory. */
+const MAX_UNWRITTEN = 8 * 1024 * 1024;
 
 /**
  * Records the room into its own directory, `<dir>/<project>/<room>/<recording id>/` (ids encoded
@@ -23,11 +27,36 @@ export class RecordingProvider implements OutputProvider {
   /** Publications per participant and source, for the `--N` of a name. */
   private readonly published = new Map<string, number>();
 
+  /** Bytes of messages (pubsub, shapes) written to this recording's timeline so far. */
+  private messageBytes = 0;
+  private truncated = false;
+
+  /**
+   * @param timelineBytes what the room's messages may write to one timeline: past it (or while
+   *   the disk lags more than `MAX_UNWRITTEN` behind) messages are left out, with one marker line;
+   *   stage events are always written
+   */
   constructor(
     private readonly ctx: OutputContext,
     private readonly dir: string,
     private readonly failed: (error: { code: 'CONNECTION_FAILED'; message: string; reason: string }) => void,
+    private readonly timelineBytes = 64 * 1024 * 1024,
   ) {}
+
+  private write(out: WriteStream, event: TimedEvent): void {
+    const line = `${JSON.stringify(event)}\n`;
+    if (event.type === 'message' || event.type === 'stream' || event.type === 'whiteboard') {
+      const over = this.messageBytes + line.length > this.timelineBytes;
+      if (over || out.writableLength > MAX_UNWRITTEN) {
+        if (!this.truncated) out.write(`${JSON.stringify({ type: 'truncated', at: event.at, reason: over ? 'timeline-budget' : 'disk-behind' })}\n`);
+        this.truncated = true;
+        return;
+      }
+      this.messageBytes += line.length;
+      this.truncated = false;
+    }
+    out.write(line);
+  }
 
   async start(): Promise<Record<string, string>> {
     const id = newRecordingId();
@@ -45,7 +74,7 @@ export class RecordingProvider implements OutputProvider {
     const out = (await createExclusive(timeline)).createWriteStream();
     out.on('error', (err) => this.failed({ code: 'CONNECTION_FAILED', message: `recording: ${err.message}`, reason: 'write-failed' }));
     out.write(`${JSON.stringify({ type: 'recording-started', recording: id, roomId: this.ctx.roomId, at: Date.now(), format: 'tessera-timeline/1' })}\n`);
-    this.off = this.ctx.timeline.on((event) => out.write(`${JSON.stringify(event)}\n`));
+    this.off = this.ctx.timeline.on((event) => this.write(out, event));
     this.out = out;
     this.offMedia = this.ctx.tapMedia((track) => {
       const key = `${track.participantId}\u0000${track.source}`;

@@ -45,10 +45,11 @@ export function parseRtmpUrl(url: string): RtmpTarget | null {
 const blocked = new BlockList();
 for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['192.0.0.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) blocked.addSubnet(net, prefix, 'ipv4');
+// Teredo (2001::/32) and the local-use NAT64 prefix (64:ff9b:1::/48) tunnel to addresses the relay cannot check
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001::', 32], ['64:ff9b:1::', 48],
 ] as const) blocked.addSubnet(net, prefix, 'ipv6');
 
 /** The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4), if any. */
@@ -58,6 +59,7 @@ function embeddedIpv4(address: string): string | null {
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
   const zeros = (from: number, to: number) => words.slice(from, to).every((w) => w === 0);
   if (zeros(0, 5) && (words[5] === 0xffff || words[5] === 0)) return v4(words[6]!, words[7]!); // ::ffff:a.b.c.d, ::a.b.c.d
+  if (zeros(0, 4) && words[4] === 0xffff && words[5] === 0) return v4(words[6]!, words[7]!); // ::ffff:0:a.b.c.d (IPv4-translated)
   if (words[0] === 0x64 && words[1] === 0xff9b && zeros(2, 6)) return v4(words[6]!, words[7]!); // 64:ff9b::/96
   if (words[0] === 0x2002) return v4(words[1]!, words[2]!); // 2002:aabb:ccdd::/48
   return null;

@@ -3,10 +3,17 @@ import type { Budget } from '../budget.ts';
 import { RelayError } from '../context.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 
+/** A kept shape: its JSON (a view into the frame that went to everyone), not its parsed arrays. */
 interface Kept {
-  shape: Shape;
+  json: Buffer;
   bytes: number;
 }
+
+const OPEN = Buffer.from('{"shapes":[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']}');
+const FRAME_HEAD = '{"type":"event","name":"whiteboard-shape","data":';
+const HEAD_BYTES = Buffer.byteLength(FRAME_HEAD);
 
 /**
  * The server-hosted whiteboard: shapes drawn through the relay, stamped with an id and their
@@ -37,9 +44,9 @@ export class WhiteboardProvider implements OutputProvider {
     return this.budget.inUse;
   }
 
-  /** The size of a shape as kept and sent (its JSON, plus the id and author the relay adds). */
+  /** The size of a shape as kept and sent (its JSON, plus the id, the author and the frame around it). */
   static cost(by: string, input: ShapeInput): number {
-    return Buffer.byteLength(JSON.stringify(input)) + by.length + 32;
+    return Buffer.byteLength(JSON.stringify(input)) + by.length + HEAD_BYTES + 48;
   }
 
   draw(by: string, input: ShapeInput): Shape {
@@ -51,8 +58,9 @@ export class WhiteboardProvider implements OutputProvider {
         : new RelayError('RATE_LIMITED', 'the relay holds all the whiteboard shapes it can: clear a board, or try later', 'whiteboards-full');
     }
     const shape = { ...input, id: `s${(++this.seq).toString(36)}`, by } as Shape;
-    this.shapes.push({ shape, bytes });
-    this.ctx.broadcast({ type: 'event', name: 'whiteboard-shape', data: shape }, true);
+    const frame = Buffer.from(`${FRAME_HEAD}${JSON.stringify(shape)}}`);
+    this.shapes.push({ json: frame.subarray(HEAD_BYTES, frame.length - 1), bytes });
+    this.ctx.broadcastRaw(frame, true);
     this.ctx.timeline.emit({ type: 'whiteboard', action: 'draw', by, shapeId: shape.id });
     return shape;
   }
@@ -63,8 +71,12 @@ export class WhiteboardProvider implements OutputProvider {
     this.ctx.timeline.emit({ type: 'whiteboard', action: 'clear', by });
   }
 
-  all(): Shape[] {
-    return this.shapes.map((k) => k.shape);
+  /** Every shape, as the JSON of a `whiteboard.shapes` result (`{"shapes":[...]}`), spliced from the kept bytes. */
+  all(): Buffer {
+    const parts: Buffer[] = [OPEN];
+    this.shapes.forEach((k, i) => parts.push(...(i ? [COMMA, k.json] : [k.json])));
+    parts.push(CLOSE);
+    return Buffer.concat(parts);
   }
 
   private release(): void {

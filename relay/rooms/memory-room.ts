@@ -54,7 +54,7 @@ export class MemoryRoom implements Room {
     this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
     this.lobby = new Lobby((frame) => this.toModerators(frame), budgets.lobby);
     this.outputs = new OutputBoard(
-      { project, roomId: id, timeline: this.timeline, log, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap) },
+      { project, roomId: id, timeline: this.timeline, log, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap) },
       providers,
       { startTimeoutMs: limits.outputStartTimeoutMs },
     );
@@ -125,8 +125,12 @@ export class MemoryRoom implements Room {
   }
 
   broadcast(frame: ServerFrame, exceptId?: string, optional = false): void {
+    this.broadcastRaw(Buffer.from(JSON.stringify(frame)), optional, exceptId);
+  }
+
+  /** Send bytes already serialised to every member (optionally but one). */
+  broadcastRaw(data: Buffer, optional = false, exceptId?: string): void {
     if (this.disposed) return;
-    const data = Buffer.from(JSON.stringify(frame));
     for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data, optional);
   }
 

@@ -7,8 +7,26 @@ import { bad, isId, isRecord, ok, type Parsed, type ParamsParser } from './parse
 type MediaMethod = Extract<Method, `media.${string}`>;
 
 const MAX_SDP = 64 * 1024;
+/** One track per transport: an offer or answer needs one media section; a few more are slack. */
+const MAX_MEDIA_SECTIONS = 4;
+/** A browser's offer for one track is a couple of hundred lines. */
+const MAX_SDP_LINES = 1000;
 const isSource = (v: unknown): v is Source => SOURCES.includes(v as Source);
-const isSdp = (v: unknown): v is string => typeof v === 'string' && v.startsWith('v=0') && v.length <= MAX_SDP;
+
+/**
+ * An SDP the relay may hand to its WebRTC stack: bounded in bytes, lines and media sections,
+ * since parsing and matching cost grows faster than linearly with the sections.
+ */
+function isSdp(v: unknown): v is string {
+  if (typeof v !== 'string' || !v.startsWith('v=0') || v.length > MAX_SDP) return false;
+  let lines = 0;
+  let sections = 0;
+  for (let at = v.indexOf('\n'); at >= 0; at = v.indexOf('\n', at + 1)) {
+    if (++lines > MAX_SDP_LINES) return false;
+    if (v.startsWith('m=', at + 1) && ++sections > MAX_MEDIA_SECTIONS) return false;
+  }
+  return true;
+}
 const SOURCE = "source must be 'camera', 'microphone' or 'screen'";
 const pixels = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 0 && (v as number) <= 16384;
 
@@ -35,7 +53,7 @@ export const MEDIA_PARAMS: { [M in MediaMethod]: ParamsParser<M> } = {
   'media.publish': (p) => {
     if (!isSource(p.source)) return bad(SOURCE);
     if (p.kind !== 'audio' && p.kind !== 'video') return bad("kind must be 'audio' or 'video'");
-    if (!isSdp(p.sdp)) return bad('sdp must be an SDP offer');
+    if (!isSdp(p.sdp)) return bad(`sdp must be an SDP offer of at most ${MAX_SDP} bytes, ${MAX_SDP_LINES} lines and ${MAX_MEDIA_SECTIONS} media sections`);
     const l = layers(p.layers);
     if (!l.ok) return l;
     return ok({ source: p.source, kind: p.kind, sdp: p.sdp, ...(l.value ? { layers: l.value } : {}) });

@@ -28,6 +28,21 @@ function parseTargets(value: unknown): Parsed<string[] | undefined> {
   return ok(value as string[]);
 }
 
+/** Deepest nesting of a pubsub payload: encoding deeper JSON costs a stack the relay will not give. */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/** Whether a parsed JSON value nests at most `max` arrays and objects deep (walked without recursion). */
+export function nestsWithin(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return false;
+    for (const child of Array.isArray(v) ? v : Object.values(v as object)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return true;
+}
+
 const isUint32 = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;
 
 /** One parser per method: the typed dispatch table of request validation. */
@@ -55,6 +70,7 @@ const PARAMS: { [M in Method]: ParamsParser<M> } = {
   'pubsub.publish': (p) => {
     if (!isTopic(p.topic)) return bad('topic must be a non-empty string');
     if (p.payload === undefined) return bad('payload is required (any JSON value)');
+    if (!nestsWithin(p.payload, MAX_PAYLOAD_DEPTH)) return bad(`payload may nest at most ${MAX_PAYLOAD_DEPTH} arrays and objects deep`);
     const to = parseTargets(p.to);
     if (!to.ok) return to;
     if (p.persist !== undefined && typeof p.persist !== 'boolean') return bad('persist must be a boolean');

@@ -1,0 +1,104 @@
+/**
+ * Issue 11, what an attack review found after the first round: SDP that costs the relay
+ * seconds, answers charged to nobody, stream openings aimed at a member that is not reading,
+ * recordings that fill the disk, and payloads nested too deep to encode.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { WebSocket } from 'ws';
+import { startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawJoin } from './raw.ts';
+
+const KiB = 1024;
+const socketOf = (ws: WebSocket) => (ws as unknown as { _socket: import('node:net').Socket })._socket;
+const code = (f: Record<string, unknown>) => (f.error as { code?: string } | undefined)?.code;
+
+describe('issue 11: the attack review', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({ sendSoftLimitBytes: 256 * KiB, maxBufferedBytes: 2 * 1024 * KiB, messageRate: 2000, messageBurst: 2000, recordingTimelineBytes: 64 * KiB });
+  });
+  after(() => t.close());
+
+  it('an SDP with many media sections is refused before it reaches the WebRTC stack', async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'sdp', grant: { canPublish: true } }));
+    const offer = `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n${'m=video 9 UDP/TLS/RTP/SAVPF 96\r\n'.repeat(1500)}`;
+    const started = performance.now();
+    const answer = await c.request('media.publish', { source: 'camera', kind: 'video', sdp: offer });
+    assert.equal(code(answer), 'INVALID_ARGUMENT');
+    assert.match((answer.error as { message: string }).message, /media sections/);
+    assert.ok(performance.now() - started < 1000, 'answered at once');
+    c.ws.close();
+  });
+
+  it('a payload nested deeper than 64 is INVALID_ARGUMENT, not an internal error', async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'deep', grant: { canPublishData: true } }));
+    // written by hand: encoding it would overflow this process's stack too
+    c.ws.send(`{"type":"request","id":99001,"method":"pubsub.publish","params":{"topic":"t","payload":${'['.repeat(10_000)}1${']'.repeat(10_000)}}}`);
+    const answer = await c.next((f) => f.id === 99001);
+    assert.equal(code(answer), 'INVALID_ARGUMENT');
+    assert.notEqual((answer.error as { reason?: string }).reason, 'internal');
+    let ok: unknown = 1;
+    for (let i = 0; i < 60; i++) ok = [ok];
+    assert.ok((await c.request('pubsub.publish', { topic: 't', payload: ok })).result);
+    c.ws.close();
+  });
+
+  it('stream openings aimed at a member that is not reading are not offered to it, so it is never cut', async () => {
+    const victim = await rawJoin(t.url, t.token({ roomId: 'aim-streams', participantId: 'victim', grant: {} }), { participantId: 'victim' });
+    const attackers = await Promise.all(Array.from({ length: 4 }, () => rawJoin(t.url, t.token({ roomId: 'aim-streams', grant: { canPublishData: true } }))));
+    socketOf(victim.ws).pause();
+    const meta = { size: 0, kind: 'bytes', to: ['victim'], topic: 't'.repeat(128), name: 'n'.repeat(256), mimeType: 'm'.repeat(256) };
+    const deadline = Date.now() + 4000;
+    while (Date.now() < deadline) {
+      await Promise.all(
+        attackers.map(async (a) => {
+          const opened = await a.request('stream.open', meta);
+          const id = (opened.result as { streamId?: number } | undefined)?.streamId;
+          if (id !== undefined) await a.request('stream.close', { streamId: id });
+        }),
+      );
+    }
+    assert.equal(t.relay.context.counters.cut, 0, 'nobody was cut');
+    socketOf(victim.ws).resume();
+    assert.ok((await victim.request('participants.list', { tier: 'speaker' })).result, 'the victim is still in the room');
+    for (const c of [victim, ...attackers]) c.ws.close();
+  });
+
+  it('answers are charged to whoever asks: history and participant pages spend the byte budget', async () => {
+    const small = await startTestRelay({ dataByteRate: 64 * KiB, dataByteBurst: 64 * KiB, historyBytesPerRoom: 1024 * KiB });
+    try {
+      const writer = await rawJoin(small.url, small.token({ roomId: 'charged', grant: { canPublishData: true } }));
+      for (let i = 0; i < 8; i++) await writer.request('pubsub.publish', { topic: 'h', payload: 'x'.repeat(60 * KiB), persist: true });
+      const reader = await rawJoin(small.url, small.token({ roomId: 'charged', isViewer: true, grant: {} }));
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await reader.request('pubsub.history', { topic: 'h' }));
+      assert.ok(answers.some((a) => code(a) === 'RATE_LIMITED'), 'a reader asking for ~480 KiB again and again is refused');
+      writer.ws.close();
+      reader.ws.close();
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('a recording keeps its timeline within its byte budget: chat floods are left out with one marker', async () => {
+    const mod = await rawJoin(t.url, t.token({ roomId: 'rec-flood', grant: { canRecord: true, canPublishData: true } }));
+    const started = await mod.request('output.start', { output: 'recording' });
+    const { recording } = (started.result as { info: { recording: string } }).info;
+    for (let i = 0; i < 40; i++) await mod.request('pubsub.publish', { topic: 'chat', payload: 'x'.repeat(8 * KiB) });
+    await mod.request('output.stop', { output: 'recording' });
+    const http = t.url.replace('ws:', 'http:');
+    const auth = { authorization: `Bearer ${t.token({ roomId: 'rec-flood', grant: { canRecord: true } })}` };
+    let text = '';
+    await until(async () => {
+      const res = await fetch(`${http}/recordings/${recording}/timeline.jsonl`, { headers: auth });
+      text = res.ok ? await res.text() : '';
+      return text.includes('recording-stopped');
+    }, 5000, 'the timeline is written');
+    assert.ok(text.length < 64 * KiB + 8 * KiB, `timeline of ${text.length} bytes`);
+    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; reason?: string });
+    assert.equal(lines.filter((l) => l.type === 'truncated').length, 1);
+    assert.equal(lines.find((l) => l.type === 'truncated')!.reason, 'timeline-budget');
+    mod.ws.close();
+  });
+});
