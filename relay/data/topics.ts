@@ -1,5 +1,6 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
+import { eventFrame, objectOfArray } from './raw-json.ts';
 import { RelayError } from '../context.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/types.ts';
@@ -35,11 +36,7 @@ interface Stored {
   gone: boolean;
 }
 
-const OPEN = Buffer.from('{"messages":[');
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']}');
-const FRAME_HEAD = '{"type":"event","name":"pubsub.message","data":';
-const HEAD_BYTES = Buffer.byteLength(FRAME_HEAD);
+
 
 interface Topic {
   subscribers: Set<Member>;
@@ -122,10 +119,9 @@ export class TopicBoard {
     options: { to?: readonly string[]; persist?: boolean },
   ): { message: PubSubMessage; recipients: number } {
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
-    // the frame is `{...,"data":<message>}`: the message's bytes are a view into it, kept as is
-    const data = Buffer.from(`${FRAME_HEAD}${JSON.stringify(message)}}`);
+    const { frame: data, json } = eventFrame('pubsub.message', message);
     const to = options.to ? new Set(options.to) : undefined;
-    if (options.persist && this.limits.historySize > 0) this.keep(name, data.subarray(HEAD_BYTES, data.length - 1), from.id, to, data.length);
+    if (options.persist && this.limits.historySize > 0) this.keep(name, json, from.id, to, data.length);
     // targeted messages are private: outputs (recordings, captions) only see public ones
     if (!to) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload, id: message.id });
     const topic = this.topics.get(name);
@@ -225,11 +221,7 @@ export class TopicBoard {
       const s = stored[i]!;
       if (!s.to || s.from === reader.id || (mayReadTargeted && s.to.has(reader.id))) out.push(s.json);
     }
-    out.reverse();
-    const parts: Buffer[] = [OPEN];
-    out.forEach((json, i) => parts.push(...(i ? [COMMA, json] : [json])));
-    parts.push(CLOSE);
-    return Buffer.concat(parts);
+    return objectOfArray('messages', out.reverse());
   }
 
   /** The room is gone: give its history back to the relay's budget. */

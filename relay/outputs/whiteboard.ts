@@ -1,5 +1,6 @@
 import type { Shape, ShapeInput } from '../../src/protocol/control.ts';
 import type { Budget } from '../budget.ts';
+import { eventFrame, objectOfArray } from '../data/raw-json.ts';
 import { RelayError } from '../context.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 
@@ -9,11 +10,8 @@ interface Kept {
   bytes: number;
 }
 
-const OPEN = Buffer.from('{"shapes":[');
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']}');
-const FRAME_HEAD = '{"type":"event","name":"whiteboard-shape","data":';
-const HEAD_BYTES = Buffer.byteLength(FRAME_HEAD);
+/** What the frame around a shape adds to its size. */
+const FRAME_BYTES = 64;
 
 /**
  * The server-hosted whiteboard: shapes drawn through the relay, stamped with an id and their
@@ -46,7 +44,7 @@ export class WhiteboardProvider implements OutputProvider {
 
   /** The size of a shape as kept and sent (its JSON, plus the id, the author and the frame around it). */
   static cost(by: string, input: ShapeInput): number {
-    return Buffer.byteLength(JSON.stringify(input)) + by.length + HEAD_BYTES + 48;
+    return Buffer.byteLength(JSON.stringify(input)) + by.length + FRAME_BYTES + 48;
   }
 
   draw(by: string, input: ShapeInput): Shape {
@@ -58,8 +56,8 @@ export class WhiteboardProvider implements OutputProvider {
         : new RelayError('RATE_LIMITED', 'the relay holds all the whiteboard shapes it can: clear a board, or try later', 'whiteboards-full');
     }
     const shape = { ...input, id: `s${(++this.seq).toString(36)}`, by } as Shape;
-    const frame = Buffer.from(`${FRAME_HEAD}${JSON.stringify(shape)}}`);
-    this.shapes.push({ json: frame.subarray(HEAD_BYTES, frame.length - 1), bytes });
+    const { frame, json } = eventFrame('whiteboard-shape', shape);
+    this.shapes.push({ json, bytes });
     this.ctx.broadcastRaw(frame, true);
     this.ctx.timeline.emit({ type: 'whiteboard', action: 'draw', by, shapeId: shape.id });
     return shape;
@@ -73,10 +71,7 @@ export class WhiteboardProvider implements OutputProvider {
 
   /** Every shape, as the JSON of a `whiteboard.shapes` result (`{"shapes":[...]}`), spliced from the kept bytes. */
   all(): Buffer {
-    const parts: Buffer[] = [OPEN];
-    this.shapes.forEach((k, i) => parts.push(...(i ? [COMMA, k.json] : [k.json])));
-    parts.push(CLOSE);
-    return Buffer.concat(parts);
+    return objectOfArray('shapes', this.shapes.map((k) => k.json));
   }
 
   private release(): void {
