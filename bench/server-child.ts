@@ -4,6 +4,7 @@
  * after a GC; `simulate` adds cheap in-process viewer members to a room (for paging at 100,000).
  */
 import { WebSocketServer } from 'ws';
+import { TokenBucket } from '../relay/data/token-bucket.ts';
 import { effectiveGrant } from '../src/protocol/grant.ts';
 import { startRelay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -61,7 +62,7 @@ if (mode === 'relay') {
       const room = relay.context.rooms.getOrCreate('default', msg.room!, 'room');
       const grant = effectiveGrant({ canSubscribe: true });
       for (let i = 0; i < msg.count!; i++) {
-        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenKey: '', apiKey: 'bench', project: 'default', link: noop };
+        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenKey: '', apiKey: 'bench', project: 'default', link: noop, fanout: new TokenBucket(1e9, 1e9) };
         room.add(member);
       }
       send({ id: msg.id, done: true });

@@ -2,6 +2,7 @@ import { PROTOCOL_VERSION, type JoinFrame, type JoinedFrame } from '../src/proto
 import { effectiveGrant, type TokenClaims } from '../src/protocol/grant.ts';
 import { CloseCode } from '../src/protocol/codes.ts';
 import type { RelayContext } from './context.ts';
+import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink, Opener, Room } from './rooms/types.ts';
 import { tokenKey } from './token/identity.ts';
 import { checkScope, verifyToken, type Refusal } from './token/verify.ts';
@@ -121,6 +122,7 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     apiKey: claims.iss,
     project,
     link,
+    fanout: new TokenBucket(relay.config.fanoutByteRate, relay.config.fanoutByteBurst),
   };
   room.add(member);
   return { member, room, joined: snapshot(relay, room, member) };

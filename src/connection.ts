@@ -121,7 +121,9 @@ function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeo
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
       if (!error) return resolve({ ws, joined: joined!, early });
-      ws.onopen = ws.onmessage = ws.onerror = ws.onclose = null;
+      ws.onopen = ws.onmessage = ws.onclose = null;
+      // not null: closing a socket that is still connecting reports an error (in Node's ws an unheard one ends the process)
+      ws.onerror = () => undefined;
       if (ws.readyState <= 1) ws.close(1000, 'left');
       reject(error);
     };

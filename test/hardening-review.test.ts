@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { WebSocket } from 'ws';
-import { startTestRelay, until, type TestRelay } from './helpers.ts';
+import { createServer } from 'node:net';
+import { Sdk } from '../src/sdk.ts';
+import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawJoin } from './raw.ts';
 
 const KiB = 1024;
@@ -78,6 +80,60 @@ describe('issue 11: the attack review', () => {
       reader.ws.close();
     } finally {
       await small.close();
+    }
+  });
+
+  it('a member pays for the copies it makes the relay send: a 60 KiB message to 40 subscribers spends its fan-out budget', async () => {
+    const small = await startTestRelay({ fanoutByteRate: 1024 * KiB, fanoutByteBurst: 1024 * KiB, messageRate: 1000, messageBurst: 1000 });
+    try {
+      const audience = await Promise.all(Array.from({ length: 40 }, () => rawJoin(small.url, small.token({ roomId: 'fan', isViewer: true, grant: {} }))));
+      await Promise.all(audience.map((a) => a.request('pubsub.subscribe', { topic: 'chat' })));
+      const sender = await rawJoin(small.url, small.token({ roomId: 'fan', grant: { canPublishData: true } }));
+      const first = await sender.request('pubsub.publish', { topic: 'chat', payload: 'x'.repeat(60 * KiB) });
+      assert.equal((first.result as { recipients: number }).recipients, 40, 'the first goes out: there was credit');
+      const second = await sender.request('pubsub.publish', { topic: 'chat', payload: 'x'.repeat(60 * KiB) });
+      assert.equal(code(second), 'RATE_LIMITED');
+      assert.equal((second.error as { reason: string }).reason, 'fanout-rate');
+      // a small message to nobody costs nothing, and the debt is paid back over time
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.ok((await sender.request('pubsub.publish', { topic: 'chat', payload: 'hi' })).result);
+      for (const c of [...audience, sender]) c.ws.close();
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('a stream sender that ignores stream.ack is cut from its stream, never its recipients', async () => {
+    const victim = await rawJoin(t.url, t.token({ roomId: 'window', participantId: 'v', grant: {} }), { participantId: 'v' });
+    const sender = await rawJoin(t.url, t.token({ roomId: 'window', grant: { canPublishData: true } }));
+    const opened = await sender.request('stream.open', { size: 64 * 1024 * KiB, kind: 'bytes', to: ['v'] });
+    const { streamId, chunkBytes, window } = opened.result as { streamId: number; chunkBytes: number; window: number };
+    socketOf(victim.ws).pause(); // its queue fills, so the relay holds acknowledgements back
+    for (let seq = 0; seq < window + 300; seq++) {
+      const frame = Buffer.alloc(9 + chunkBytes);
+      frame[0] = 1;
+      frame.writeUInt32BE(streamId, 1);
+      frame.writeUInt32BE(seq, 5);
+      sender.ws.send(frame);
+    }
+    const abort = await sender.next((f) => f.type === 'event' && f.name === 'stream.abort', 5000);
+    assert.match((abort.data as { error: { message: string } }).error.message, /past the last acknowledgement/);
+    socketOf(victim.ws).resume();
+    assert.equal(victim.ws.readyState, victim.ws.OPEN);
+    assert.equal(t.relay.context.counters.cut, 0);
+    victim.ws.close();
+    sender.ws.close();
+  });
+
+  it('SDK: a join that times out before its socket opens rejects with TIMEOUT and nothing is left unhandled', async () => {
+    const silent = createServer(() => undefined); // accepts, never answers the upgrade
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { port } = silent.address() as { port: number };
+    try {
+      await rejectsWith(Sdk.join({ url: `ws://127.0.0.1:${port}`, token: t.token({ roomId: 'x', grant: {} }), timeoutMs: 100, reconnect: false }), 'TIMEOUT');
+      await new Promise((r) => setTimeout(r, 200)); // an unheard 'error' would have ended this process by now
+    } finally {
+      silent.close();
     }
   });
 

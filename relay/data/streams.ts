@@ -28,6 +28,8 @@ interface OpenStream {
   nextSeq: number;
   /** Highest forwarded chunk not yet acknowledged to the sender, or -1. */
   unacked: number;
+  /** Highest chunk acknowledged to the sender, or -1: it may send up to `window` past it. */
+  acked: number;
   ackTimer: ReturnType<typeof setTimeout> | null;
   /** Since when each recipient over the high-water mark has been holding the stream back. */
   readonly lagging: Map<Member, number>;
@@ -54,6 +56,7 @@ export class StreamBoard {
   ) {}
 
   open(sender: Member, params: StreamOpenParams): { streamId: number; chunkBytes: number; window: number } {
+    if (!sender.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
     if (params.size > this.limits.maxStreamBytes) {
       throw new RelayError('PAYLOAD_TOO_LARGE', `a data stream may carry at most ${this.limits.maxStreamBytes} bytes`, 'stream-too-large');
     }
@@ -65,7 +68,7 @@ export class StreamBoard {
     // a member that is not keeping up misses new streams, like pubsub: opens cannot be aimed at it to get it cut
     for (const m of candidates) if (m && m !== sender && m.grant.canSubscribeData && m.link.bufferedAmount <= this.limits.sendSoftLimitBytes) recipients.add(m);
     const id = this.nextId++;
-    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, ackTimer: null, lagging: new Map() };
+    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, acked: -1, ackTimer: null, lagging: new Map() };
     this.streams.set(id, stream);
     const { to: _to, ...meta } = params;
     const info: StreamInfo = { ...meta, streamId: id, from: sender.id, timestamp: Date.now() };
@@ -90,6 +93,7 @@ export class StreamBoard {
     const bytes = frame.length - CHUNK_HEADER_BYTES;
     const problem =
       header.seq !== stream.nextSeq ? `chunk ${header.seq} arrived where ${stream.nextSeq} was due`
+      : header.seq > stream.acked + this.limits.streamWindow ? `chunk ${header.seq} is more than ${this.limits.streamWindow} past the last acknowledgement (${stream.acked}): wait for stream.ack`
       : bytes > this.limits.streamChunkBytes ? `a chunk carries at most ${this.limits.streamChunkBytes} bytes`
       : stream.received + bytes > stream.size ? 'more bytes than the stream announced'
       : null;
@@ -97,6 +101,7 @@ export class StreamBoard {
     stream.received += bytes;
     stream.nextSeq++;
     for (const m of stream.recipients) m.link.sendBinary(frame);
+    sender.fanout.spend(frame.length * stream.recipients.size);
     stream.unacked = header.seq;
     if (!stream.ackTimer) this.acknowledge(stream);
   }
@@ -109,6 +114,12 @@ export class StreamBoard {
   private acknowledge(stream: OpenStream): void {
     stream.ackTimer = null;
     if (!this.streams.has(stream.id) || stream.unacked < 0) return;
+    // the sender's fan-out debt (chunk bytes times recipients) is paid before it may send more
+    const debt = stream.sender.fanout.msUntilToken(0);
+    if (debt > 0) {
+      stream.ackTimer = setTimeout(() => this.acknowledge(stream), Math.ceil(debt));
+      return;
+    }
     const now = performance.now();
     let waiting = false;
     for (const m of stream.recipients) {
@@ -132,6 +143,7 @@ export class StreamBoard {
       return;
     }
     stream.sender.link.send({ type: 'event', name: 'stream.ack', data: { streamId: stream.id, seq: stream.unacked } });
+    stream.acked = stream.unacked;
     stream.unacked = -1;
   }
 

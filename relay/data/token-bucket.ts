@@ -26,6 +26,21 @@ export class TokenBucket {
     return true;
   }
 
+  /**
+   * Spend `n` tokens whatever the balance, going into debt: for costs larger than a burst
+   * (a message fanned out to ten thousand members), paid back at `rate` before `hasCredit`.
+   */
+  spend(n: number): void {
+    this.refill();
+    this.tokens -= n;
+  }
+
+  /** True while the balance is not in debt. */
+  hasCredit(): boolean {
+    this.refill();
+    return this.tokens >= 0;
+  }
+
   /** Milliseconds until `n` tokens are there (0 when they are). */
   msUntilToken(n = 1): number {
     this.refill();

@@ -118,6 +118,7 @@ export class TopicBoard {
     payload: PubSubMessage['payload'],
     options: { to?: readonly string[]; persist?: boolean },
   ): { message: PubSubMessage; recipients: number } {
+    if (!from.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
     const { frame: data, json } = eventFrame('pubsub.message', message);
     const to = options.to ? new Set(options.to) : undefined;
@@ -144,6 +145,8 @@ export class TopicBoard {
         }
       }
     }
+    // the sender pays for every copy the relay sent, after the fact: a debt it works off
+    from.fanout.spend(data.length * recipients);
     return { message, recipients };
   }
 

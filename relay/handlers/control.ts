@@ -42,8 +42,12 @@ function board(scope: RequestScope): WhiteboardProvider {
 export function draw(scope: RequestScope, params: Params<'whiteboard.draw'>): Result<'whiteboard.draw'> {
   requireFlag(scope.member, 'canWhiteboard', 'drawing on the whiteboard');
   const provider = board(scope);
-  spendBytes(scope, WhiteboardProvider.cost(scope.member.id, params.shape));
-  return { shape: provider.draw(scope.member.id, params.shape) };
+  const cost = WhiteboardProvider.cost(scope.member.id, params.shape);
+  if (!scope.member.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you drew recently is still being delivered to many members: slow down', 'fanout-rate');
+  spendBytes(scope, cost);
+  const shape = provider.draw(scope.member.id, params.shape);
+  scope.member.fanout.spend(cost * scope.room.size);
+  return { shape };
 }
 
 export function clearBoard(scope: RequestScope): Result<'whiteboard.clear'> {

@@ -1,5 +1,5 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, Serialized, spendBytes, type RequestScope } from '../context.ts';
+import { RelayError, requireFlag, Serialized, spend, spendBytes, type RequestScope } from '../context.ts';
 
 function checkTopic(scope: RequestScope, topic: string): void {
   const max = scope.relay.config.maxTopicLength;
@@ -21,11 +21,13 @@ export function publish(scope: RequestScope, params: Params<'pubsub.publish'>): 
 export function subscribe(scope: RequestScope, params: Params<'pubsub.subscribe'>): Result<'pubsub.subscribe'> {
   requireFlag(scope.member, 'canSubscribeData', 'subscribing to data');
   checkTopic(scope, params.topic);
+  spend(scope);
   scope.room.topics.subscribe(scope.member, params.topic);
   return {};
 }
 
 export function unsubscribe(scope: RequestScope, params: Params<'pubsub.unsubscribe'>): Result<'pubsub.unsubscribe'> {
+  spend(scope);
   scope.room.topics.unsubscribe(scope.member, params.topic);
   return {};
 }

@@ -9,6 +9,7 @@ import type { MediaBoard } from '../media/board.ts';
 import type { MediaEngine } from '../media/engine.ts';
 import type { Timeline } from './timeline.ts';
 import type { RelayBudgets } from '../budget.ts';
+import type { TokenBucket } from '../data/token-bucket.ts';
 import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 
 /**
@@ -49,6 +50,11 @@ export interface Member {
   readonly project: string;
   /** Its connection; replaced when the member resumes on a new one. */
   link: MemberLink;
+  /**
+   * Bytes per second its sends may make the relay send to others (a message's bytes times its
+   * recipients): what it costs the relay, not what it costs the sender.
+   */
+  readonly fanout: TokenBucket;
 }
 
 /** A position in a walk over one tier: the join sequence number of the last entry returned. */
