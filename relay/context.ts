@@ -9,6 +9,7 @@ import type { Member, Room, RoomRegistry } from './rooms/types.ts';
 import type { KeyStore } from './token/keys.ts';
 import type { TokenBucket } from './data/token-bucket.ts';
 import type { RelayBudgets } from './budget.ts';
+import type { FrameScheduler } from './frame-gate.ts';
 
 /** Counters the relay keeps for `/metrics`. */
 export interface RelayCounters {
@@ -32,6 +33,8 @@ export interface RelayContext {
   readonly lobbyCooldowns: Bans;
   /** Relay-wide ceilings of what members make the relay hold. */
   readonly budgets: RelayBudgets;
+  /** Turns of inbound frames across connections while the relay is busy. */
+  readonly frames: FrameScheduler;
   readonly seats: Seats;
   readonly log: Logger;
 }

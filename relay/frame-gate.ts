@@ -20,6 +20,8 @@ export interface FrameBudget {
 /** Frames held while a connection is over its budget; past either bound it is flooding. */
 const MAX_HELD_FRAMES = 4096;
 const MAX_HELD_BYTES = 2 * 1024 * 1024;
+/** How long the scheduler handles frames before it lets the event loop read sockets and run timers. */
+const SLICE_MS = 8;
 
 export function rawLength(data: RawData): number {
   if (Array.isArray(data)) return data.reduce((n, b) => n + b.length, 0);
@@ -27,11 +29,57 @@ export function rawLength(data: RawData): number {
 }
 
 /**
+ * Fairness across connections. While no connection has frames waiting, frames are handled as
+ * they arrive. Once some do (a flood, or more work than the relay can do at once), every
+ * connection's frames wait in its own queue and the scheduler handles one frame per connection
+ * per round, for a slice of time, then yields to the event loop. A connection with one frame
+ * waits one round, however many frames a flooder has queued; and a socket whose frames wait is
+ * not read, so the kernel and TCP hold the rest, not the relay.
+ */
+export class FrameScheduler {
+  private readonly ring = new Set<FrameGate>();
+  private scheduled = false;
+
+  /** True while some connection has frames waiting. */
+  get busy(): boolean {
+    return this.ring.size > 0;
+  }
+
+  add(gate: FrameGate): void {
+    this.ring.add(gate);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.run());
+    }
+  }
+
+  remove(gate: FrameGate): void {
+    this.ring.delete(gate);
+  }
+
+  private run(): void {
+    this.scheduled = false;
+    const deadline = performance.now() + SLICE_MS;
+    while (this.ring.size > 0 && performance.now() < deadline) {
+      for (const gate of [...this.ring]) {
+        if (!gate.step()) this.ring.delete(gate);
+        if (performance.now() >= deadline) break;
+      }
+    }
+    if (this.ring.size > 0 && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.run());
+    }
+  }
+}
+
+/**
  * The frame budget of one connection, enforced: a frame is handled only when the budget has a
- * token for it (and, for a text frame, which is parsed as JSON, its bytes). Over budget, the socket stops being read (TCP pushes back on the sender) and
- * the frames the WebSocket parser already had are held in order and handled as the budget
- * refills, so a burst costs latency, never correctness. A sender that keeps going past what
- * one read can explain (thousands of frames, megabytes) is flooding and `onFlood` ends it.
+ * token for it (and, for a text frame, which is parsed as JSON, its bytes), and, while the relay
+ * is busy, only in its turn ({@link FrameScheduler}). Frames that wait are held in order; the
+ * socket is not read meanwhile (TCP pushes back on the sender), so a burst costs latency, never
+ * correctness. A sender that keeps going past what one read can explain (thousands of frames,
+ * megabytes) is flooding and `onFlood` ends it.
  */
 export class FrameGate {
   private readonly text: TokenBucket;
@@ -39,11 +87,12 @@ export class FrameGate {
   private readonly binary: TokenBucket;
   private held: Array<{ data: RawData; isBinary: boolean; bytes: number }> = [];
   private heldBytes = 0;
+  /** Set while the next frame waits for this connection's own budget to refill. */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
 
   /**
-   * @param held the relay-wide budget of held bytes: a connection that would pass it is
+   * @param heldBudget the relay-wide budget of held bytes: a connection that would pass it is
    *   treated as flooding, so all connections together never hold more
    */
   constructor(
@@ -51,14 +100,15 @@ export class FrameGate {
     budget: FrameBudget,
     private readonly handle: FrameHandler,
     private readonly onFlood: () => void,
-    private readonly held_: Budget,
+    private readonly heldBudget: Budget,
+    private readonly scheduler: FrameScheduler,
   ) {
     this.text = new TokenBucket(budget.frameRate, budget.frameRate * 2);
     this.textBytes = new TokenBucket(budget.textByteRate, budget.textByteBurst);
     this.binary = new TokenBucket(budget.binaryFrameRate, budget.binaryFrameRate * 2);
   }
 
-  /** Frames waiting for budget (for tests and metrics). */
+  /** Frames waiting (for tests and metrics). */
   get holding(): number {
     return this.held.length;
   }
@@ -78,44 +128,54 @@ export class FrameGate {
   push(data: RawData, isBinary: boolean): void {
     if (this.closed) return;
     const bytes = rawLength(data);
-    if (this.held.length === 0 && this.admit(isBinary, bytes)) return this.handle(data, isBinary);
-    if (this.held.length >= MAX_HELD_FRAMES || this.heldBytes + bytes > MAX_HELD_BYTES || !this.held_.take(bytes)) {
+    if (this.held.length === 0 && !this.scheduler.busy && this.admit(isBinary, bytes)) return this.handle(data, isBinary);
+    if (this.held.length >= MAX_HELD_FRAMES || this.heldBytes + bytes > MAX_HELD_BYTES || !this.heldBudget.take(bytes)) {
       this.close();
       this.onFlood();
       return;
     }
     this.held.push({ data, isBinary, bytes });
     this.heldBytes += bytes;
-    if (!this.timer) {
+    if (this.held.length === 1) {
       this.ws.pause();
-      this.schedule();
+      if (!this.timer) this.scheduler.add(this);
     }
   }
 
-  private schedule(): void {
-    const next = this.held[0]!;
-    this.timer = setTimeout(() => this.drain(), Math.max(1, Math.ceil(this.wait(next.isBinary, next.bytes))));
-  }
-
-  private drain(): void {
-    this.timer = null;
-    while (!this.closed && this.held.length > 0) {
-      const next = this.held[0]!;
-      if (!this.admit(next.isBinary, next.bytes)) return this.schedule();
-      this.held.shift();
-      this.heldBytes -= next.bytes;
-      this.held_.give(next.bytes);
-      this.handle(next.data, next.isBinary);
+  /**
+   * The scheduler's turn: handle the next frame if the budget allows. Returns whether this
+   * connection should stay in the round (it has more frames its budget allows now).
+   */
+  step(): boolean {
+    if (this.closed) return false;
+    const next = this.held[0];
+    if (!next) {
+      this.ws.resume();
+      return false;
     }
+    if (!this.admit(next.isBinary, next.bytes)) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        if (!this.closed) this.scheduler.add(this);
+      }, Math.max(1, Math.ceil(this.wait(next.isBinary, next.bytes))));
+      return false;
+    }
+    this.held.shift();
+    this.heldBytes -= next.bytes;
+    this.heldBudget.give(next.bytes);
+    this.handle(next.data, next.isBinary);
+    if (this.held.length > 0) return true;
     if (!this.closed) this.ws.resume();
+    return false;
   }
 
   /** The connection ended: drop what is held, stop the timer. */
   close(): void {
     this.closed = true;
+    this.scheduler.remove(this);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    this.held_.give(this.heldBytes);
+    this.heldBudget.give(this.heldBytes);
     this.held = [];
     this.heldBytes = 0;
   }

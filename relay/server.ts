@@ -17,6 +17,7 @@ import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
+import { FrameScheduler } from './frame-gate.ts';
 import type { KeyStore } from './token/keys.ts';
 
 /** Options of {@link startRelay}: the keys, plus any setting to override. */
@@ -63,6 +64,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       }),
     bans: new Bans(),
     lobbyCooldowns: new Bans(),
+    frames: new FrameScheduler(),
     seats: new Seats(),
     log,
   };

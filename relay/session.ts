@@ -75,7 +75,7 @@ export class Session implements MemberLink, LobbyJoiner {
   ) {
     const { config } = relay;
     const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
-    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held);
+    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames);
     limitPayload(ws, config.maxJoinFrameBytes);
     // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
     const overBudget = () => {
