@@ -353,6 +353,10 @@ export class Session implements MemberLink, LobbyJoiner {
 
   private async dispatch(request: RequestFrame): Promise<void> {
     if (!this.scope) return;
+    // between `session.leave` (or a removal) and the socket's close, the member is no longer in its room
+    if (this.scope.room.get(this.scope.member.id) !== this.scope.member) {
+      return this.send({ type: 'response', id: request.id, error: { code: 'NOT_CONNECTED', message: 'this session has left the room', reason: 'left' } });
+    }
     const deferred: Array<() => void> = [];
     const scope: RequestScope = { ...this.scope, after: (fn) => deferred.push(fn) };
     try {

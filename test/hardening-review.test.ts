@@ -125,6 +125,16 @@ describe('issue 11: the attack review', () => {
     sender.ws.close();
   });
 
+  it('requests that arrive after session.leave are refused, not run for a member already gone', async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'after-leave', grant: { canPublishData: true } }));
+    c.ws.send(JSON.stringify({ type: 'request', id: 71, method: 'session.leave', params: {} }));
+    c.ws.send(JSON.stringify({ type: 'request', id: 72, method: 'pubsub.publish', params: { topic: 't', payload: 1, persist: true } }));
+    assert.ok((await c.next((f) => f.id === 71)).result);
+    assert.equal(code(await c.next((f) => f.id === 72)), 'NOT_CONNECTED');
+    await c.closed;
+    assert.equal(t.relay.context.rooms.get('default', 'after-leave'), undefined, 'nothing was kept for the room');
+  });
+
   it('SDK: a join that times out before its socket opens rejects with TIMEOUT and nothing is left unhandled', async () => {
     const silent = createServer(() => undefined); // accepts, never answers the upgrade
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
