@@ -3,9 +3,13 @@ import { after, before, describe, it } from 'node:test';
 import type { Room } from '../src/room.ts';
 import type { TrackEvent } from '../src/room-events.ts';
 import { nextEvent, rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { unrefLibraryDelays } from './media-fixtures.ts';
 import { countPackets, fakeTrack, nodePlatform } from './media-helpers.ts';
 
 const AV = { canPublish: true, canSubscribe: true } as const;
+
+// werift's DTLS retransmissions must not hold Node open for 30 s after the last test (media-fixtures.ts)
+unrefLibraryDelays();
 
 describe('media through the relay (SDK in Node on werift, relay on werift)', () => {
   let t: TestRelay;

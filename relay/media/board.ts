@@ -5,7 +5,7 @@ import type { ServerFrame } from '../../src/protocol/messages.ts';
 import { RelayError } from '../context.ts';
 import type { Logger } from '../log.ts';
 import type { Member } from '../rooms/types.ts';
-import type { MediaEngine, PublishTransport, SubscribeTransport, TrackSource, TransportStats } from './engine.ts';
+import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource, type TransportStats } from './engine.ts';
 
 interface Publication {
   /** Cleanups of the taps that saw it. */
@@ -17,7 +17,7 @@ interface Publication {
   readonly layers: LayerInfo[];
   muted: boolean;
   readonly transport: PublishTransport;
-  /** Set once media arrives; only then is the publication announced and subscribable. */
+  /** Set once its transport connects; only then is the publication announced and subscribable. */
   track: TrackSource | null;
   readonly subscriptions: Set<Subscription>;
 }
@@ -31,6 +31,15 @@ interface Subscription {
 }
 
 const HEALTH_MS = 1000;
+
+/** Ends a publication may have; those that are failures are logged at `info` and told to the publisher. */
+type EndReason = 'unpublished' | 'force-unpublished' | 'publisher-left' | 'transport-failed' | PublishFailure['reason'];
+const FAILURES: ReadonlySet<EndReason> = new Set(['transport-failed', 'not-connected', 'no-track']);
+
+/** A publication being negotiated: it holds its source (a second publish of it is refused) until it is in `published`. */
+interface Negotiation {
+  cancelled: boolean;
+}
 /** Subscriptions one participant may hold at once: each is a peer connection on the relay. */
 export const MAX_SUBSCRIPTIONS = 100;
 
@@ -75,6 +84,13 @@ export class MediaBoard {
   private readonly subscriptions = new Map<string, Subscription>();
   /** The same subscriptions by subscriber: a leave costs its own subscriptions, not the room's. */
   private readonly bySubscriber = new Map<Member, Set<Subscription>>();
+  /** Publications whose transport is being made, by member and source. */
+  private readonly negotiating = new Map<Member, Map<Source, Negotiation>>();
+  /**
+   * How many times each member left (a resume counts: its transports belonged to the old
+   * connection). A subscription made while it left is closed at once.
+   */
+  private readonly generation = new WeakMap<Member, number>();
 
   constructor(
     private readonly engine: MediaEngine | null,
@@ -93,18 +109,45 @@ export class MediaBoard {
     return this.engine;
   }
 
+  /**
+   * Negotiate a publication and return the relay's answer. It is announced when its transport
+   * connects; if it never does, it ends with its reason (logged at `info`) and its publisher is
+   * told by a `track-unpublished` naming itself.
+   */
   async publish(member: Member, source: Source, kind: TrackKind, offer: string, layers: LayerInfo[] = []): Promise<string> {
     if (SOURCE_KIND[source] !== kind) throw new RelayError('INVALID_ARGUMENT', `${source} is a ${SOURCE_KIND[source]} source, not ${kind}`, 'wrong-kind');
-    const mine = this.published.get(member) ?? new Map<Source, Publication>();
-    if (mine.has(source)) throw new RelayError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, 'already-published');
-    const transport = await this.engineOrFail().publish(kind, offer).catch((err: Error) => {
-      throw new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
-    });
+    const engine = this.engineOrFail();
+    if (this.published.get(member)?.has(source) || this.negotiating.get(member)?.has(source)) {
+      throw new RelayError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, 'already-published');
+    }
+    // the source is held from here: a concurrent publish of it is refused, one of another source
+    // goes on beside it (issue 16: a publication map read before this await and written after it
+    // let the second of two first publications replace the first, which was never announced)
+    const negotiation: Negotiation = { cancelled: false };
+    const held = this.negotiating.get(member) ?? new Map<Source, Negotiation>();
+    held.set(source, negotiation);
+    this.negotiating.set(member, held);
+    let transport: PublishTransport;
+    try {
+      transport = await engine.publish(kind, offer).catch((err: Error) => {
+        throw new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
+      });
+    } finally {
+      const now = this.negotiating.get(member);
+      if (now?.get(source) === negotiation) now.delete(source);
+      if (now?.size === 0) this.negotiating.delete(member);
+    }
+    if (negotiation.cancelled) {
+      transport.close();
+      throw new RelayError('NOT_FOUND', `${source} was unpublished (or its publisher left) while it was negotiated`, 'not-published');
+    }
     const sorted = [...layers].sort((a, b) => a.width - b.width);
     const publication: Publication = { tapped: [], member, source, kind, layers: sorted, muted: false, transport, track: null, subscriptions: new Set() };
+    // read after the await: another publication of this member may have made the map meanwhile
+    const mine = this.published.get(member) ?? new Map<Source, Publication>();
     mine.set(source, publication);
     this.published.set(member, mine);
-    transport.onClosed(() => this.end(publication, 'transport-closed'));
+    transport.onClosed(() => this.end(publication, 'transport-failed'));
     transport.track.then(
       (track) => {
         if (this.published.get(member)?.get(source) !== publication) return;
@@ -112,7 +155,7 @@ export class MediaBoard {
         for (const tap of this.taps) this.feed(tap, publication);
         this.room.broadcast({ type: 'event', name: 'track-published', data: { participantId: member.id, source, kind, muted: publication.muted } }, member.id);
       },
-      () => this.end(publication, 'no-media'),
+      (err: unknown) => this.end(publication, err instanceof PublishFailure ? err.reason : 'transport-failed', err instanceof Error ? err.message : String(err)),
     );
     return transport.answer;
   }
@@ -124,6 +167,13 @@ export class MediaBoard {
   }
 
   unpublish(member: Member, source: Source): void {
+    const negotiation = this.negotiating.get(member)?.get(source);
+    // unpublished before its answer: its transport is closed when the engine returns it
+    if (negotiation && !this.published.get(member)?.has(source)) {
+      negotiation.cancelled = true;
+      this.negotiating.get(member)!.delete(source);
+      return;
+    }
     this.end(this.publication(member, source), 'unpublished');
   }
 
@@ -147,14 +197,24 @@ export class MediaBoard {
     if (publisher === subscriber) throw new RelayError('INVALID_ARGUMENT', 'you cannot subscribe to your own track', 'self');
     const mine = this.bySubscriber.get(subscriber) ?? new Set<Subscription>();
     if (mine.size >= MAX_SUBSCRIPTIONS) throw new RelayError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions at once`, 'too-many-subscriptions');
+    const generation = this.generation.get(subscriber) ?? 0;
     const transport = await this.engineOrFail().subscribe(p.kind);
+    // the engine's await is a window: the publication may have ended, the subscriber left
+    const track = p.track;
+    if (this.published.get(p.member)?.get(source) !== p || (this.generation.get(subscriber) ?? 0) !== generation) {
+      transport.close();
+      throw new RelayError('NOT_FOUND', `no ${source} of "${p.member.id}" to subscribe to (it ended)`, 'not-published');
+    }
     const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport, size };
     p.subscriptions.add(subscription);
     this.subscriptions.set(subscription.id, subscription);
-    mine.add(subscription);
-    this.bySubscriber.set(subscriber, mine);
-    transport.onClosed(() => this.drop(subscription, false));
-    transport.attach(p.track, chooseLayer(p.layers, p.track.liveLayers(), size));
+    // read after the await, like publications: the set may have been made (or dropped) meanwhile
+    const held = this.bySubscriber.get(subscriber) ?? new Set<Subscription>();
+    held.add(subscription);
+    this.bySubscriber.set(subscriber, held);
+    // a transport that fails or never connects ends the subscription; the subscriber is told
+    transport.onClosed(() => this.drop(subscription, true));
+    transport.attach(track, chooseLayer(p.layers, track.liveLayers(), size));
     if (p.layers.length > 1) this.watchLayers();
     return { subscriptionId: subscription.id, sdp: transport.offer };
   }
@@ -212,21 +272,26 @@ export class MediaBoard {
 
   /** A member left: its publications end, its subscriptions close. */
   memberLeft(member: Member): void {
+    this.generation.set(member, (this.generation.get(member) ?? 0) + 1);
+    for (const negotiation of this.negotiating.get(member)?.values() ?? []) negotiation.cancelled = true;
+    this.negotiating.delete(member);
     for (const p of [...(this.published.get(member)?.values() ?? [])]) this.end(p, 'publisher-left');
     for (const s of [...(this.bySubscriber.get(member) ?? [])]) this.drop(s, false);
   }
 
   /** Counters of every transport, for `/metrics` and benchmarks. */
-  stats(): { publications: number; subscriptions: number; in: TransportStats; out: TransportStats } {
+  stats(): { publications: number; subscriptions: number; negotiating: number; in: TransportStats; out: TransportStats } {
     const sum = (list: TransportStats[]) => list.reduce((a, b) => ({ packets: a.packets + b.packets, bytes: a.bytes + b.bytes, nacks: a.nacks + b.nacks, keyFrameRequests: a.keyFrameRequests + b.keyFrameRequests }), { packets: 0, bytes: 0, nacks: 0, keyFrameRequests: 0 });
     const pubs = [...this.published.values()].flatMap((m) => [...m.values()]);
-    return { publications: pubs.length, subscriptions: this.subscriptions.size, in: sum(pubs.map((p) => p.transport.stats())), out: sum([...this.subscriptions.values()].map((s) => s.transport.stats())) };
+    let negotiating = 0;
+    for (const held of this.negotiating.values()) negotiating += held.size;
+    return { publications: pubs.length, subscriptions: this.subscriptions.size, negotiating, in: sum(pubs.map((p) => p.transport.stats())), out: sum([...this.subscriptions.values()].map((s) => s.transport.stats())) };
   }
 
   dispose(): void {
     if (this.health) clearInterval(this.health);
     this.health = null;
-    for (const member of [...this.published.keys()]) this.memberLeft(member);
+    for (const member of new Set([...this.published.keys(), ...this.negotiating.keys(), ...this.bySubscriber.keys()])) this.memberLeft(member);
   }
 
   private readonly taps = new Set<TrackTap>();
@@ -251,7 +316,7 @@ export class MediaBoard {
     if (cleanup) p.tapped.push(cleanup);
   }
 
-  private end(p: Publication, why: string): void {
+  private end(p: Publication, why: EndReason, detail?: string): void {
     const mine = this.published.get(p.member);
     if (mine?.get(p.source) !== p) return;
     for (const cleanup of p.tapped.splice(0)) cleanup();
@@ -259,7 +324,14 @@ export class MediaBoard {
     if (mine.size === 0) this.published.delete(p.member);
     for (const s of [...p.subscriptions]) this.drop(s, true);
     p.transport.close();
-    this.room.log.debug('media: publication ended', { participant: p.member.id, source: p.source, why });
+    const fields = { participant: p.member.id, source: p.source, reason: why, detail };
+    if (!FAILURES.has(why)) this.room.log.debug('media: publication ended', fields);
+    else {
+      this.room.log.info(p.track ? 'media: publication failed' : 'media: publication failed to start', fields);
+      // never silence: the publisher hears of it at once (the SDK ends its publication, or
+      // rejects its pending publish, with a typed error)
+      p.member.link.send({ type: 'event', name: 'track-unpublished', data: { participantId: p.member.id, source: p.source } });
+    }
     if (p.track) this.room.broadcast({ type: 'event', name: 'track-unpublished', data: { participantId: p.member.id, source: p.source } }, p.member.id);
   }
 

@@ -31,13 +31,36 @@ export interface TransportStats {
   keyFrameRequests: number;
 }
 
+/** Why a publish transport never started. */
+export type PublishFailureReason =
+  /** ICE and DTLS did not complete in time (the publisher never reached the relay's address). */
+  | 'not-connected'
+  /** The transport failed or was closed before it connected. */
+  | 'transport-failed'
+  /** The offer held nothing to receive (no sending m-line). */
+  | 'no-track';
+
+/** The rejection of `PublishTransport.track`: a publication that could not start, and why. */
+export class PublishFailure extends Error {
+  constructor(
+    readonly reason: PublishFailureReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Receives one published track. */
 export interface PublishTransport {
   /** The relay's SDP answer to the client's offer. */
   readonly answer: string;
-  /** Resolves once media arrives. */
+  /**
+   * Resolves once the transport is connected (ICE and DTLS done: media can flow), which is when
+   * the publication may be announced. Rejects with a {@link PublishFailure} when it cannot start;
+   * it never stays pending past the engine's connect timeout or `close()`.
+   */
   readonly track: Promise<TrackSource>;
-  /** Called once when the transport fails or closes from the client's side. */
+  /** Called once when the transport fails or closes (from either side). */
   onClosed(listener: () => void): void;
   stats(): TransportStats;
   close(): void;
@@ -47,7 +70,10 @@ export interface PublishTransport {
 export interface SubscribeTransport {
   /** The relay's SDP offer. */
   readonly offer: string;
-  /** Apply the client's answer; forwarding starts when the transport connects. */
+  /**
+   * Apply the client's answer; forwarding starts when the transport connects. A transport that
+   * has not connected within the engine's connect timeout closes (and `onClosed` fires).
+   */
   accept(answer: string): Promise<void>;
   /** Forward one layer of `source` to the subscriber (a key frame is requested when it connects). */
   attach(source: TrackSource, layer: string): void;

@@ -12,11 +12,12 @@ import {
 } from 'werift';
 import type { TrackKind } from '../../src/protocol/media.ts';
 import { MediaRecorder } from 'werift/nonstandard';
-import type { MediaEngine, PublishTransport, SubscribeTransport, TrackRecorder, TrackSource, TransportStats } from './engine.ts';
+import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackRecorder, type TrackSource, type TransportStats } from './engine.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
+import { WeriftSource } from './werift-source.ts';
 
-const KEY_FRAME_INTERVAL_MS = 300;
-const CONNECT_TIMEOUT_MS = 15_000;
+/** How long a transport may take to connect (ICE and DTLS) before it is given up. */
+const CONNECT_TIMEOUT_MS = 8_000;
 
 /**
  * Codecs the relay negotiates: VP8 with NACK and PLI (no transport-wide congestion control:
@@ -42,6 +43,11 @@ export interface WeriftOptions {
   mediaIp: string;
   /** The bitrate a publisher's video may use, told to it by REMB every second (default 2.5 Mbps). */
   maxVideoBitrate?: number;
+  /**
+   * How long a transport may take to connect before it is given up (default 8 s: shorter than
+   * the SDK's own 10 s, so that the relay's verdict, logged with its reason, comes first).
+   */
+  connectTimeoutMs?: number;
 }
 
 const REMB_INTERVAL_MS = 1000;
@@ -64,96 +70,20 @@ function sendRemb(receiver: RTCRtpReceiver, ssrcs: number[], bitrate: number): v
 
 const zero = (): TransportStats => ({ packets: 0, bytes: 0, nacks: 0, keyFrameRequests: 0 });
 
-interface Layer {
-  readonly listeners: Set<(packet: RtpPacket) => void>;
-  ssrc: number | null;
-  lastPacketAt: number;
-  lastKeyFrameRequest: number;
-  /** A key frame was asked for before the SSRC was known: ask as soon as it is. */
-  keyFrameWanted: boolean;
-  /** A request that came too soon after the last one, sent when the interval is over. */
-  deferred: ReturnType<typeof setTimeout> | null;
-}
-
-class Source implements TrackSource {
-  private readonly layers = new Map<string, Layer>();
-
-  constructor(
-    readonly kind: TrackKind,
-    private readonly pli: (ssrc: number) => void,
-    private readonly counters: TransportStats,
-  ) {}
-
-  private layer(rid: string): Layer {
-    let layer = this.layers.get(rid);
-    if (!layer) this.layers.set(rid, (layer = { listeners: new Set(), ssrc: null, lastPacketAt: 0, lastKeyFrameRequest: 0, keyFrameWanted: false, deferred: null }));
-    return layer;
-  }
-
-  ssrcs(): number[] {
-    return [...this.layers.values()].flatMap((l) => (l.ssrc === null ? [] : [l.ssrc]));
-  }
-
-  liveLayers(): string[] {
-    const since = Date.now() - 1000;
-    return [...this.layers].filter(([, l]) => l.lastPacketAt >= since).map(([rid]) => rid);
-  }
-
-  onPacket(rid: string, listener: (packet: object) => void): () => void {
-    const listeners = this.layer(rid).listeners;
-    listeners.add(listener as (packet: RtpPacket) => void);
-    return () => listeners.delete(listener as (packet: RtpPacket) => void);
-  }
-
-  deliver(rid: string, packet: RtpPacket): void {
-    this.counters.packets++;
-    this.counters.bytes += packet.payload.length;
-    const layer = this.layer(rid);
-    // on simulcast tracks the SSRC is only known from packets; key frames can be asked for then
-    if (layer.ssrc === null) {
-      layer.ssrc = packet.header.ssrc;
-      if (layer.keyFrameWanted) this.requestKeyFrame(rid);
-    }
-    layer.lastPacketAt = Date.now();
-    for (const listener of layer.listeners) listener(packet);
-  }
-
-  /** Cancel deferred requests (the publication ended). */
-  dispose(): void {
-    for (const layer of this.layers.values()) if (layer.deferred) clearTimeout(layer.deferred);
-  }
-
-  requestKeyFrame(rid: string): void {
-    if (this.kind !== 'video') return;
-    const layer = this.layer(rid);
-    const now = Date.now();
-    if (layer.ssrc === null) {
-      layer.keyFrameWanted = true;
-      return;
-    }
-    const wait = layer.lastKeyFrameRequest + KEY_FRAME_INTERVAL_MS - now;
-    if (wait > 0) {
-      // deferred, not dropped: a subscriber that connects just after another must still get one
-      layer.deferred ??= setTimeout(() => {
-        layer.deferred = null;
-        this.requestKeyFrame(rid);
-      }, wait);
-      return;
-    }
-    layer.keyFrameWanted = false;
-    layer.lastKeyFrameRequest = now;
-    this.counters.keyFrameRequests++;
-    this.pli(layer.ssrc);
-  }
-}
-
 /** The werift implementation of the media engine: one peer connection per transport, ICE lite. */
 export class WeriftEngine implements MediaEngine {
   constructor(private readonly options: WeriftOptions) {}
 
+  /** Peer connections made and not yet closed (a leak check for tests and `/metrics`). */
+  get openTransports(): number {
+    return this.open.size;
+  }
+
+  private readonly open = new Set<RTCPeerConnection>();
+
   private peer(): RTCPeerConnection {
     const ip = this.options.mediaIp;
-    return new RTCPeerConnection({
+    const pc = new RTCPeerConnection({
       iceLite: true,
       iceServers: [],
       iceUseIpv6: false,
@@ -162,59 +92,95 @@ export class WeriftEngine implements MediaEngine {
       codecs: codecs(),
       headerExtensions: { video: [useSdesMid(), useSdesRTPStreamId(), useRepairedRtpStreamId()], audio: [useSdesMid()] },
     });
+    this.open.add(pc);
+    return pc;
   }
 
+  /** Close a peer connection made here, whatever its state (werift's close is idempotent). */
+  private closePeer(pc: RTCPeerConnection): void {
+    this.open.delete(pc);
+    void pc.close().catch(() => undefined);
+  }
+
+  /**
+   * One transport per published track. The track is announced (`track` resolves) when the
+   * transport connects, not when werift fires `onTrack`: werift fires that while applying the
+   * offer (transceiverManager.setRemoteRTP), before the publisher can even have the answer, so it
+   * proves nothing about media reaching the relay.
+   */
   async publish(kind: TrackKind, offer: string): Promise<PublishTransport> {
     const pc = this.peer();
     const counters = zero();
     const closed = watchClosed(pc);
     let remb: ReturnType<typeof setInterval> | null = null;
-    closed.on(() => remb && clearInterval(remb));
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let source: WeriftSource | null = null;
+    let settle: (failure: PublishFailure | null) => void = () => undefined;
     const track = new Promise<TrackSource>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no media arrived')), CONNECT_TIMEOUT_MS);
-      let source: Source | null = null;
-      const wired = new Set<MediaStreamTrack>();
-      // werift announces a transceiver once; its receiver holds one track per simulcast layer (by rid)
-      pc.onTrack.subscribe((t) => {
-        clearTimeout(timer);
-        const transceiver = pc.getTransceivers().find((tr) => tr.receiver.tracks.includes(t) || tr.receiver.track === t);
-        if (!source) {
-          const created = new Source(kind, (ssrc) => void transceiver?.receiver.sendRtcpPLI(ssrc), counters);
-          source = created;
-          transceiver?.receiver.onPacketLost.subscribe(() => counters.nacks++);
-          if (kind === 'video' && transceiver) {
-            const receiver = transceiver.receiver;
-            remb = setInterval(() => {
-              const ssrcs = created.ssrcs();
-              if (ssrcs.length) sendRemb(receiver, ssrcs, this.options.maxVideoBitrate ?? 2_500_000);
-            }, REMB_INTERVAL_MS);
-          }
-          resolve(source);
-        }
-        const s = source;
-        const layers = transceiver && transceiver.receiver.tracks.length > 0 ? transceiver.receiver.tracks : [t];
-        for (const layer of layers) {
-          if (wired.has(layer)) continue;
-          wired.add(layer);
-          const rid = layer.rid ?? '';
-          layer.onReceiveRtp.subscribe((packet) => s.deliver(rid, packet));
-        }
-      });
+      settle = (failure) => {
+        settle = () => undefined;
+        if (timer) clearTimeout(timer);
+        timer = null;
+        if (failure) reject(failure);
+        else if (source) resolve(source);
+        else reject(new PublishFailure('no-track', 'the offer has no track to send'));
+      };
     });
     track.catch(() => undefined);
-    await pc.setRemoteDescription({ type: 'offer', sdp: offer });
-    const answer = await pc.createAnswer();
-    await pc.setLocalDescription(answer);
+    const wired = new Set<MediaStreamTrack>();
+    // werift announces a transceiver once; its receiver holds one track per simulcast layer (by rid)
+    pc.onTrack.subscribe((t) => {
+      const transceiver = pc.getTransceivers().find((tr) => tr.receiver.tracks.includes(t) || tr.receiver.track === t);
+      if (!source) {
+        const created = new WeriftSource(kind, (ssrc) => void transceiver?.receiver.sendRtcpPLI(ssrc), counters);
+        source = created;
+        transceiver?.receiver.onPacketLost.subscribe(() => counters.nacks++);
+        if (kind === 'video' && transceiver) {
+          const receiver = transceiver.receiver;
+          remb = setInterval(() => {
+            const ssrcs = created.ssrcs();
+            if (ssrcs.length) sendRemb(receiver, ssrcs, this.options.maxVideoBitrate ?? 2_500_000);
+          }, REMB_INTERVAL_MS);
+        }
+      }
+      const s = source;
+      const layers = transceiver && transceiver.receiver.tracks.length > 0 ? transceiver.receiver.tracks : [t];
+      for (const layer of layers) {
+        if (wired.has(layer)) continue;
+        wired.add(layer);
+        const rid = layer.rid ?? '';
+        layer.onReceiveRtp.subscribe((packet) => s.deliver(rid, packet));
+      }
+    });
+    pc.connectionStateChange.subscribe((state) => {
+      if (state === 'connected') settle(null);
+      else if (state === 'failed' || state === 'closed') settle(new PublishFailure('transport-failed', `the transport ${state} before it connected`));
+    });
+    const close = () => {
+      if (remb) clearInterval(remb);
+      remb = null;
+      settle(new PublishFailure('transport-failed', 'the transport was closed before it connected'));
+      source?.dispose();
+      this.closePeer(pc);
+    };
+    closed.on(close);
+    try {
+      await pc.setRemoteDescription({ type: 'offer', sdp: offer });
+      const answer = await pc.createAnswer();
+      await pc.setLocalDescription(answer);
+    } catch (err) {
+      close();
+      throw err;
+    }
+    const limit = this.options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    // armed once the answer exists: the publisher cannot start connecting before it has it
+    if (pc.connectionState !== 'connected') timer = setTimeout(() => settle(new PublishFailure('not-connected', `ICE and DTLS did not complete within ${limit} ms`)), limit);
     return {
       answer: pc.localDescription!.sdp,
       track,
       onClosed: closed.on,
       stats: () => ({ ...counters }),
-      close: () => {
-        if (remb) clearInterval(remb);
-        void track.then((t) => (t as Source).dispose(), () => undefined);
-        void pc.close();
-      },
+      close,
     };
   }
 
@@ -240,7 +206,19 @@ export class WeriftEngine implements MediaEngine {
     const closed = watchClosed(pc);
     const transceiver = pc.addTransceiver(new MediaStreamTrack({ kind }), { direction: 'sendonly' });
     const sender = transceiver.sender;
-    await pc.setLocalDescription(await pc.createOffer());
+    try {
+      await pc.setLocalDescription(await pc.createOffer());
+    } catch (err) {
+      this.closePeer(pc);
+      throw err;
+    }
+    // a subscriber that never answers or never connects must not hold a peer connection forever
+    const limit = this.options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    let timer: ReturnType<typeof setTimeout> | null = setTimeout(() => {
+      timer = null;
+      this.closePeer(pc);
+      closed.fire();
+    }, limit);
     let source: TrackSource | null = null;
     let current = '';
     let stopCurrent: (() => void) | null = null;
@@ -256,7 +234,16 @@ export class WeriftEngine implements MediaEngine {
     sender.onPictureLossIndication.subscribe(() => source?.requestKeyFrame(current));
     sender.onGenericNack.subscribe(() => counters.nacks++);
     pc.connectionStateChange.subscribe((state) => {
-      if (state === 'connected') source?.requestKeyFrame(pending?.layer ?? current);
+      if (state !== 'connected') return;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      source?.requestKeyFrame(pending?.layer ?? current);
+    });
+    closed.on(() => {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      stopCurrent?.();
+      pending?.stop();
     });
     const transport: SubscribeTransport = {
       offer: pc.localDescription!.sdp,
@@ -297,22 +284,28 @@ export class WeriftEngine implements MediaEngine {
       onClosed: closed.on,
       stats: () => ({ ...counters }),
       close: () => {
+        if (timer) clearTimeout(timer);
+        timer = null;
         stopCurrent?.();
         pending?.stop();
-        void pc.close();
+        this.closePeer(pc);
       },
     };
     return transport;
   }
 }
 
-function watchClosed(pc: RTCPeerConnection): { on: (listener: () => void) => void } {
+/** Listeners called once when `pc` fails or closes (or when `fire` says it is over). */
+function watchClosed(pc: RTCPeerConnection): { on: (listener: () => void) => void; fire: () => void } {
   const listeners: Array<() => void> = [];
   let done = false;
-  pc.connectionStateChange.subscribe((state) => {
-    if (done || (state !== 'failed' && state !== 'closed')) return;
+  const fire = () => {
+    if (done) return;
     done = true;
     for (const l of listeners) l();
+  };
+  pc.connectionStateChange.subscribe((state) => {
+    if (state === 'failed' || state === 'closed') fire();
   });
-  return { on: (l) => void listeners.push(l) };
+  return { on: (l) => void listeners.push(l), fire };
 }

@@ -2,33 +2,17 @@ import type { Connection } from '../connection.ts';
 import type { Emitter } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
 import type { Source } from '../protocol/grant.ts';
-import { SOURCE_KIND, type PreferredSize, type TrackInfo } from '../protocol/media.ts';
+import type { PreferredSize, TrackInfo } from '../protocol/media.ts';
 import type { RemoteParticipant } from '../participants/remote-participant.ts';
 import type { RoomEvents } from '../room-events.ts';
-import { iceGathered, type MediaPlatform } from './platform.ts';
+import { LocalMedia, type PublishTrackOptions } from './local-media.ts';
+import { iceGathered, whenConnected, type MediaPlatform } from './platform.ts';
 import { LocalTrackPublication, RemoteTrackPublication, type PublicationActions } from './publications.ts';
 
+/** How long a subscription may take, from its request to its connected track. */
 const TRACK_TIMEOUT_MS = 10_000;
 
-/** Options of `publish`. */
-export interface PublishTrackOptions {
-  /**
-   * Send the video in several sizes so that each subscriber gets the one that fits its tile
-   * (default: on for a browser's `camera`).
-   */
-  simulcast?: boolean;
-}
-
-/** Layers for a video track: quarter, half and full size from 540p up, else half and full. */
-function simulcastLayers(track: MediaStreamTrack): Array<{ rid: string; scale: number; maxBitrate: number; width: number; height: number }> {
-  const { width = 640, height = 480 } = track.getSettings();
-  const all = [
-    { rid: 'q', scale: 4, maxBitrate: 150_000 },
-    { rid: 'h', scale: 2, maxBitrate: 500_000 },
-    { rid: 'f', scale: 1, maxBitrate: 1_500_000 },
-  ];
-  return (height >= 540 ? all : all.slice(1)).map((l) => ({ ...l, width: Math.round(width / l.scale), height: Math.round(height / l.scale) }));
-}
+export type { PublishTrackOptions };
 
 /**
  * Media of a room: your publications (one peer connection each) and your subscriptions (one
@@ -36,10 +20,12 @@ function simulcastLayers(track: MediaStreamTrack): Array<{ rid: string; scale: n
  * goes to the relay, which answers `INVALID_PERMISSIONS` when the grant does not allow it.
  */
 export class Media implements PublicationActions {
-  private readonly local = new Map<Source, LocalTrackPublication>();
+  private readonly mine: LocalMedia;
   /** Remote publications with a subscription (being set up or live). */
   private readonly active = new Set<RemoteTrackPublication>();
   private resolved: MediaPlatform | null = null;
+  /** Your participant id: the relay names it in `track-unpublished` when it ends a publication of yours. */
+  private selfId: string | null = null;
 
   constructor(
     private readonly connection: Connection,
@@ -47,78 +33,53 @@ export class Media implements PublicationActions {
     private readonly platform: () => MediaPlatform,
     private readonly autoSubscribe: boolean,
     private readonly participant: (id: string) => RemoteParticipant | undefined,
-  ) {}
+  ) {
+    this.mine = new LocalMedia(connection, events, () => this.rtc(), this);
+  }
 
   private rtc(): MediaPlatform {
     return (this.resolved ??= this.platform());
   }
 
+  /** @internal Who you are (set by your LocalParticipant). */
+  bindSelf(id: string): void {
+    this.selfId = id;
+  }
+
   /** Your publications by source. */
   get publications(): ReadonlyMap<Source, LocalTrackPublication> {
-    return this.local;
+    return this.mine.local;
   }
 
-  async publish(source: Source, given?: MediaStreamTrack, options: PublishTrackOptions = {}): Promise<LocalTrackPublication> {
-    if (this.local.has(source)) throw new SdkError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, { reason: 'already-published' });
-    const rtc = this.rtc();
-    let track = given;
-    if (!track) {
-      const kind = SOURCE_KIND[source];
-      const stream = source === 'screen' ? await rtc.getDisplayMedia({ video: true }) : await rtc.getUserMedia(kind === 'video' ? { video: true } : { audio: true });
-      track = stream.getTracks()[0];
-      if (!track) throw new SdkError('INVALID_ARGUMENT', `no ${kind} track could be captured for ${source}`, { reason: 'no-track' });
-    }
-    // by default for cameras whose platform can send layers (browser tracks report their settings)
-    const simulcast = options.simulcast ?? (source === 'camera' && typeof track.getSettings === 'function');
-    let pc: RTCPeerConnection;
-    try {
-      pc = await this.negotiate(source, track, simulcast);
-    } catch (err) {
-      if (!given) track.stop();
-      throw err;
-    }
-    const publication = new LocalTrackPublication(source, SOURCE_KIND[source], track, !given, pc, this, simulcast);
-    this.local.set(source, publication);
-    return publication;
+  /** Publish a source; resolves once its media connection is up and the relay announced it. */
+  publish(source: Source, given?: MediaStreamTrack, options: PublishTrackOptions = {}): Promise<LocalTrackPublication> {
+    return this.mine.publish(source, given, options);
   }
 
-  /** A peer connection that sends `track` to the relay as `source`. */
-  private async negotiate(source: Source, track: MediaStreamTrack, simulcast: boolean): Promise<RTCPeerConnection> {
-    const pc = new (this.rtc().RTCPeerConnection)({ iceServers: [] });
-    try {
-      const layers = simulcast && track.kind === 'video' ? simulcastLayers(track) : [];
-      pc.addTransceiver(track, {
-        direction: 'sendonly',
-        ...(layers.length ? { sendEncodings: layers.map((l) => ({ rid: l.rid, scaleResolutionDownBy: l.scale, maxBitrate: l.maxBitrate })) } : {}),
-      });
-      await pc.setLocalDescription(await pc.createOffer());
-      await iceGathered(pc);
-      const { sdp } = await this.connection.request('media.publish', {
-        source,
-        kind: track.kind as 'audio' | 'video',
-        sdp: pc.localDescription!.sdp,
-        ...(layers.length ? { layers: layers.map(({ rid, width, height }) => ({ rid, width, height })) } : {}),
-      });
-      await pc.setRemoteDescription({ type: 'answer', sdp });
-      return pc;
-    } catch (err) {
-      pc.close();
-      throw err;
-    }
+  unpublish(source: Source): Promise<void> {
+    return this.mine.unpublish(source);
+  }
+
+  setMuted(publication: LocalTrackPublication, muted: boolean): Promise<void> {
+    return this.mine.setMuted(publication, muted);
+  }
+
+  replaceTrack(publication: LocalTrackPublication, track: MediaStreamTrack): Promise<void> {
+    return this.mine.replaceTrack(publication, track);
+  }
+
+  switchDevice(publication: LocalTrackPublication, deviceId: string): Promise<void> {
+    return this.mine.switchDevice(publication, deviceId);
+  }
+
+  /** @internal A moderator stopped one of your sources. */
+  forced(source: Source, by: string): void {
+    this.mine.forced(source, by);
   }
 
   /** @internal After a reconnection the relay has dropped this session's transports: publish and subscribe again. */
   async reestablish(): Promise<void> {
-    for (const publication of [...this.local.values()]) {
-      publication.pc.close();
-      try {
-        publication.pc = await this.negotiate(publication.source, publication.track, publication.simulcast);
-        if (publication.muted) await this.connection.request('media.mute', { source: publication.source, muted: true });
-      } catch {
-        this.dropLocal(publication);
-        this.events.emit('local-track-unpublished', { publication, reason: 'unpublished' });
-      }
-    }
+    const local = this.mine.reestablish();
     for (const publication of [...this.active]) {
       this.endSubscription(publication);
       const participant = this.participant(publication.participantId);
@@ -126,6 +87,7 @@ export class Media implements PublicationActions {
         this.subscribe(publication).catch((error: unknown) => this.events.emit('track-subscription-failed', { participant, publication, error: error as SdkError }));
       }
     }
+    await local;
   }
 
   /** @internal After a reconnection: a participant's publications as the relay lists them now. */
@@ -136,38 +98,6 @@ export class Media implements PublicationActions {
       if (participant.trackMap.has(info.source)) this.muteChanged(participant.id, info.source, info.muted);
       else this.added(participant, info, true);
     }
-  }
-
-  async unpublish(source: Source): Promise<void> {
-    const publication = this.local.get(source);
-    if (!publication) throw new SdkError('NOT_FOUND', `${source} is not published`, { reason: 'not-published' });
-    this.dropLocal(publication);
-    await this.connection.request('media.unpublish', { source }).catch((err: SdkError) => {
-      if (err.code !== 'NOT_FOUND') throw err;
-    });
-    this.events.emit('local-track-unpublished', { publication, reason: 'unpublished' });
-  }
-
-  async setMuted(publication: LocalTrackPublication, muted: boolean): Promise<void> {
-    publication.track.enabled = !muted;
-    publication.setMutedState(muted);
-    await this.connection.request('media.mute', { source: publication.source, muted });
-  }
-
-  private dropLocal(publication: LocalTrackPublication): void {
-    if (this.local.get(publication.source) !== publication) return;
-    this.local.delete(publication.source);
-    publication.pc.close();
-    // a track the application gave us is the application's: never stop it
-    if (publication.acquired) publication.track.stop();
-  }
-
-  /** @internal A moderator stopped one of your sources. */
-  forced(source: Source, by: string): void {
-    const publication = this.local.get(source);
-    if (!publication) return;
-    this.dropLocal(publication);
-    this.events.emit('local-track-unpublished', { publication, reason: 'force-unpublished', by });
   }
 
   // ---- remote ---------------------------------------------------------------------------
@@ -191,6 +121,8 @@ export class Media implements PublicationActions {
 
   /** @internal */
   unpublished(participantId: string, source: Source): void {
+    // the relay ended a publication of yours on its own: its transport failed or never came up
+    if (participantId === this.selfId) return this.mine.relayEnded(source);
     const participant = this.participant(participantId);
     const publication = participant?.trackMap.get(source);
     if (!participant || !publication) return;
@@ -219,19 +151,38 @@ export class Media implements PublicationActions {
     participant.trackMap.clear();
   }
 
-  async subscribe(publication: RemoteTrackPublication): Promise<void> {
-    if (publication.subscription) return;
-    const rtc = this.rtc();
-    const pc = new rtc.RTCPeerConnection({ iceServers: [] });
-    const slot = { id: null as string | null, pc };
+  subscribe(publication: RemoteTrackPublication): Promise<void> {
+    // a second call while one is under way (auto-subscribe, then by hand) waits for the same one
+    return publication.subscription?.done ?? this.startSubscription(publication);
+  }
+
+  private startSubscription(publication: RemoteTrackPublication): Promise<void> {
+    const pc = new (this.rtc().RTCPeerConnection)({ iceServers: [] });
+    const slot: NonNullable<RemoteTrackPublication['subscription']> = { id: null, pc, done: Promise.resolve(), cancel: () => undefined };
     publication.subscription = slot;
     this.active.add(publication);
+    slot.done = this.negotiateSubscription(publication, slot);
+    return slot.done;
+  }
+
+  /**
+   * The relay offers, the SDK answers; `track-subscribed` once the track is there and its
+   * connection is up. A subscription ended meanwhile (unsubscribed, unpublished) ends quietly.
+   */
+  private async negotiateSubscription(publication: RemoteTrackPublication, slot: NonNullable<RemoteTrackPublication['subscription']>): Promise<void> {
+    const { pc } = slot;
+    const what = `subscribe to ${publication.participantId}'s ${publication.source}`;
+    const wait = whenConnected(pc, what, TRACK_TIMEOUT_MS);
+    // ended by this side (unsubscribed, unpublished, left): stop waiting at once (a browser's
+    // close() fires no connectionstatechange)
+    slot.cancel = () => wait.abort(new SdkError('NOT_FOUND', `${what}: ended`, { reason: 'ended' }));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const arrived = new Promise<MediaStreamTrack>((resolve, reject) => {
       timer = setTimeout(() => reject(new SdkError('TIMEOUT', `no ${publication.source} track arrived within ${TRACK_TIMEOUT_MS} ms`)), TRACK_TIMEOUT_MS);
       pc.addEventListener('track', (event) => resolve((event as RTCTrackEvent).track));
     });
     arrived.catch(() => undefined);
+    const live = () => publication.subscription === slot;
     try {
       const size = publication.preferredSize;
       const { subscriptionId, sdp } = await this.connection.request('media.subscribe', {
@@ -240,7 +191,7 @@ export class Media implements PublicationActions {
         ...(size ? { size } : {}),
       });
       slot.id = subscriptionId;
-      if (publication.subscription !== slot) {
+      if (!live()) {
         void this.connection.request('media.unsubscribe', { subscriptionId }).catch(() => undefined);
         return;
       }
@@ -249,20 +200,42 @@ export class Media implements PublicationActions {
       await iceGathered(pc);
       await this.connection.request('media.answer', { subscriptionId, sdp: pc.localDescription!.sdp });
       const track = await arrived;
-      if (publication.subscription !== slot) return;
+      await wait.done;
+      if (!live()) return;
       publication.setTrack(track);
+      this.watchSubscription(publication, slot);
       const participant = this.participant(publication.participantId);
       if (participant) this.events.emit('track-subscribed', { participant, publication, track });
     } catch (err) {
-      if (publication.subscription === slot) {
-        publication.subscription = null;
-        this.active.delete(publication);
-      }
+      wait.abort(err as Error);
+      // ended meanwhile (unsubscribed, unpublished, the session closed): nothing failed
+      if (!live()) return;
+      publication.subscription = null;
+      this.active.delete(publication);
       pc.close();
+      if (slot.id) void this.connection.request('media.unsubscribe', { subscriptionId: slot.id }).catch(() => undefined);
       throw err;
     } finally {
       clearTimeout(timer);
+      slot.cancel();
     }
+  }
+
+  /** A subscription whose connection fails later ends, and the failure is reported. */
+  private watchSubscription(publication: RemoteTrackPublication, slot: NonNullable<RemoteTrackPublication['subscription']>): void {
+    const { pc } = slot;
+    const check = () => {
+      if (pc.connectionState !== 'failed') return;
+      pc.removeEventListener('connectionstatechange', check);
+      if (publication.subscription !== slot) return;
+      const id = slot.id;
+      this.endSubscription(publication);
+      if (id) void this.connection.request('media.unsubscribe', { subscriptionId: id }).catch(() => undefined);
+      const participant = this.participant(publication.participantId);
+      const error = new SdkError('CONNECTION_FAILED', `${publication.participantId}'s ${publication.source}: the media connection from the relay failed`, { reason: 'media-transport-failed' });
+      if (participant) this.events.emit('track-subscription-failed', { participant, publication, error });
+    };
+    pc.addEventListener('connectionstatechange', check);
   }
 
   async setPreferredSize(publication: RemoteTrackPublication, size: PreferredSize): Promise<void> {
@@ -284,6 +257,7 @@ export class Media implements PublicationActions {
     publication.subscription = null;
     this.active.delete(publication);
     slot.pc.close();
+    slot.cancel();
     const wasSubscribed = publication.subscribed;
     publication.setTrack(null);
     const participant = this.participant(publication.participantId);
@@ -292,10 +266,12 @@ export class Media implements PublicationActions {
 
   /** @internal The session ended: every connection closes; tracks the SDK acquired stop. */
   closed(): void {
-    for (const publication of [...this.local.values()]) this.dropLocal(publication);
+    this.mine.closed();
     for (const publication of this.active) {
-      publication.subscription?.pc.close();
+      const slot = publication.subscription;
       publication.subscription = null;
+      slot?.pc.close();
+      slot?.cancel();
       publication.setTrack(null);
     }
     this.active.clear();

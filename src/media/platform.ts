@@ -49,3 +49,33 @@ export function iceGathered(pc: RTCPeerConnection, timeoutMs = 3000): Promise<vo
     pc.addEventListener('icegatheringstatechange', check);
   });
 }
+
+/**
+ * Resolve once `pc` is connected (ICE and DTLS done: media can flow between it and the relay).
+ * Rejects with `CONNECTION_FAILED` (`media-not-connected`) when it fails, closes or takes longer
+ * than `timeoutMs`, or with the error given to `abort` (the relay's verdict, a moderator's stop,
+ * the session's end), whichever comes first. Listeners and the timer are removed either way.
+ */
+export function whenConnected(pc: RTCPeerConnection, what: string, timeoutMs: number): { done: Promise<void>; abort(error: Error): void } {
+  let abort: (error: Error) => void = () => undefined;
+  const done = new Promise<void>((resolve, reject) => {
+    const finish = (error: Error | null) => {
+      clearTimeout(timer);
+      pc.removeEventListener('connectionstatechange', check);
+      abort = () => undefined;
+      if (error) reject(error);
+      else resolve();
+    };
+    const check = () => {
+      const state = pc.connectionState;
+      if (state === 'connected') finish(null);
+      else if (state === 'failed' || state === 'closed') finish(new SdkError('CONNECTION_FAILED', `${what}: the media connection to the relay ${state}`, { reason: 'media-not-connected' }));
+    };
+    const timer = setTimeout(() => finish(new SdkError('CONNECTION_FAILED', `${what}: the media connection to the relay did not come up within ${timeoutMs} ms`, { reason: 'media-not-connected' })), timeoutMs);
+    abort = finish;
+    pc.addEventListener('connectionstatechange', check);
+    check();
+  });
+  done.catch(() => undefined);
+  return { done, abort: (error) => abort(error) };
+}

@@ -1,3 +1,4 @@
+import type { SdkError } from '../errors.ts';
 import type { Source } from '../protocol/grant.ts';
 import type { PreferredSize, TrackKind } from '../protocol/media.ts';
 
@@ -7,27 +8,115 @@ export interface PublicationActions {
   setPreferredSize(publication: RemoteTrackPublication, size: PreferredSize): Promise<void>;
   unsubscribe(publication: RemoteTrackPublication): Promise<void>;
   setMuted(publication: LocalTrackPublication, muted: boolean): Promise<void>;
+  replaceTrack(publication: LocalTrackPublication, track: MediaStreamTrack): Promise<void>;
+  switchDevice(publication: LocalTrackPublication, deviceId: string): Promise<void>;
 }
 
-/** A track you publish. */
+// written out where used, not named: src/index.ts exports the classes, and typedoc documents only exported names
+type LocalPublicationState = 'published' | 'unpublished' | 'failed';
+type LocalPublicationEnd = { state: 'unpublished' | 'failed'; error?: SdkError };
+
+/**
+ * A track you publish. It exists once the relay has it: `publish()` resolves when the media
+ * connection is up and the relay has announced it to the room.
+ */
 export class LocalTrackPublication {
   #muted = false;
+  #track: MediaStreamTrack;
+  #state: LocalPublicationState = 'published';
+  #error: SdkError | null = null;
+  readonly #ended = new Set<(end: LocalPublicationEnd) => void>();
 
   /** @internal */
   constructor(
     /** `camera`, `microphone` or `screen`. */
     readonly source: Source,
     readonly kind: TrackKind,
-    /** The track sent to the relay. */
-    readonly track: MediaStreamTrack,
-    /** @internal Whether the SDK acquired the track (and so stops it on unpublish). */
-    readonly acquired: boolean,
+    track: MediaStreamTrack,
+    /** @internal Whether the SDK acquired the track (and so stops it on unpublish or replacement). */
+    public acquired: boolean,
     /** @internal Its connection to the relay (replaced when it is published again after a reconnection). */
     public pc: RTCPeerConnection,
     private readonly actions: PublicationActions,
     /** @internal How it was published (again after a reconnection). */
     readonly simulcast: boolean,
-  ) {}
+  ) {
+    this.#track = track;
+  }
+
+  /** The track sent to the relay (a new one after `replaceTrack` or `switchDevice`). */
+  get track(): MediaStreamTrack {
+    return this.#track;
+  }
+
+  /**
+   * `published`: the relay announced it and forwards it. `unpublished`: you, a moderator or the
+   * end of the session stopped it. `failed`: its media connection to the relay failed (`error`).
+   */
+  get state(): 'published' | 'unpublished' | 'failed' {
+    return this.#state;
+  }
+
+  /** Why it failed, when `state` is `failed`. */
+  get error(): SdkError | null {
+    return this.#error;
+  }
+
+  /**
+   * Call `listener` once when it ends, whatever the cause (at once if it has): `state` is
+   * `unpublished` or `failed`, and `error` (`CONNECTION_FAILED`, reason `media-transport-failed`)
+   * says why it failed. Returns a function that removes the listener.
+   *
+   * @example
+   * ```ts
+   * camera.onEnded(({ state, error }) => state === 'failed' && showError(error));
+   * ```
+   */
+  onEnded(listener: (end: { state: 'unpublished' | 'failed'; error?: SdkError }) => void): () => void {
+    if (this.#state !== 'published') {
+      listener(this.#end());
+      return () => undefined;
+    }
+    this.#ended.add(listener);
+    return () => this.#ended.delete(listener);
+  }
+
+  #end(): LocalPublicationEnd {
+    return this.#error ? { state: this.#state as 'failed', error: this.#error } : { state: this.#state as 'unpublished' };
+  }
+
+  /**
+   * Send another track instead, without renegotiating (e.g. another camera); its kind must
+   * match. A track the SDK had captured is stopped; the new one is yours and never stopped by
+   * the SDK. Others keep receiving the publication, uninterrupted.
+   */
+  replaceTrack(track: MediaStreamTrack): Promise<void> {
+    return this.actions.replaceTrack(this, track);
+  }
+
+  /**
+   * Switch to another capture device (`deviceId` from `navigator.mediaDevices.enumerateDevices()`):
+   * the SDK captures it, sends it instead, and stops the track it had captured.
+   */
+  switchDevice(deviceId: string): Promise<void> {
+    return this.actions.switchDevice(this, deviceId);
+  }
+
+  /** @internal */
+  setTrack(track: MediaStreamTrack, acquired: boolean): void {
+    this.#track = track;
+    this.acquired = acquired;
+  }
+
+  /** @internal It ended: listeners are called once. */
+  setEnded(state: Exclude<LocalPublicationState, 'published'>, error?: SdkError): void {
+    if (this.#state !== 'published') return;
+    this.#state = state;
+    this.#error = error ?? null;
+    const end = this.#end();
+    for (const listener of [...this.#ended]) listener(end);
+    this.#ended.clear();
+  }
 
   /** Whether it is muted (no media is sent; everyone sees `track-muted`). */
   get muted(): boolean {
@@ -70,7 +159,7 @@ export class RemoteTrackPublication {
   #muted: boolean;
   #track: MediaStreamTrack | null = null;
   /** @internal The relay's subscription, while subscribing or subscribed. */
-  subscription: { id: string | null; pc: RTCPeerConnection } | null = null;
+  subscription: { id: string | null; pc: RTCPeerConnection; done: Promise<void>; cancel: () => void } | null = null;
   /** @internal */
   preferredSize: PreferredSize | undefined;
 

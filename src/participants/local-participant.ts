@@ -28,6 +28,7 @@ export class LocalParticipant {
     this.isViewer = self.isViewer;
     this.grant = Object.freeze({ ...self.grant, canPublishSources: [...self.grant.canPublishSources] });
     this.joinedAt = self.joinedAt;
+    media.bindSelf(self.id);
   }
 
   /** Your publications, by source. */
@@ -38,7 +39,11 @@ export class LocalParticipant {
   /**
    * Publish `camera`, `microphone` or `screen`: the given track, or one the SDK captures
    * (and then stops on unpublish; a track you give is never stopped by the SDK). The relay
-   * checks `canPublish` and `canPublishSources`.
+   * checks `canPublish` and `canPublishSources`. Resolves once the media connection is up and
+   * the relay has announced the publication to the room; rejects with `CONNECTION_FAILED`
+   * (`media-not-connected`) when it does not come up. Calls on one source (publish, unpublish,
+   * mute, replaceTrack) take effect in the order they were made, even without awaiting each;
+   * different sources are published side by side.
    *
    * @example
    * ```ts
@@ -51,7 +56,7 @@ export class LocalParticipant {
     return this.media.publish(source, track, options);
   }
 
-  /** Stop publishing a source. */
+  /** Stop publishing a source (after any earlier call on it has settled). */
   unpublish(source: Source): Promise<void> {
     return this.media.unpublish(source);
   }

@@ -48,7 +48,12 @@ export interface MediaMethods {
 export interface MediaEvents {
   /** Everyone: an on-stage participant published a source. */
   'track-published': TrackInfo & { participantId: string };
-  /** Everyone: a publication ended (unpublished, force-unpublished, or its publisher left). */
+  /**
+   * Everyone else: an announced publication ended (unpublished, force-unpublished, its publisher
+   * left, or its transport failed). Also to the publisher itself, naming itself, when the relay
+   * ended one of its publications on its own (its transport never connected, or failed later);
+   * the SDK then rejects the pending `publish()`, or ends the publication, with `CONNECTION_FAILED`.
+   */
   'track-unpublished': { participantId: string; source: Source };
   /** Everyone: a publication was muted or unmuted. */
   'track-mute': { participantId: string; source: Source; muted: boolean };

@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Source } from '../../src/protocol/grant.ts';
+import type { TrackKind } from '../../src/protocol/media.ts';
+import type { ServerFrame } from '../../src/protocol/messages.ts';
+import type { LogFields, Logger } from '../log.ts';
+import type { Member } from '../rooms/types.ts';
+import { MediaBoard } from './board.ts';
+import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource } from './engine.ts';
+
+/**
+ * The board's handling of concurrency, with an engine whose every step the test releases by
+ * hand: the interleavings that lost a camera in issue 16 are played exactly, in every order.
+ */
+
+function deferred<T>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+const source = (kind: TrackKind): TrackSource => ({ kind, liveLayers: () => [], onPacket: () => () => undefined, requestKeyFrame: () => undefined });
+
+/** A publish transport the test drives: `connect()` announces it, `fail()` makes it fail to start. */
+class FakePublish implements PublishTransport {
+  readonly answer = 'v=0 answer';
+  private readonly started = deferred<TrackSource>();
+  readonly track = this.started.promise;
+  closed = false;
+  private readonly onClose: Array<() => void> = [];
+  constructor(readonly kind: TrackKind) {}
+  connect = () => this.started.resolve(source(this.kind));
+  fail = (reason: PublishFailure['reason']) => this.started.reject(new PublishFailure(reason, `test: ${reason}`));
+  onClosed = (l: () => void) => void this.onClose.push(l);
+  stats = () => ({ packets: 0, bytes: 0, nacks: 0, keyFrameRequests: 0 });
+  close = () => {
+    if (this.closed) return;
+    this.closed = true;
+    this.fail('transport-failed');
+    for (const l of this.onClose) l();
+  };
+}
+
+class FakeSubscribe implements SubscribeTransport {
+  readonly offer = 'v=0 offer';
+  readonly layer = '';
+  closed = false;
+  accept = async () => undefined;
+  attach = () => undefined;
+  switchLayer = () => undefined;
+  onClosed = () => undefined;
+  stats = () => ({ packets: 0, bytes: 0, nacks: 0, keyFrameRequests: 0 });
+  close = () => void (this.closed = true);
+}
+
+/** Each engine call waits until the test releases it: `publishes[i].release()` hands back its transport. */
+class StepEngine implements MediaEngine {
+  readonly publishes: Array<{ transport: FakePublish; release: () => void }> = [];
+  readonly subscribes: Array<{ transport: FakeSubscribe; release: () => void }> = [];
+  publish(kind: TrackKind): Promise<PublishTransport> {
+    const step = deferred<PublishTransport>();
+    const transport = new FakePublish(kind);
+    this.publishes.push({ transport, release: () => step.resolve(transport) });
+    return step.promise;
+  }
+  subscribe(): Promise<SubscribeTransport> {
+    const step = deferred<SubscribeTransport>();
+    const transport = new FakeSubscribe();
+    this.subscribes.push({ transport, release: () => step.resolve(transport) });
+    return step.promise;
+  }
+  record(): never {
+    throw new Error('not in this test');
+  }
+}
+
+function member(id: string): Member & { frames: ServerFrame[] } {
+  const frames: ServerFrame[] = [];
+  const link = { send: (f: ServerFrame) => void frames.push(f), sendRaw: () => undefined, sendBinary: () => undefined, close: () => undefined, bufferedAmount: 0 };
+  // only what the board reads: its id and its link
+  return { id, name: id, link, frames } as unknown as Member & { frames: ServerFrame[] };
+}
+
+function setup() {
+  const engine = new StepEngine();
+  const broadcasts: ServerFrame[] = [];
+  const lines: Array<{ level: string; msg: string; fields?: LogFields }> = [];
+  const at = (level: string) => (msg: string, fields?: LogFields) => void lines.push({ level, msg, ...(fields ? { fields } : {}) });
+  const log: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  const board = new MediaBoard(engine, { broadcast: (f) => void broadcasts.push(f), log });
+  return { engine, board, broadcasts, lines };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+const published = (frames: ServerFrame[]) => frames.filter((f) => f.type === 'event' && f.name === 'track-published').map((f) => (f as { data: { source: Source } }).data.source).sort();
+
+describe('media board: concurrent publications (issue 16)', () => {
+  for (const order of [[0, 1], [1, 0]]) {
+    it(`two first publications negotiated at once are both kept and announced (answers in order ${order.join(', ')})`, async () => {
+      const { engine, board, broadcasts } = setup();
+      const a = member('a');
+      const camera = board.publish(a, 'camera', 'video', 'v=0 offer');
+      const mic = board.publish(a, 'microphone', 'audio', 'v=0 offer');
+      await tick();
+      assert.equal(engine.publishes.length, 2);
+      for (const i of order) engine.publishes[i]!.release();
+      await Promise.all([camera, mic]);
+      for (const p of engine.publishes) p.transport.connect();
+      await tick();
+      assert.deepEqual(published(broadcasts), ['camera', 'microphone'], 'both announced');
+      assert.deepEqual(board.tracksOf(a).map((t) => t.source).sort(), ['camera', 'microphone']);
+      assert.equal(board.stats().publications, 2);
+      board.memberLeft(a);
+      assert.ok(engine.publishes.every((p) => p.transport.closed), 'no transport left open');
+    });
+  }
+
+  it('camera, microphone and screen at once, answered in reverse, all kept', async () => {
+    const { engine, board, broadcasts } = setup();
+    const a = member('a');
+    const all = (['camera', 'microphone', 'screen'] as const).map((s) => board.publish(a, s, s === 'microphone' ? 'audio' : 'video', 'v=0 offer'));
+    await tick();
+    for (const p of [...engine.publishes].reverse()) p.release();
+    await Promise.all(all);
+    for (const p of engine.publishes) p.transport.connect();
+    await tick();
+    assert.deepEqual(published(broadcasts), ['camera', 'microphone', 'screen']);
+  });
+
+  it('a second publish of a source being negotiated is refused; the first goes on', async () => {
+    const { engine, board } = setup();
+    const a = member('a');
+    const first = board.publish(a, 'camera', 'video', 'v=0 offer');
+    await assert.rejects(board.publish(a, 'camera', 'video', 'v=0 offer'), { reason: 'already-published' });
+    await tick();
+    engine.publishes[0]!.release();
+    assert.equal(await first, 'v=0 answer');
+    assert.equal(engine.publishes.length, 1);
+  });
+
+  it('unpublished, or its publisher gone, while negotiated: the transport is closed and nothing is announced', async () => {
+    const { engine, board, broadcasts } = setup();
+    const a = member('a');
+    const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
+    const mic = board.publish(a, 'microphone', 'audio', 'v=0 offer');
+    await tick();
+    board.unpublish(a, 'camera');
+    engine.publishes[0]!.release();
+    await assert.rejects(cam, { code: 'NOT_FOUND' });
+    assert.equal(engine.publishes[0]!.transport.closed, true);
+    board.memberLeft(a);
+    engine.publishes[1]!.release();
+    await assert.rejects(mic, { code: 'NOT_FOUND' });
+    assert.equal(engine.publishes[1]!.transport.closed, true);
+    assert.deepEqual(board.stats(), { ...board.stats(), publications: 0, subscriptions: 0, negotiating: 0 });
+    assert.deepEqual(published(broadcasts), []);
+  });
+
+  it('a publication that fails to start: logged at info with its reason, and its publisher is told at once', async () => {
+    const { engine, board, broadcasts, lines } = setup();
+    const a = member('a');
+    const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
+    await tick();
+    engine.publishes[0]!.release();
+    await cam;
+    engine.publishes[0]!.transport.fail('not-connected');
+    await tick();
+    const line = lines.find((l) => l.level === 'info' && l.msg === 'media: publication failed to start');
+    assert.ok(line, JSON.stringify(lines));
+    assert.deepEqual([line.fields?.participant, line.fields?.source, line.fields?.reason], ['a', 'camera', 'not-connected']);
+    assert.deepEqual(a.frames, [{ type: 'event', name: 'track-unpublished', data: { participantId: 'a', source: 'camera' } }]);
+    assert.deepEqual(broadcasts, [], 'never announced: the others hear nothing');
+    assert.equal(engine.publishes[0]!.transport.closed, true);
+    assert.equal(board.stats().publications, 0);
+  });
+
+  it('a started publication whose transport fails: info log, publisher told, subscribers told', async () => {
+    const { engine, board, broadcasts, lines } = setup();
+    const a = member('a');
+    const b = member('b');
+    const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
+    await tick();
+    engine.publishes[0]!.release();
+    await cam;
+    engine.publishes[0]!.transport.connect();
+    await tick();
+    const sub = board.subscribe(b, a, 'camera');
+    await tick();
+    engine.subscribes[0]!.release();
+    await sub;
+    engine.publishes[0]!.transport.close();
+    assert.ok(lines.some((l) => l.level === 'info' && l.msg === 'media: publication failed' && l.fields?.reason === 'transport-failed'));
+    assert.deepEqual(a.frames.map((f) => f.type === 'event' && f.name), ['track-unpublished']);
+    assert.deepEqual(b.frames.map((f) => f.type === 'event' && f.name), ['subscription-ended']);
+    assert.deepEqual(broadcasts.map((f) => f.type === 'event' && f.name), ['track-published', 'track-unpublished']);
+    assert.equal(engine.subscribes[0]!.transport.closed, true);
+  });
+
+  it('a subscription whose publication ends, or whose subscriber leaves, while the engine works is closed', async () => {
+    const { engine, board } = setup();
+    const a = member('a');
+    const b = member('b');
+    const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
+    await tick();
+    engine.publishes[0]!.release();
+    await cam;
+    engine.publishes[0]!.transport.connect();
+    await tick();
+    const left = board.subscribe(b, a, 'camera');
+    await tick();
+    board.memberLeft(b); // a resume: b lives on, its transports are gone
+    engine.subscribes[0]!.release();
+    await assert.rejects(left, { code: 'NOT_FOUND' });
+    const again = board.subscribe(b, a, 'camera');
+    await tick();
+    board.unpublish(a, 'camera');
+    engine.subscribes[1]!.release();
+    await assert.rejects(again, { code: 'NOT_FOUND' });
+    assert.ok(engine.subscribes.every((s) => s.transport.closed));
+    assert.equal(board.stats().subscriptions, 0);
+  });
+});

@@ -1,0 +1,101 @@
+import type { RtpPacket } from 'werift';
+import type { TrackKind } from '../../src/protocol/media.ts';
+import type { TrackSource, TransportStats } from './engine.ts';
+
+/** Key-frame requests to a publisher, at most one per layer in this interval. */
+const KEY_FRAME_INTERVAL_MS = 300;
+
+interface Layer {
+  readonly listeners: Set<(packet: RtpPacket) => void>;
+  ssrc: number | null;
+  lastPacketAt: number;
+  lastKeyFrameRequest: number;
+  /** A key frame was asked for before the SSRC was known: ask as soon as it is. */
+  keyFrameWanted: boolean;
+  /** A request that came too soon after the last one, sent when the interval is over. */
+  deferred: ReturnType<typeof setTimeout> | null;
+}
+
+/**
+ * A published track on werift: its layers (by rid), their listeners, and key-frame requests to the
+ * publisher, rate-limited per layer.
+ */
+export class WeriftSource implements TrackSource {
+  private readonly layers = new Map<string, Layer>();
+
+  constructor(
+    readonly kind: TrackKind,
+    private readonly pli: (ssrc: number) => void,
+    private readonly counters: TransportStats,
+  ) {}
+
+  private layer(rid: string): Layer {
+    let layer = this.layers.get(rid);
+    if (!layer) this.layers.set(rid, (layer = { listeners: new Set(), ssrc: null, lastPacketAt: 0, lastKeyFrameRequest: 0, keyFrameWanted: false, deferred: null }));
+    return layer;
+  }
+
+  ssrcs(): number[] {
+    return [...this.layers.values()].flatMap((l) => (l.ssrc === null ? [] : [l.ssrc]));
+  }
+
+  liveLayers(): string[] {
+    const since = Date.now() - 1000;
+    return [...this.layers].filter(([, l]) => l.lastPacketAt >= since).map(([rid]) => rid);
+  }
+
+  onPacket(rid: string, listener: (packet: object) => void): () => void {
+    const listeners = this.layer(rid).listeners;
+    listeners.add(listener as (packet: RtpPacket) => void);
+    return () => listeners.delete(listener as (packet: RtpPacket) => void);
+  }
+
+  deliver(rid: string, packet: RtpPacket): void {
+    this.counters.packets++;
+    this.counters.bytes += packet.payload.length;
+    const layer = this.layer(rid);
+    // on simulcast tracks the SSRC is only known from packets; key frames can be asked for then
+    if (layer.ssrc === null) {
+      layer.ssrc = packet.header.ssrc;
+      if (layer.keyFrameWanted) this.requestKeyFrame(rid);
+    }
+    layer.lastPacketAt = Date.now();
+    for (const listener of layer.listeners) listener(packet);
+  }
+
+  /** Cancel deferred requests (the publication ended). */
+  dispose(): void {
+    this.disposed = true;
+    for (const layer of this.layers.values()) {
+      if (layer.deferred) clearTimeout(layer.deferred);
+      layer.deferred = null;
+      layer.listeners.clear();
+    }
+  }
+
+  /** Set by `dispose`: a late PLI from a subscriber must not start a timer for a dead track. */
+  private disposed = false;
+
+  requestKeyFrame(rid: string): void {
+    if (this.kind !== 'video' || this.disposed) return;
+    const layer = this.layer(rid);
+    const now = Date.now();
+    if (layer.ssrc === null) {
+      layer.keyFrameWanted = true;
+      return;
+    }
+    const wait = layer.lastKeyFrameRequest + KEY_FRAME_INTERVAL_MS - now;
+    if (wait > 0) {
+      // deferred, not dropped: a subscriber that connects just after another must still get one
+      layer.deferred ??= setTimeout(() => {
+        layer.deferred = null;
+        this.requestKeyFrame(rid);
+      }, wait);
+      return;
+    }
+    layer.keyFrameWanted = false;
+    layer.lastKeyFrameRequest = now;
+    this.counters.keyFrameRequests++;
+    this.pli(layer.ssrc);
+  }
+}

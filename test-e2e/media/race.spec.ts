@@ -1,0 +1,124 @@
+import type { Page } from '@playwright/test';
+import { expect, openSdkPage, test } from '../fixtures.ts';
+
+/**
+ * Issue 16: pressing Camera then Microphone quickly lost the camera (the relay's map of a
+ * participant's publications was read before the negotiation's await and written after it, so
+ * the second of two first publications replaced the first). Real Chromium, fake devices.
+ */
+const AV = { canPublish: true, canSubscribe: true };
+const ROUNDS = 20;
+
+async function joinPage(page: Page, origin: string, url: string, token: string): Promise<void> {
+  await openSdkPage(page, origin, 'esm');
+  await page.evaluate(async ({ url, token }) => {
+    window.room = await window.Tessera.Sdk.join({ url, token });
+  }, { url, token });
+}
+
+/** What the page receives from `from`, by source: frames decoded (video) or packets (audio), on the current subscription. */
+function received(page: Page, from: string) {
+  return page.evaluate(async (from) => {
+    const out: Record<string, number> = {};
+    const remote = window.room!.remoteParticipants.get(from);
+    for (const [source, publication] of remote?.tracks ?? []) {
+      const report = await publication.getStats();
+      report?.forEach((s: { type: string; framesDecoded?: number; packetsReceived?: number; kind?: string }) => {
+        if (s.type === 'inbound-rtp') out[source] = s.kind === 'video' ? (s.framesDecoded ?? 0) : (s.packetsReceived ?? 0);
+      });
+    }
+    return out;
+  }, from);
+}
+
+const decodedAll = (sources: string[]) => (got: Record<string, number>) => sources.every((s) => (got[s] ?? 0) > 0);
+
+test('the two-button race, 20 times: camera and microphone published at once, every camera decoded at a subscriber', async ({ browser, origin, relay, token }) => {
+  test.setTimeout(90_000);
+  const a = await (await browser.newContext()).newPage();
+  const b = await (await browser.newContext()).newPage();
+  await joinPage(a, origin, relay.url, token({ roomId: 'race', participantId: 'a', grant: AV }));
+  await joinPage(b, origin, relay.url, token({ roomId: 'race', participantId: 'b', grant: AV }));
+  let decoded = 0;
+  const started = Date.now();
+  for (let round = 0; round < ROUNDS; round++) {
+    // as two quick clicks do: the second publish starts before the first resolves
+    await a.evaluate(async () => {
+      const camera = window.room!.localParticipant.publish('camera');
+      const microphone = window.room!.localParticipant.publish('microphone');
+      await Promise.all([camera, microphone]);
+    });
+    await expect.poll(() => received(b, 'a').then(decodedAll(['camera', 'microphone'])), { timeout: 10_000, message: `round ${round}: camera and microphone at the subscriber` }).toBe(true);
+    decoded++;
+    await a.evaluate(() => Promise.all([window.room!.localParticipant.unpublish('camera'), window.room!.localParticipant.unpublish('microphone')]));
+    await expect.poll(() => b.evaluate(() => window.room!.remoteParticipants.get('a')!.tracks.size)).toBe(0);
+  }
+  expect(decoded).toBe(ROUNDS);
+  test.info().annotations.push({ type: 'figures', description: `${decoded}/${ROUNDS} cameras decoded in ${((Date.now() - started) / 1000).toFixed(1)} s` });
+  console.log(`race: ${decoded}/${ROUNDS} cameras decoded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+});
+
+test('camera, screen and microphone published at once: all three decoded at a subscriber', async ({ browser, origin, relay, token }) => {
+  const a = await (await browser.newContext()).newPage();
+  const b = await (await browser.newContext()).newPage();
+  await joinPage(a, origin, relay.url, token({ roomId: 'three', participantId: 'a', grant: AV }));
+  await joinPage(b, origin, relay.url, token({ roomId: 'three', participantId: 'b', grant: AV }));
+  await a.evaluate(async () => {
+    // a fake screen: a canvas that keeps changing (headless Chromium has no display to capture)
+    const canvas = Object.assign(document.createElement('canvas'), { width: 640, height: 360 });
+    const ctx = canvas.getContext('2d')!;
+    let n = 0;
+    setInterval(() => {
+      ctx.fillStyle = `hsl(${(n += 7) % 360} 70% 50%)`;
+      ctx.fillRect(0, 0, 640, 360);
+    }, 50);
+    const screen = canvas.captureStream(20).getVideoTracks()[0]!;
+    const p = window.room!.localParticipant;
+    await Promise.all([p.publish('camera'), p.publish('screen', screen), p.publish('microphone')]);
+  });
+  await expect.poll(() => received(b, 'a').then(decodedAll(['camera', 'screen', 'microphone'])), { timeout: 15_000 }).toBe(true);
+});
+
+test('switching devices mid-call: replaceTrack and switchDevice keep the subscriber decoding, on the same subscription', async ({ browser, origin, relay, token }) => {
+  const a = await (await browser.newContext()).newPage();
+  const b = await (await browser.newContext()).newPage();
+  await joinPage(a, origin, relay.url, token({ roomId: 'switch', participantId: 'a', grant: AV }));
+  await joinPage(b, origin, relay.url, token({ roomId: 'switch', participantId: 'b', grant: AV }));
+  await a.evaluate(() => window.room!.localParticipant.publish('camera'));
+  const size = () =>
+    b.evaluate(async () => {
+      let out = { frames: 0, height: 0 };
+      (await window.room!.remoteParticipants.get('a')?.tracks.get('camera')?.getStats())?.forEach((s: { type: string; framesDecoded?: number; frameHeight?: number }) => {
+        if (s.type === 'inbound-rtp') out = { frames: s.framesDecoded ?? 0, height: s.frameHeight ?? 0 };
+      });
+      return out;
+    });
+  await expect.poll(async () => (await size()).height, { timeout: 10_000 }).toBe(480); // Chromium's fake camera
+  // another "camera": a 640x360 canvas, sent instead without renegotiating
+  const stopped = await a.evaluate(async () => {
+    const canvas = Object.assign(document.createElement('canvas'), { width: 640, height: 360 });
+    const ctx = canvas.getContext('2d')!;
+    let n = 0;
+    setInterval(() => {
+      ctx.fillStyle = `hsl(${(n += 7) % 360} 70% 50%)`;
+      ctx.fillRect(0, 0, 640, 360);
+    }, 50);
+    const camera = window.room!.localParticipant.tracks.get('camera')!;
+    const captured = camera.track;
+    await camera.replaceTrack(canvas.captureStream(20).getVideoTracks()[0]!);
+    return captured.readyState;
+  });
+  expect(stopped).toBe('ended'); // the SDK had captured it: it stopped it
+  await expect.poll(async () => (await size()).height, { timeout: 10_000 }).toBe(360);
+  // and back to a capture device by id
+  const device = await a.evaluate(async () => {
+    const [input] = (await navigator.mediaDevices.enumerateDevices()).filter((d) => d.kind === 'videoinput');
+    await window.room!.localParticipant.tracks.get('camera')!.switchDevice(input!.deviceId);
+    return window.room!.localParticipant.tracks.get('camera')!.track.readyState;
+  });
+  expect(device).toBe('live');
+  await expect.poll(async () => (await size()).height, { timeout: 10_000 }).toBe(480);
+  const before = (await size()).frames;
+  await expect.poll(async () => (await size()).frames, { timeout: 5_000 }).toBeGreaterThan(before + 10);
+  expect(await b.evaluate(() => window.room!.remoteParticipants.get('a')!.tracks.get('camera')!.subscribed)).toBe(true);
+});
