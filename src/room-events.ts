@@ -60,7 +60,13 @@ export interface RoomEvents {
   'track-muted': TrackEvent;
   'track-unmuted': TrackEvent;
   /** One of your publications ended: you unpublished it, or a moderator stopped it. */
-  'local-track-unpublished': { publication: LocalTrackPublication; reason: 'unpublished' | 'force-unpublished'; by?: string };
+  'local-track-unpublished': {
+    publication: LocalTrackPublication;
+    /** `failed`: the relay could not keep the track (its connection never came up, or dropped); `error` says why. */
+    reason: 'unpublished' | 'force-unpublished' | 'failed';
+    by?: string;
+    error?: SdkError;
+  };
   /** The connection dropped; the SDK is re-establishing it. Calls made now wait. */
   reconnecting: Record<string, never>;
   /**

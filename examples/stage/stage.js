@@ -225,7 +225,8 @@ function stage(room) {
   room.on('unpublish-requested', ({ source, by }) => {
     if (confirm(`${by} asks you to stop your ${source}. Stop it?`)) me.unpublish(source).catch(showError);
   });
-  room.on('local-track-unpublished', ({ publication, reason, by }) => {
+  room.on('local-track-unpublished', ({ publication, reason, by, error }) => {
+    if (reason === 'failed') toast(`Your ${publication.source} stopped reaching the room: ${error?.message ?? 'the connection failed'}.`);
     document.querySelector(`[data-source="${publication.source}"]`)?.setAttribute('aria-pressed', 'false');
     if (publication.source === 'camera') setVideo(tileOf('me', me.name), null);
     if (publication.source === 'screen') document.getElementById('tile-me-screen')?.remove();

@@ -168,10 +168,7 @@ export class LocalMedia {
     if (!this.drop(publication)) return;
     void this.connection.request('media.unpublish', { source: publication.source }).catch(() => undefined);
     publication.setEnded('failed', error);
-    // room-events.ts types `reason` as 'unpublished' | 'force-unpublished'; 'failed' (with the
-    // error) is what happened, and a UI that treats any reason as "off" follows it as it should
-    const payload = { publication, reason: 'failed', error } as unknown as RoomEvents['local-track-unpublished'];
-    this.events.emit('local-track-unpublished', payload);
+    this.events.emit('local-track-unpublished', { publication, reason: 'failed', error });
   }
 
   /** Forget a publication and release it; false if it was not the current one. */
