@@ -233,11 +233,22 @@ function stage(room) {
     if (publication.source === 'microphone') $('mute-mic').hidden = true;
     if (reason === 'force-unpublished') toast(`${by} stopped your ${publication.source}.`, 'info');
   });
+  // a publish takes a moment (it resolves once the relay has the track): a second click meanwhile waits for it
+  const inFlight = new Set();
   for (const button of document.querySelectorAll('#controls [data-source]')) {
     button.onclick = guard(async () => {
       const source = button.dataset.source;
+      if (inFlight.has(source)) return;
       if (me.tracks.has(source)) return me.unpublish(source);
-      const publication = await me.publish(source);
+      inFlight.add(source);
+      button.setAttribute('aria-busy', 'true');
+      let publication;
+      try {
+        publication = await me.publish(source);
+      } finally {
+        inFlight.delete(source);
+        button.removeAttribute('aria-busy');
+      }
       button.setAttribute('aria-pressed', 'true');
       if (source === 'camera') setVideo(tileOf('me', me.name), publication.track);
       if (source === 'screen') setVideo(screenTile('me', 'Your screen'), publication.track);

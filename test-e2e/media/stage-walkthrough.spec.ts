@@ -41,9 +41,13 @@ test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, a
   const mod = await open(browser, 'Mo', 'moderator');
   const ada = await open(browser, 'Ada', 'speaker');
 
-  // a screen share next to the camera: both reach the others; stopping the share keeps the camera
-  await ada.click('[data-source=camera]');
+  // the demo's own buttons pressed as a new user does: Camera (twice, impatiently) then Microphone at once
+  await Promise.all([ada.click('[data-source=camera]'), ada.click('[data-source=camera]'), ada.click('[data-source=microphone]')]);
   await expect(ada.locator('[data-source=camera]')).toHaveAttribute('aria-pressed', 'true');
+  await expect(ada.locator('[data-source=microphone]')).toHaveAttribute('aria-pressed', 'true');
+  await expect.poll(() => videoWidth(mod, 'tile-ada-speaker'), { timeout: 15_000 }).toBeGreaterThan(0);
+  await expect(ada.locator('.toast.error')).toHaveCount(0);
+  // a screen share next to the camera: both reach the others; stopping the share keeps the camera
   await ada.click('[data-source=screen]');
   await expect(ada.locator('[data-source=screen]')).toHaveAttribute('aria-pressed', 'true');
   await expect.poll(() => videoWidth(mod, 'tile-ada-speaker'), { timeout: 15_000 }).toBeGreaterThan(0);
