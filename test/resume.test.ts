@@ -131,7 +131,7 @@ describe('resume after a dropped connection', () => {
     await until(() => host.participantCount.total === 200, 3000);
     const reconnected = everyone.map((r) => nextEvent(r, 'reconnected', 15_000));
     await first.relay.close(); // SIGTERM's path: every session gets server-shutdown
-    const second = await startRelay({ port, keys, logLevel: 'silent', countIntervalMs: 50 });
+    const second = await startRelay({ port, keys, logLevel: 'silent', countIntervalMs: 50, recordingsDir: first.relay.context.config.recordingsDir, hlsDir: first.relay.context.config.hlsDir });
     try {
       const results = await Promise.all(reconnected);
       assert.equal(results.length, 200);
@@ -142,6 +142,7 @@ describe('resume after a dropped connection', () => {
       await Promise.all(everyone.map((r) => r.leave()));
     } finally {
       await second.close();
+      await first.close(); // its relay is closed already: this removes its temporary directory
     }
   });
 });
