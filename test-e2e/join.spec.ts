@@ -10,6 +10,8 @@ declare global {
   interface Window {
     Tessera: typeof import('../src/index.ts');
     room?: import('../src/index.ts').Room;
+    /** On `pages/esm.html`: a changing canvas captured as a video track. */
+    fakeVideoTrack: (width?: number, height?: number) => MediaStreamTrack;
   }
 }
 

@@ -55,15 +55,7 @@ test('a screen share from a fake capture reaches the other page', async ({ brows
   await joinPage(a, origin, relay.url, token({ roomId: 'screen', participantId: 'a', grant: AV }));
   await joinPage(b, origin, relay.url, token({ roomId: 'screen', participantId: 'b', grant: AV }));
   await a.evaluate(async () => {
-    // a fake capture: a canvas that keeps changing, captured as a video track
-    const canvas = Object.assign(document.createElement('canvas'), { width: 640, height: 360 });
-    const ctx = canvas.getContext('2d')!;
-    let n = 0;
-    setInterval(() => {
-      ctx.fillStyle = `hsl(${(n += 7) % 360} 70% 50%)`;
-      ctx.fillRect(0, 0, 640, 360);
-    }, 50);
-    await window.room!.localParticipant.publish('screen', canvas.captureStream(20).getVideoTracks()[0]);
+    await window.room!.localParticipant.publish('screen', window.fakeVideoTrack());
   });
   await expect.poll(async () => (await inbound(b, 'a', 'screen')).framesDecoded, { timeout: 15_000 }).toBeGreaterThan(5);
 });

@@ -64,15 +64,7 @@ test('camera, screen and microphone published at once: all three decoded at a su
   await joinPage(a, origin, relay.url, token({ roomId: 'three', participantId: 'a', grant: AV }));
   await joinPage(b, origin, relay.url, token({ roomId: 'three', participantId: 'b', grant: AV }));
   await a.evaluate(async () => {
-    // a fake screen: a canvas that keeps changing (headless Chromium has no display to capture)
-    const canvas = Object.assign(document.createElement('canvas'), { width: 640, height: 360 });
-    const ctx = canvas.getContext('2d')!;
-    let n = 0;
-    setInterval(() => {
-      ctx.fillStyle = `hsl(${(n += 7) % 360} 70% 50%)`;
-      ctx.fillRect(0, 0, 640, 360);
-    }, 50);
-    const screen = canvas.captureStream(20).getVideoTracks()[0]!;
+    const screen = window.fakeVideoTrack();
     const p = window.room!.localParticipant;
     await Promise.all([p.publish('camera'), p.publish('screen', screen), p.publish('microphone')]);
   });
@@ -96,16 +88,9 @@ test('switching devices mid-call: replaceTrack and switchDevice keep the subscri
   await expect.poll(async () => (await size()).height, { timeout: 10_000 }).toBe(480); // Chromium's fake camera
   // another "camera": a 640x360 canvas, sent instead without renegotiating
   const stopped = await a.evaluate(async () => {
-    const canvas = Object.assign(document.createElement('canvas'), { width: 640, height: 360 });
-    const ctx = canvas.getContext('2d')!;
-    let n = 0;
-    setInterval(() => {
-      ctx.fillStyle = `hsl(${(n += 7) % 360} 70% 50%)`;
-      ctx.fillRect(0, 0, 640, 360);
-    }, 50);
     const camera = window.room!.localParticipant.tracks.get('camera')!;
     const captured = camera.track;
-    await camera.replaceTrack(canvas.captureStream(20).getVideoTracks()[0]!);
+    await camera.replaceTrack(window.fakeVideoTrack(640, 360));
     return captured.readyState;
   });
   expect(stopped).toBe('ended'); // the SDK had captured it: it stopped it
