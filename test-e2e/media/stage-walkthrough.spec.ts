@@ -41,8 +41,15 @@ test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, a
   const mod = await open(browser, 'Mo', 'moderator');
   const ada = await open(browser, 'Ada', 'speaker');
 
-  // the demo's own buttons pressed as a new user does: Camera (twice, impatiently) then Microphone at once
-  await Promise.all([ada.click('[data-source=camera]'), ada.click('[data-source=camera]'), ada.click('[data-source=microphone]')]);
+  // the demo's own buttons pressed as an impatient user does: Camera twice then Microphone, all before the first
+  // publish settles (one task, so the second press always lands while the camera is in flight; three Playwright
+  // clicks could let the publish finish first, and a second press after that rightly turns the camera off)
+  await ada.evaluate(() => {
+    const press = (source: string) => document.querySelector<HTMLButtonElement>(`[data-source=${source}]`)!.click();
+    press('camera');
+    press('camera');
+    press('microphone');
+  });
   await expect(ada.locator('[data-source=camera]')).toHaveAttribute('aria-pressed', 'true');
   await expect(ada.locator('[data-source=microphone]')).toHaveAttribute('aria-pressed', 'true');
   await expect.poll(() => videoWidth(mod, 'tile-ada-speaker'), { timeout: 15_000 }).toBeGreaterThan(0);
