@@ -1,6 +1,5 @@
-import type { ErrorCode } from '../src/protocol/codes.ts';
 import type { GrantFlag } from '../src/protocol/grant.ts';
-import type { WireError } from '../src/protocol/messages.ts';
+import { RelayError } from './errors.ts';
 import type { RelayConfig } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Bans } from './rooms/bans.ts';
@@ -37,21 +36,6 @@ export interface RelayContext {
   readonly frames: FrameScheduler;
   readonly seats: Seats;
   readonly log: Logger;
-}
-
-/** A refusal of a request, turned into a `response` frame with an error. */
-export class RelayError extends Error {
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly reason?: string,
-  ) {
-    super(message);
-  }
-
-  toWire(): WireError {
-    return this.reason === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, reason: this.reason };
-  }
 }
 
 /** Refuse with INVALID_PERMISSIONS unless the member's grant carries `flag`. */

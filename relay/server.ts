@@ -10,7 +10,7 @@ import { relayBudgets } from './budget.ts';
 import { MemoryRoomRegistry } from './rooms/memory-room.ts';
 import type { RoomRegistry } from './rooms/types.ts';
 import type { OutputName } from '../src/protocol/control.ts';
-import type { ProviderFactory } from './outputs/board.ts';
+import type { ProviderFactories } from './outputs/board.ts';
 import { localProviders } from './outputs/providers.ts';
 import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
@@ -26,7 +26,7 @@ export type RelayOptions = Partial<RelayConfig> & {
   logger?: Logger;
   rooms?: RoomRegistry;
   /** Replace output providers (e.g. a cloud recorder). */
-  providers?: Record<OutputName, ProviderFactory>;
+  providers?: ProviderFactories;
   /** Replace the media engine; `null` runs without media. Default: werift. */
   media?: MediaEngine | null;
 };

@@ -1,9 +1,10 @@
 import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
-import { CloseCode } from '../src/protocol/codes.ts';
+import { CloseCode, type ErrorReason } from '../src/protocol/codes.ts';
 import { PROTOCOL_VERSION, type ErrorFrame, type JoinFrame, type RequestFrame, type ResumeFrame, type ServerFrame, type WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
-import { RelayError, Serialized, type RelayContext, type RequestScope } from './context.ts';
+import { Serialized, type RelayContext, type RequestScope } from './context.ts';
+import { RelayError, toWireError } from './errors.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
 import { enter, judge, snapshot, type Verdict } from './join.ts';
 import { FrameGate, rawLength } from './frame-gate.ts';
@@ -191,7 +192,7 @@ export class Session implements MemberLink, LobbyJoiner {
     this.alive = true;
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
     if (this.state === 'waiting') {
-      return this.sendError({ code: 'INVALID_ARGUMENT', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
+      return this.sendError({ code: 'INVALID_STATE', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
     }
     if (isBinary) return this.onBinary(data);
     const text = rawText(data);
@@ -204,7 +205,7 @@ export class Session implements MemberLink, LobbyJoiner {
     const parsed = parseClientFrame(text);
     if (!parsed.ok) return this.answerBadFrame(parsed);
     if (parsed.value.type === 'join' || parsed.value.type === 'resume') {
-      return this.sendError({ code: 'INVALID_ARGUMENT', message: 'this connection has already joined', reason: 'already-joined' });
+      return this.sendError({ code: 'INVALID_STATE', message: 'this connection has already joined', reason: 'already-joined' });
     }
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
     void this.dispatch(parsed.value);
@@ -366,8 +367,7 @@ export class Session implements MemberLink, LobbyJoiner {
       else this.send({ type: 'response', id: request.id, result });
       for (const fn of deferred) fn();
     } catch (err) {
-      const error: WireError =
-        err instanceof RelayError ? err.toWire() : { code: 'INVALID_ARGUMENT', message: 'the relay could not complete this request', reason: 'internal' };
+      const error = toWireError(err);
       if (!(err instanceof RelayError)) this.relay.log.error('request failed', { method: request.method, error: (err as Error).stack ?? String(err) });
       this.send({ type: 'response', id: request.id, error });
     }
@@ -384,7 +384,7 @@ export class Session implements MemberLink, LobbyJoiner {
     this.send(frame);
   }
 
-  private refuseFrame(code: number, message: string, reason: string): void {
+  private refuseFrame(code: number, message: string, reason: ErrorReason): void {
     if (this.state !== 'pending') return;
     this.clearJoinTimer();
     this.relay.log.info('connection refused before join', { reason });

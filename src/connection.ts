@@ -1,6 +1,6 @@
 import { SdkError } from './errors.ts';
 import { call } from './emitter.ts';
-import { reasonForClose, type DisconnectReason } from './protocol/codes.ts';
+import { reasonForClose, type DisconnectReason, type ErrorReason } from './protocol/codes.ts';
 import {
   PROTOCOL_VERSION,
   type EventFrame,
@@ -88,7 +88,7 @@ function utf8Length(text: string): number {
 }
 
 /** Disconnect reasons a refused resume or rejoin ends the session with. */
-const FINAL_REASONS: Record<string, DisconnectReason> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity' };
+const FINAL_REASONS: Partial<Record<ErrorReason, DisconnectReason>> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity' };
 
 interface Handshake {
   ws: WebSocket;
@@ -387,7 +387,7 @@ export class Connection {
         return;
       } catch (err) {
         if (err instanceof SdkError && err.code !== 'CONNECTION_FAILED' && err.code !== 'TIMEOUT') {
-          return this.finish(FINAL_REASONS[err.reason ?? ''] ?? cause);
+          return this.finish((err.reason && FINAL_REASONS[err.reason]) || cause);
         }
       }
     }

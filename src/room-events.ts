@@ -1,5 +1,5 @@
 import type { DisconnectReason } from './protocol/codes.ts';
-import type { LobbyOutcome, LobbyRequest, OutputName, OutputStatus, Shape } from './protocol/control.ts';
+import type { LobbyOutcome, LobbyRequest, OutputChange, Shape } from './protocol/control.ts';
 import type { Source } from './protocol/grant.ts';
 import type { ParticipantCounts } from './protocol/messages.ts';
 import type { RemoteParticipant } from './participants/remote-participant.ts';
@@ -39,7 +39,7 @@ export interface RoomEvents {
   /** A moderator asks you to stop publishing a source; you decide. */
   'unpublish-requested': { source: Source; by: string };
   /** An output changed state (everyone gets it). */
-  'output-changed': OutputStatus & { output: OutputName };
+  'output-changed': OutputChange;
   /** A shape was drawn on the whiteboard. */
   'whiteboard-shape': { shape: Shape };
   /** The whiteboard was cleared. */

@@ -7,7 +7,7 @@ import { Media } from './media/media.ts';
 import type { MediaPlatform } from './media/platform.ts';
 import { Moderation } from './moderation/moderation.ts';
 import { OutputControl, WhiteboardControl } from './outputs/outputs.ts';
-import { OUTPUTS, type OutputName } from './protocol/control.ts';
+import { OUTPUTS, type OutputChange, type OutputName } from './protocol/control.ts';
 import type { DisconnectReason } from './protocol/codes.ts';
 import type { EventFrame, JoinedFrame, ParticipantCounts, ServerEventName, ServerEvents } from './protocol/messages.ts';
 import { LocalParticipant } from './participants/local-participant.ts';
@@ -40,16 +40,16 @@ export class Room {
   /** The lobby, for moderators. */
   readonly lobby: Lobby;
   /** Server-side recording (`canRecord`). */
-  readonly recording: OutputControl;
+  readonly recording: OutputControl<'recording'>;
   /** HLS output (`canHls`). */
-  readonly hls: OutputControl;
+  readonly hls: OutputControl<'hls'>;
   /** RTMP livestream (`canLivestream`): `start({ url: 'rtmp://…' })`. */
-  readonly livestream: OutputControl;
+  readonly livestream: OutputControl<'livestream'>;
   /** Transcription (`canTranscribe`). */
-  readonly transcription: OutputControl;
+  readonly transcription: OutputControl<'transcription'>;
   /** The shared whiteboard (`canWhiteboard` to start, draw and clear). */
   readonly whiteboard: WhiteboardControl;
-  private readonly outputs: Record<OutputName, OutputControl>;
+  private readonly outputs: { [O in OutputName]: OutputControl<O> };
   private readonly events: Emitter<RoomEvents>;
   private readonly participants: Participants;
   private readonly moderation: Moderation;
@@ -115,7 +115,7 @@ export class Room {
       'output-changed': (data) => {
         if (!OUTPUTS.includes(data.output)) return;
         const { output, ...status } = data;
-        this.outputs[output].changed(status);
+        (this.outputs[output] as OutputControl).changed(status);
         this.events.emit('output-changed', data);
       },
       'whiteboard-shape': (shape) => this.events.emit('whiteboard-shape', { shape }),
@@ -213,8 +213,8 @@ export class Room {
       const now = joined.outputs[output];
       const was = this.outputs[output].status;
       if (now && (now.state !== was.state || now.by !== was.by)) {
-        this.outputs[output].changed(now);
-        this.events.emit('output-changed', { output, ...now });
+        (this.outputs[output] as OutputControl).changed(now);
+        this.events.emit('output-changed', { output, ...now } as OutputChange);
       }
     }
     await Promise.all([this.pubsub.resubscribe(), this.media.reestablish()]);

@@ -54,7 +54,7 @@ const steps = fc.array(step, { minLength: 3, maxLength: 8 });
 function expected(err: unknown, leftInStep: boolean): boolean {
   const e = err as { code?: string; reason?: string };
   if (e.code === 'NOT_FOUND') return true; // unpublished, or never published, meanwhile
-  if (e.code === 'INVALID_ARGUMENT' && e.reason === 'already-published') return true;
+  if (e.code === 'INVALID_STATE' && e.reason === 'already-published') return true;
   // its own session ended in the same step
   return leftInStep && ['NOT_CONNECTED', 'CONNECTION_LOST', 'ROOM_ENDED'].includes(e.code ?? '');
 }

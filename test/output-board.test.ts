@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { OutputName, OutputStatus } from '../src/protocol/control.ts';
+import type { OutputInfo, OutputName, OutputStatus } from '../src/protocol/control.ts';
 import { effectiveGrant, type Grant } from '../src/protocol/grant.ts';
 import type { ServerFrame } from '../src/protocol/messages.ts';
-import { RelayError } from '../relay/context.ts';
+import { RelayError } from '../relay/errors.ts';
 import { createLogger } from '../relay/log.ts';
-import { OutputBoard, type OutputContext, type OutputProvider, type ProviderFactory } from '../relay/outputs/board.ts';
+import { OutputBoard, type OutputContext, type OutputProvider, type ProviderFactories } from '../relay/outputs/board.ts';
 import { Timeline } from '../relay/rooms/timeline.ts';
 import type { Member } from '../relay/rooms/types.ts';
 import { nextEvent, startTestRelay, until } from './helpers.ts';
@@ -36,13 +36,13 @@ function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
 }
 
 /** A provider whose start is decided by the test; counts its stops. */
-function scripted(start: () => Promise<Record<string, string> | void>) {
+function scripted(start: () => Promise<OutputInfo[OutputName] | void>) {
   const made: Array<{ stops: number }> = [];
-  const factory: ProviderFactory = () => {
+  const factory = (): OutputProvider<never> => {
     const record = { stops: 0 };
     made.push(record);
-    const provider: OutputProvider = {
-      start: () => start(),
+    const provider: OutputProvider<never> = {
+      start: () => start() as Promise<never>,
       stop: async () => {
         record.stops++;
       },
@@ -52,9 +52,10 @@ function scripted(start: () => Promise<Record<string, string> | void>) {
   return { factory, made };
 }
 
+const TARGET = { url: 'rtmp://example.com/live/key' };
 const never = () => new Promise<never>(() => {});
-const factories = (livestream: ProviderFactory, hls: ProviderFactory = livestream) =>
-  ({ recording: livestream, hls, livestream, transcription: livestream, whiteboard: livestream }) as Record<OutputName, ProviderFactory>;
+type Factory = () => OutputProvider<never>;
+const factories = (livestream: Factory, hls: Factory = livestream): ProviderFactories => ({ recording: livestream, hls, livestream, transcription: livestream, whiteboard: livestream });
 
 describe('output board: deadlines, cancellation, who sees the HLS URL', { timeout: 20_000 }, () => {
   it('outputs: a provider that never starts is failed after the deadline', async () => {
@@ -62,14 +63,14 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
     const { factory, made } = scripted(never);
     const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 100 });
     const began = Date.now();
-    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.code === 'TIMEOUT' && err.reason === 'start-timeout');
+    await assert.rejects(board.start('livestream', 'host', TARGET), (err: RelayError) => err.code === 'TIMEOUT' && err.reason === 'start-timeout');
     assert.ok(Date.now() - began < 1000);
     assert.equal(board.statuses().livestream.state, 'failed');
     assert.equal(board.statuses().livestream.error?.reason, 'start-timeout');
     await until(() => made[0]!.stops === 1, 1000, 'the provider stopped');
     assert.deepEqual(changes('a').map((c) => c.state), ['starting', 'failed']);
     // and it can be started again
-    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.reason === 'start-timeout');
+    await assert.rejects(board.start('livestream', 'host', TARGET), (err: RelayError) => err.reason === 'start-timeout');
     assert.equal(made.length, 2);
   });
 
@@ -78,7 +79,7 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
     let finish = () => {};
     const { factory, made } = scripted(() => new Promise<void>((resolve) => (finish = resolve)));
     const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 50 });
-    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.reason === 'start-timeout');
+    await assert.rejects(board.start('livestream', 'host', TARGET), (err: RelayError) => err.reason === 'start-timeout');
     await until(() => made[0]!.stops === 1);
     finish();
     await until(() => made[0]!.stops === 2, 1000, 'what the late start built is let go');
@@ -89,8 +90,8 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
     const { ctx, changes } = fakeRoom([{ id: 'a', grant: {} }]);
     const { factory, made } = scripted(never);
     const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 10_000 });
-    const starting = board.start('livestream', 'host', {});
-    const refused = assert.rejects(starting, (err: RelayError) => err.code === 'INVALID_ARGUMENT' && err.reason === 'output-stopped');
+    const starting = board.start('livestream', 'host', TARGET);
+    const refused = assert.rejects(starting, (err: RelayError) => err.code === 'INVALID_STATE' && err.reason === 'output-stopped');
     const status = await board.stop('livestream', 'mod');
     assert.deepEqual(status, { state: 'stopped', by: 'mod' });
     await refused;
@@ -152,9 +153,9 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
     const { ctx } = fakeRoom();
     const { factory, made } = scripted(never);
     const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 10_000 });
-    const starting = board.start('livestream', 'host', {});
+    const starting = board.start('livestream', 'host', TARGET);
     const settled = assert.rejects(starting, (err: RelayError) => err.reason === 'output-stopped');
-    await assert.rejects(board.start('livestream', 'host', {}), (err: RelayError) => err.reason === 'output-already-active');
+    await assert.rejects(board.start('livestream', 'host', TARGET), (err: RelayError) => err.reason === 'output-already-active');
     await board.dispose();
     await settled;
     assert.equal(made[0]!.stops, 1);

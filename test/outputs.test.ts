@@ -75,10 +75,10 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     const late = await host('o2', {}, 'late');
     assert.equal(late.whiteboard.state, 'active');
     assert.equal(late.recording.state, 'stopped');
-    const again = await rejectsWith(a.whiteboard.start(), 'INVALID_ARGUMENT');
+    const again = await rejectsWith(a.whiteboard.start(), 'INVALID_STATE');
     assert.equal(again.reason, 'output-already-active');
     await a.whiteboard.stop();
-    const stopped = await rejectsWith(a.whiteboard.stop(), 'INVALID_ARGUMENT');
+    const stopped = await rejectsWith(a.whiteboard.stop(), 'INVALID_STATE');
     assert.equal(stopped.reason, 'output-not-active');
     await until(() => late.whiteboard.state === 'stopped');
     for (const r of [a, b, late]) await r.leave();
@@ -203,7 +203,7 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
   it('whiteboard: shapes synced to everyone, kept for late joiners; drawing needs canWhiteboard', async () => {
     const a = await host('o7');
     const viewer = await t.join({ token: t.token({ roomId: 'o7', participantId: 'v', isViewer: true, grant: {} }) });
-    await rejectsWith(a.whiteboard.draw({ kind: 'rect', x: 0, y: 0, w: 1, h: 1 }), 'INVALID_ARGUMENT');
+    await rejectsWith(a.whiteboard.draw({ kind: 'rect', x: 0, y: 0, w: 1, h: 1 }), 'INVALID_STATE');
     await a.whiteboard.start();
     const drawn = nextEvent(viewer, 'whiteboard-shape');
     const shape = await a.whiteboard.draw({ kind: 'stroke', points: [0, 0, 10, 10, 20, 5], color: '#ff0000', width: 3 });

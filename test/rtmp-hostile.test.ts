@@ -292,7 +292,7 @@ describe('item 3: a silent RTMP server: start settles within the deadline, outpu
 
         // stop while starting cancels the start
         const starting = a.livestream.start({ url });
-        const refused = rejectsWith(starting, 'INVALID_ARGUMENT');
+        const refused = rejectsWith(starting, 'INVALID_STATE');
         await until(() => a.livestream.state === 'starting', 2000, 'starting');
         const stopped = await a.livestream.stop();
         assert.equal(stopped.state, 'stopped');

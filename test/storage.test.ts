@@ -219,8 +219,8 @@ describe('issue 11: storage — one private directory per project and room, exac
       const relay = await startTestRelay({ recordingsDir: root, hlsDir: root });
       try {
         const host = await relay.join({ token: relay.token({ roomId: 'r', grant: { canRecord: true, canHls: true } }) });
-        assert.equal((await rejectsWith(host.recording.start(), 'CONNECTION_FAILED')).reason, 'unsafe-storage');
-        assert.equal((await rejectsWith(host.hls.start(), 'CONNECTION_FAILED')).reason, 'unsafe-storage');
+        assert.equal((await rejectsWith(host.recording.start(), 'INTERNAL_ERROR')).reason, 'unsafe-storage');
+        assert.equal((await rejectsWith(host.hls.start(), 'INTERNAL_ERROR')).reason, 'unsafe-storage');
       } finally {
         await relay.close();
       }
@@ -233,7 +233,7 @@ describe('issue 11: storage — one private directory per project and room, exac
     const relay = await startTestRelay({ recordingsDir: root });
     try {
       const host = await relay.join({ token: relay.token({ roomId: 'r', grant: { canRecord: true } }) });
-      assert.equal((await rejectsWith(host.recording.start(), 'CONNECTION_FAILED')).reason, 'unsafe-storage');
+      assert.equal((await rejectsWith(host.recording.start(), 'INTERNAL_ERROR')).reason, 'unsafe-storage');
     } finally {
       await relay.close();
     }

@@ -84,7 +84,7 @@ describe('data streams', () => {
     }
     assert.ok(chunks >= 3, 'arrives in chunks');
     assert.equal(sha(Buffer.concat(parts)), sha(payload));
-    await rejectsWith((async () => { for await (const _ of bs) void _; })(), 'INVALID_ARGUMENT');
+    await rejectsWith((async () => { for await (const _ of bs) void _; })(), 'INVALID_STATE');
     await rejectsWith(a.dataStream.send(42 as unknown as string), 'INVALID_ARGUMENT');
     await a.leave();
     await b.leave();

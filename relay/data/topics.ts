@@ -1,7 +1,7 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
 import { eventFrame, objectOfArray } from './raw-json.ts';
-import { RelayError } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/types.ts';
 

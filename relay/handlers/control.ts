@@ -1,6 +1,7 @@
 import { OUTPUT_FLAGS } from '../../src/protocol/control.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, Serialized, spendBytes, type RequestScope } from '../context.ts';
+import { requireFlag, Serialized, spendBytes, type RequestScope } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import { WhiteboardProvider } from '../outputs/whiteboard.ts';
 
 export function admitFromLobby(scope: RequestScope, params: Params<'lobby.admit'>): Result<'lobby.admit'> {
@@ -18,14 +19,14 @@ export function requestUnpublish(scope: RequestScope, params: Params<'participan
   requireFlag(scope.member, 'canModerate', 'asking a participant to unpublish');
   if (params.participantId === scope.member.id) throw new RelayError('INVALID_ARGUMENT', 'to stop your own source, unpublish it', 'self');
   const target = scope.room.get(params.participantId);
-  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`);
+  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`, 'unknown-participant');
   target.link.send({ type: 'event', name: 'unpublish-requested', data: { source: params.source, by: scope.member.id } });
   return {};
 }
 
 export function startOutput(scope: RequestScope, params: Params<'output.start'>): Promise<Result<'output.start'>> {
   requireFlag(scope.member, OUTPUT_FLAGS[params.output], `starting ${params.output}`);
-  return scope.room.outputs.start(params.output, scope.member.id, params.options ?? {});
+  return scope.room.outputs.start(params.output, scope.member.id, params.options);
 }
 
 export function stopOutput(scope: RequestScope, params: Params<'output.stop'>): Promise<Result<'output.stop'>> {
@@ -35,7 +36,7 @@ export function stopOutput(scope: RequestScope, params: Params<'output.stop'>): 
 
 function board(scope: RequestScope): WhiteboardProvider {
   const provider = scope.room.outputs.provider('whiteboard') as WhiteboardProvider | undefined;
-  if (!provider) throw new RelayError('INVALID_ARGUMENT', 'the whiteboard is not active: start it first', 'output-not-active');
+  if (!provider) throw new RelayError('INVALID_STATE', 'the whiteboard is not active: start it first', 'output-not-active');
   return provider;
 }
 

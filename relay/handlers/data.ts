@@ -1,5 +1,6 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, Serialized, spend, spendBytes, type RequestScope } from '../context.ts';
+import { requireFlag, Serialized, spend, spendBytes, type RequestScope } from '../context.ts';
+import { RelayError } from '../errors.ts';
 
 function checkTopic(scope: RequestScope, topic: string): void {
   const max = scope.relay.config.maxTopicLength;

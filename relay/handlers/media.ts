@@ -1,5 +1,6 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, spend, type RequestScope } from '../context.ts';
+import { requireFlag, spend, type RequestScope } from '../context.ts';
+import { RelayError } from '../errors.ts';
 
 export async function publish(scope: RequestScope, params: Params<'media.publish'>): Promise<Result<'media.publish'>> {
   const { member, room } = scope;
@@ -47,7 +48,7 @@ export function unsubscribe(scope: RequestScope, params: Params<'media.unsubscri
 export function forceUnpublish(scope: RequestScope, params: Params<'media.force-unpublish'>): Result<'media.force-unpublish'> {
   requireFlag(scope.member, 'canModerate', 'stopping a participant\'s media');
   const target = scope.room.get(params.participantId);
-  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`);
+  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`, 'unknown-participant');
   scope.room.media.forceUnpublish(target, params.source, scope.member.id);
   return {};
 }

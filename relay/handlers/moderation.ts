@@ -1,6 +1,7 @@
 import { CloseCode } from '../../src/protocol/codes.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, requireFlag, type RequestScope } from '../context.ts';
+import { requireFlag, type RequestScope } from '../context.ts';
+import { RelayError } from '../errors.ts';
 
 /** `room.end`: close every session of the room; the next join starts a new session of it. */
 export function endRoom(scope: RequestScope): Result<'room.end'> {
@@ -22,7 +23,7 @@ export function removeParticipant(scope: RequestScope, params: Params<'participa
   const { relay, room, member } = scope;
   if (params.participantId === member.id) throw new RelayError('INVALID_ARGUMENT', 'you cannot remove yourself; leave the room instead', 'self');
   const target = room.get(params.participantId);
-  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`);
+  if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`, 'unknown-participant');
   // pinned or not: an unpinned token would otherwise come straight back under a new id
   relay.bans.add(room.project, room.id, target.tokenKey, target.tokenExp + relay.config.tokenLeeway);
   relay.log.info('participant removed', { participant: target.id, room: room.id, by: member.id });

@@ -1,6 +1,7 @@
 import type { Tier } from '../../src/protocol/messages.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { RelayError, spendBytes, type RequestScope } from '../context.ts';
+import { spendBytes, type RequestScope } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { TierCursor } from '../rooms/types.ts';
 
 /** Default page size of `participants.list`. */

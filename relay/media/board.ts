@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Source } from '../../src/protocol/grant.ts';
 import { SOURCE_KIND, type LayerInfo, type PreferredSize, type TrackInfo, type TrackKind } from '../../src/protocol/media.ts';
 import type { ServerFrame } from '../../src/protocol/messages.ts';
-import { RelayError } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Member } from '../rooms/types.ts';
 import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource, type TransportStats } from './engine.ts';
@@ -105,7 +105,7 @@ export class MediaBoard {
   }
 
   private engineOrFail(): MediaEngine {
-    if (!this.engine) throw new RelayError('INVALID_ARGUMENT', 'this relay forwards no media (started without a media engine)', 'media-disabled');
+    if (!this.engine) throw new RelayError('INVALID_STATE', 'this relay forwards no media (started without a media engine)', 'media-disabled');
     return this.engine;
   }
 
@@ -118,7 +118,7 @@ export class MediaBoard {
     if (SOURCE_KIND[source] !== kind) throw new RelayError('INVALID_ARGUMENT', `${source} is a ${SOURCE_KIND[source]} source, not ${kind}`, 'wrong-kind');
     const engine = this.engineOrFail();
     if (this.published.get(member)?.has(source) || this.negotiating.get(member)?.has(source)) {
-      throw new RelayError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, 'already-published');
+      throw new RelayError('INVALID_STATE', `${source} is already published: unpublish it first`, 'already-published');
     }
     // the source is held from here: a concurrent publish of it is refused, one of another source
     // goes on beside it (issue 16: a publication map read before this await and written after it

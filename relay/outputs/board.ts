@@ -1,6 +1,6 @@
-import { OUTPUTS, type OutputName, type OutputState, type OutputStatus } from '../../src/protocol/control.ts';
+import { OUTPUTS, type OutputInfo, type OutputName, type OutputOptions, type OutputStatus, type OutputStatuses, type OutputChange } from '../../src/protocol/control.ts';
 import type { ServerFrame, WireError } from '../../src/protocol/messages.ts';
-import { RelayError } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { TrackTap } from '../media/board.ts';
@@ -30,13 +30,20 @@ export interface OutputContext {
  * or rejects with a `RelayError`; `stop` ends it. An output that fails on its own calls
  * `failed` from its context.
  */
-export interface OutputProvider {
-  start(options: Record<string, unknown>): Promise<Record<string, string> | void>;
+export interface OutputProvider<O extends OutputName = OutputName> {
+  /** `options` as the protocol's parser let them through; absent when the caller gave none. */
+  start(options: OutputOptions[O] | undefined): Promise<OutputInfo[O] | void>;
   stop(): Promise<void>;
 }
 
 /** Makes the provider of an output for a room; `failed` reports a failure after start. */
-export type ProviderFactory = (ctx: OutputContext, failed: (error: WireError) => void) => OutputProvider;
+export type ProviderFactory<O extends OutputName = OutputName> = (ctx: OutputContext, failed: (error: WireError) => void) => OutputProvider<O>;
+
+/** What the board keeps of a running provider. */
+type Running = Pick<OutputProvider, 'stop'>;
+
+/** The provider factory of every output. */
+export type ProviderFactories = { readonly [O in OutputName]: ProviderFactory<O> };
 
 /** How an output board runs its providers. */
 export interface OutputBoardOptions {
@@ -54,7 +61,7 @@ function seesInfo(output: OutputName, grant: EffectiveGrant): boolean {
 }
 
 /** A status without its `info`. */
-function withoutInfo(status: OutputStatus): OutputStatus {
+function withoutInfo<O extends OutputName>(status: OutputStatus<O>): OutputStatus<O> {
   const { info: _info, ...rest } = status;
   return rest;
 }
@@ -67,40 +74,41 @@ function withoutInfo(status: OutputStatus): OutputStatus {
  * as `output-changed` (the HLS URL only to those who may see it).
  */
 export class OutputBoard {
-  private readonly status = {} as Record<OutputName, OutputStatus>;
-  private readonly running = new Map<OutputName, OutputProvider>();
+  private readonly status: OutputStatuses;
+  private readonly running = new Map<OutputName, Running>();
   /** Ends the start in progress of an output with an error (its stop, or its deadline). */
   private readonly cancels = new Map<OutputName, (error: RelayError) => void>();
   private readonly startTimeoutMs: number;
 
   constructor(
     private readonly ctx: OutputContext,
-    private readonly factories: Readonly<Record<OutputName, ProviderFactory>>,
+    private readonly factories: ProviderFactories,
     options: OutputBoardOptions = {},
   ) {
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULTS.outputStartTimeoutMs;
-    for (const output of OUTPUTS) this.status[output] = { state: 'stopped' };
+    this.status = { recording: { state: 'stopped' }, hls: { state: 'stopped' }, livestream: { state: 'stopped' }, transcription: { state: 'stopped' }, whiteboard: { state: 'stopped' } };
   }
 
   /** The state of every output, as `grant` may see it (without a grant: everything). */
-  statuses(grant?: EffectiveGrant): Record<OutputName, OutputStatus> {
+  statuses(grant?: EffectiveGrant): OutputStatuses {
     const out = { ...this.status };
-    if (grant) for (const output of OUTPUTS) if (!seesInfo(output, grant) && out[output].info) out[output] = withoutInfo(out[output]);
+    if (grant && !seesInfo('hls', grant) && out.hls.info) out.hls = withoutInfo(out.hls);
     return out;
   }
 
   /** The provider of an active output (e.g. the whiteboard's board). */
-  provider(output: OutputName): OutputProvider | undefined {
+  provider(output: OutputName): Running | undefined {
     return this.status[output].state === 'active' ? this.running.get(output) : undefined;
   }
 
-  async start(output: OutputName, by: string, options: Record<string, unknown>): Promise<OutputStatus> {
+  async start<O extends OutputName>(output: O, by: string, options: OutputOptions[O] | undefined): Promise<OutputStatus<O>> {
     const { state } = this.status[output];
     if (state !== 'stopped' && state !== 'failed') {
-      throw new RelayError('INVALID_ARGUMENT', `${output} is already ${state}`, 'output-already-active');
+      throw new RelayError('INVALID_STATE', `${output} is already ${state}`, 'output-already-active');
     }
     this.set(output, { state: 'starting', by });
-    const provider = this.factories[output](this.ctx, (error) => this.fail(output, provider, error));
+    const factory: ProviderFactory<O> = this.factories[output];
+    const provider: OutputProvider<O> = factory(this.ctx, (error) => this.fail(output, provider, error));
     this.running.set(output, provider);
     let timer: NodeJS.Timeout | undefined;
     let cancel: ((error: RelayError) => void) | undefined;
@@ -123,12 +131,12 @@ export class OutputBoard {
     );
     try {
       const info = await Promise.race([started, cut]);
-      if (this.running.get(output) !== provider) throw new RelayError('INVALID_ARGUMENT', `${output} was stopped while starting`, 'output-stopped');
-      this.set(output, { state: 'active', by, ...(info ? { info } : {}) });
+      if (this.running.get(output) !== provider) throw new RelayError('INVALID_STATE', `${output} was stopped while starting`, 'output-stopped');
+      this.set<O>(output, { state: 'active', by, ...(info ? { info } : {}) });
       return this.status[output];
     } catch (err) {
       if (!(err instanceof RelayError)) this.ctx.log.warn('output could not start', { project: this.ctx.project, room: this.ctx.roomId, output, detail: (err as Error)?.message });
-      const error: WireError = err instanceof RelayError ? err.toWire() : { code: 'CONNECTION_FAILED', message: `${output} could not start`, reason: 'provider-failed' };
+      const error: WireError = err instanceof RelayError ? err.toWire() : { code: 'INTERNAL_ERROR', message: `${output} could not start`, reason: 'provider-failed' };
       if (this.running.get(output) === provider) {
         this.running.delete(output);
         if (timedOut) void this.stopProvider(output, provider);
@@ -142,14 +150,14 @@ export class OutputBoard {
   }
 
   /** Stop an active output, or cancel one that is starting (its `start` is answered `output-stopped`). */
-  async stop(output: OutputName, by: string): Promise<OutputStatus> {
+  async stop<O extends OutputName>(output: O, by: string): Promise<OutputStatus<O>> {
     const provider = this.running.get(output);
     const { state } = this.status[output];
     if (!provider || (state !== 'active' && state !== 'starting')) {
-      throw new RelayError('INVALID_ARGUMENT', `${output} is ${state}, not active`, 'output-not-active');
+      throw new RelayError('INVALID_STATE', `${output} is ${state}, not active`, 'output-not-active');
     }
     this.running.delete(output);
-    this.cancels.get(output)?.(new RelayError('INVALID_ARGUMENT', `${output} was stopped while starting`, 'output-stopped'));
+    this.cancels.get(output)?.(new RelayError('INVALID_STATE', `${output} was stopped while starting`, 'output-stopped'));
     this.set(output, { state: 'stopping', by });
     await this.stopProvider(output, provider);
     this.set(output, { state: 'stopped', by });
@@ -160,7 +168,7 @@ export class OutputBoard {
   async dispose(): Promise<void> {
     const running = [...this.running];
     this.running.clear();
-    for (const cancel of this.cancels.values()) cancel(new RelayError('INVALID_ARGUMENT', 'the room ended', 'output-stopped'));
+    for (const cancel of this.cancels.values()) cancel(new RelayError('INVALID_STATE', 'the room ended', 'output-stopped'));
     await Promise.allSettled(running.map(([output, provider]) => this.stopProvider(output, provider)));
   }
 
@@ -168,7 +176,7 @@ export class OutputBoard {
    * Stop a provider under the same deadline as its start: a provider that cannot stop is let
    * go (and logged), and the output is stopped all the same.
    */
-  private async stopProvider(output: OutputName, provider: OutputProvider): Promise<void> {
+  private async stopProvider(output: OutputName, provider: Running): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
@@ -182,7 +190,7 @@ export class OutputBoard {
     }
   }
 
-  private fail(output: OutputName, provider: OutputProvider, error: WireError): void {
+  private fail(output: OutputName, provider: Running, error: WireError): void {
     if (this.running.get(output) !== provider) return;
     this.running.delete(output);
     // failing while starting: the start is answered with this error
@@ -192,10 +200,11 @@ export class OutputBoard {
     this.set(output, { state: 'failed', error, ...(this.status[output].by ? { by: this.status[output].by } : {}) });
   }
 
-  private set(output: OutputName, status: OutputStatus & { state: OutputState }): void {
-    this.status[output] = status;
+  private set<O extends OutputName>(output: O, status: OutputStatus<O>): void {
+    (this.status as Record<O, OutputStatus<O>>)[output] = status;
     this.ctx.timeline.emit({ type: 'output', output, state: status.state, ...(status.by ? { by: status.by } : {}) });
-    const frame = (s: OutputStatus): ServerFrame => ({ type: 'event', name: 'output-changed', data: { output, ...s } });
+    // one status of one output: the correlation of `output` and `info` that the type of the event expresses
+    const frame = (s: OutputStatus<O>): ServerFrame => ({ type: 'event', name: 'output-changed', data: { output, ...s } as OutputChange });
     if (status.info && output === 'hls') this.ctx.broadcastSplit(frame(status), frame(withoutInfo(status)), (member) => seesInfo(output, member.grant));
     else this.ctx.broadcast(frame(status));
   }

@@ -1,6 +1,8 @@
+import type { OutputInfo, OutputOptions } from '../../src/protocol/control.ts';
+import type { WireError } from '../../src/protocol/codes.ts';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { RelayError } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { TimedEvent } from '../rooms/timeline.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 import { createRunDir, removeRunDir, UnsafeStorageError } from './storage.ts';
@@ -82,11 +84,11 @@ export class HlsProvider implements OutputProvider {
     private readonly ctx: OutputContext,
     private readonly root: string,
     private readonly defaultSegmentSeconds: number,
-    private readonly failed?: (error: { code: 'CONNECTION_FAILED'; message: string; reason: string }) => void,
+    private readonly failed?: (error: WireError) => void,
   ) {}
 
-  async start(options: Record<string, unknown>): Promise<Record<string, string>> {
-    const seconds = typeof options.segmentSeconds === 'number' && options.segmentSeconds >= 0.5 && options.segmentSeconds <= 30 ? options.segmentSeconds : this.defaultSegmentSeconds;
+  async start(options: OutputOptions['hls'] | undefined): Promise<OutputInfo['hls']> {
+    const seconds = options?.segmentSeconds ?? this.defaultSegmentSeconds;
     this.seconds = seconds;
     let run: { runId: string; path: string };
     try {
@@ -94,7 +96,7 @@ export class HlsProvider implements OutputProvider {
     } catch (err) {
       if (err instanceof UnsafeStorageError) {
         this.ctx.log.error('HLS directory refused', { error: err.message });
-        throw new RelayError('CONNECTION_FAILED', 'the relay cannot write HLS: its HLS directory is not private (see the relay log)', 'unsafe-storage');
+        throw new RelayError('INTERNAL_ERROR', 'the relay cannot write HLS: its HLS directory is not private (see the relay log)', 'unsafe-storage');
       }
       throw err;
     }
@@ -149,7 +151,7 @@ export class HlsProvider implements OutputProvider {
       this.timer = null;
       this.off?.();
       this.ctx.log.warn('HLS write failed', { error: err.message });
-      this.failed?.({ code: 'CONNECTION_FAILED', message: `hls: ${err.message}`, reason: 'write-failed' });
+      this.failed?.({ code: 'INTERNAL_ERROR', message: `hls: ${err.message}`, reason: 'write-failed' });
     });
   }
 

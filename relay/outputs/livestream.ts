@@ -1,5 +1,6 @@
+import type { OutputInfo, OutputOptions } from '../../src/protocol/control.ts';
 import type { WireError } from '../../src/protocol/messages.ts';
-import { RelayError } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { TimedEvent } from '../rooms/timeline.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 import { RtmpPublisher } from './rtmp.ts';
@@ -38,9 +39,8 @@ export class LivestreamProvider implements OutputProvider {
     private readonly settings: LivestreamSettings,
   ) {}
 
-  async start(options: Record<string, unknown>): Promise<Record<string, string>> {
-    const url = options.url;
-    const target = typeof url === 'string' ? parseRtmpUrl(url) : null;
+  async start(options: OutputOptions['livestream'] | undefined): Promise<OutputInfo['livestream']> {
+    const target = options ? parseRtmpUrl(options.url) : null;
     if (!target) {
       throw new RelayError('INVALID_ARGUMENT', 'livestream.start needs { url: "rtmp[s]://host[:port]/app/streamKey" }', 'bad-url');
     }
@@ -53,7 +53,7 @@ export class LivestreamProvider implements OutputProvider {
       }
       throw this.failure(err);
     }
-    if (this.stopped) throw new RelayError('INVALID_ARGUMENT', 'livestream was stopped while starting', 'output-stopped');
+    if (this.stopped) throw new RelayError('INVALID_STATE', 'livestream was stopped while starting', 'output-stopped');
     const publisher = new RtmpPublisher();
     this.publisher = publisher;
     try {

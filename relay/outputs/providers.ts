@@ -1,6 +1,5 @@
-import type { OutputName } from '../../src/protocol/control.ts';
 import { DEFAULTS } from '../config.ts';
-import type { ProviderFactory } from './board.ts';
+import type { ProviderFactories } from './board.ts';
 import { HlsProvider } from './hls.ts';
 import { LivestreamProvider } from './livestream.ts';
 import { RecordingProvider } from './recording.ts';
@@ -25,7 +24,7 @@ export interface ProviderSettings {
 }
 
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
-export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): Record<OutputName, ProviderFactory> {
+export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): ProviderFactories {
   return {
     recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, settings.recordingTimelineBytes),
     hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, settings.hlsSegmentSeconds, failed),

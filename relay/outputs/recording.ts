@@ -1,6 +1,8 @@
+import type { OutputInfo } from '../../src/protocol/control.ts';
+import type { WireError } from '../../src/protocol/codes.ts';
 import type { WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { RelayError } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 import type { TimedEvent } from '../rooms/timeline.ts';
 import { createExclusive, createRecordingDir, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
@@ -39,7 +41,7 @@ export class RecordingProvider implements OutputProvider {
   constructor(
     private readonly ctx: OutputContext,
     private readonly dir: string,
-    private readonly failed: (error: { code: 'CONNECTION_FAILED'; message: string; reason: string }) => void,
+    private readonly failed: (error: WireError) => void,
     private readonly timelineBytes = 64 * 1024 * 1024,
   ) {}
 
@@ -58,7 +60,7 @@ export class RecordingProvider implements OutputProvider {
     out.write(line);
   }
 
-  async start(): Promise<Record<string, string>> {
+  async start(): Promise<OutputInfo['recording']> {
     const id = newRecordingId();
     let path: string;
     try {
@@ -66,13 +68,13 @@ export class RecordingProvider implements OutputProvider {
     } catch (err) {
       if (err instanceof UnsafeStorageError) {
         this.ctx.log.error('recordings directory refused', { error: err.message });
-        throw new RelayError('CONNECTION_FAILED', 'the relay cannot write recordings: its recordings directory is not private (see the relay log)', 'unsafe-storage');
+        throw new RelayError('INTERNAL_ERROR', 'the relay cannot write recordings: its recordings directory is not private (see the relay log)', 'unsafe-storage');
       }
       throw err;
     }
     const timeline = join(path, TIMELINE_FILE);
     const out = (await createExclusive(timeline)).createWriteStream();
-    out.on('error', (err) => this.failed({ code: 'CONNECTION_FAILED', message: `recording: ${err.message}`, reason: 'write-failed' }));
+    out.on('error', (err) => this.failed({ code: 'INTERNAL_ERROR', message: `recording: ${err.message}`, reason: 'write-failed' }));
     out.write(`${JSON.stringify({ type: 'recording-started', recording: id, roomId: this.ctx.roomId, at: Date.now(), format: 'tessera-timeline/1' })}\n`);
     this.off = this.ctx.timeline.on((event) => this.write(out, event));
     this.out = out;

@@ -1,4 +1,5 @@
-import { RelayError } from '../context.ts';
+import type { OutputInfo, OutputOptions } from '../../src/protocol/control.ts';
+import { RelayError } from '../errors.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 
 /**
@@ -32,8 +33,8 @@ export class TranscriptionProvider implements OutputProvider {
     if (!res.ok) throw new RelayError('CONNECTION_FAILED', `the transcription service answered ${res.status}`, 'refused');
   }
 
-  async start(options: Record<string, unknown>): Promise<Record<string, string>> {
-    const language = typeof options.language === 'string' ? options.language.slice(0, 16) : 'en';
+  async start(options: OutputOptions['transcription'] | undefined): Promise<OutputInfo['transcription']> {
+    const language = options?.language ?? 'en';
     await this.post('start', { language });
     return { language };
   }

@@ -1,7 +1,8 @@
+import type { OutputInfo } from '../../src/protocol/control.ts';
 import type { Shape, ShapeInput } from '../../src/protocol/control.ts';
 import type { Budget } from '../budget.ts';
 import { eventFrame, objectOfArray } from '../data/raw-json.ts';
-import { RelayError } from '../context.ts';
+import { RelayError } from '../errors.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 
 /** A kept shape: its JSON (a view into the frame that went to everyone), not its parsed arrays. */
@@ -28,9 +29,9 @@ export class WhiteboardProvider implements OutputProvider {
     private readonly budget: Budget,
   ) {}
 
-  async start(): Promise<Record<string, string>> {
+  async start(): Promise<OutputInfo['whiteboard']> {
     this.release();
-    return { maxBytes: String(this.budget.limit) };
+    return { maxBytes: this.budget.limit };
   }
 
   async stop(): Promise<void> {

@@ -3,7 +3,7 @@ import type { StreamBoard, StreamLimits } from '../data/streams.ts';
 import type { TopicBoard, TopicLimits } from '../data/topics.ts';
 import type { OutputName } from '../../src/protocol/control.ts';
 import type { Logger } from '../log.ts';
-import type { OutputBoard, ProviderFactory } from '../outputs/board.ts';
+import type { OutputBoard, ProviderFactories } from '../outputs/board.ts';
 import type { Lobby } from './lobby.ts';
 import type { MediaBoard } from '../media/board.ts';
 import type { MediaEngine } from '../media/engine.ts';
@@ -130,7 +130,7 @@ export interface RoomLimits extends TopicLimits, StreamLimits {
 /** What a room is made with. */
 export interface RoomServices {
   limits: RoomLimits;
-  providers: Readonly<Record<OutputName, ProviderFactory>>;
+  providers: ProviderFactories;
   log: Logger;
   /** Forwards media; `null` runs a relay without media. */
   media: MediaEngine | null;

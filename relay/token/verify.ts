@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ErrorCode } from '../../src/protocol/codes.ts';
+import type { ErrorCode, ErrorReason } from '../../src/protocol/codes.ts';
 import { claimShapeProblem, hasPrivilegedFlag, type TokenClaims } from '../../src/protocol/grant.ts';
 import { isRecord } from '../../src/protocol/parse.ts';
 import type { KeyStore } from './keys.ts';
@@ -7,7 +7,7 @@ import type { KeyStore } from './keys.ts';
 /** A refused token: the code, a machine reason and a human message. */
 export interface Refusal {
   code: ErrorCode;
-  reason: string;
+  reason: ErrorReason;
   message: string;
 }
 
@@ -31,7 +31,7 @@ export interface VerifyOptions {
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 const LEEWAY = 30;
 
-const refuse = (code: ErrorCode, reason: string, message: string): Verified => ({ ok: false, code, reason, message });
+const refuse = (code: ErrorCode, reason: ErrorReason, message: string): Verified => ({ ok: false, code, reason, message });
 const malformed = (message: string): Verified => refuse('INVALID_TOKEN', 'malformed', message);
 
 function isBase64url(part: string): boolean {

@@ -82,7 +82,7 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
 
   /** The chunks as they arrive (`for await`); throws the stream's error if it stops early. */
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    if (this.reading) throw new SdkError('INVALID_ARGUMENT', 'this stream is already being read', { reason: 'already-read' });
+    if (this.reading) throw new SdkError('INVALID_STATE', 'this stream is already being read', { reason: 'already-read' });
     this.reading = true;
     for (;;) {
       const chunk = this.queue.shift();

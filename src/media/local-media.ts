@@ -75,7 +75,7 @@ export class LocalMedia {
 
   publish(source: Source, given?: MediaStreamTrack, options: PublishTrackOptions = {}): Promise<LocalTrackPublication> {
     return this.serial(source, async () => {
-      if (this.local.has(source)) throw new SdkError('INVALID_ARGUMENT', `${source} is already published: unpublish it first`, { reason: 'already-published' });
+      if (this.local.has(source)) throw new SdkError('INVALID_STATE', `${source} is already published: unpublish it first`, { reason: 'already-published' });
       const track = given ?? (await this.capture(source));
       // by default for cameras whose platform can send layers (browser tracks report their settings)
       const simulcast = options.simulcast ?? (source === 'camera' && typeof track.getSettings === 'function');

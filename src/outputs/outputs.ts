@@ -1,5 +1,8 @@
 import type { Connection } from '../connection.ts';
-import type { OutputName, OutputState, OutputStatus, Shape, ShapeInput } from '../protocol/control.ts';
+import type { OutputInfo, OutputName, OutputOptions, OutputStartParams, OutputState, OutputStatus, Shape, ShapeInput } from '../protocol/control.ts';
+
+/** `start`'s arguments: options required where the output needs some (the livestream's `url`). */
+type StartArgs<O extends OutputName> = {} extends OutputOptions[O] ? [options?: OutputOptions[O]] : [options: OutputOptions[O]];
 
 /**
  * One room output (recording, HLS, livestream, transcription, whiteboard). `start` and `stop`
@@ -11,18 +14,18 @@ import type { OutputName, OutputState, OutputStatus, Shape, ShapeInput } from '.
  * await room.livestream.start({ url: 'rtmp://live.example.com/app/stream-key' });
  * room.on('output-changed', ({ output, state, by }) => badge(output, state, by));
  * await room.recording.start();
- * console.log(room.recording.state, room.recording.status.info?.url);
+ * console.log(room.recording.state, room.recording.info?.url);
  * ```
  */
-export class OutputControl {
-  private current: OutputStatus;
+export class OutputControl<O extends OutputName = OutputName> {
+  private current: OutputStatus<O>;
 
   /** @internal */
   constructor(
     /** Which output. */
-    readonly name: OutputName,
+    readonly name: O,
     protected readonly connection: Connection,
-    initial: OutputStatus,
+    initial: OutputStatus<O>,
   ) {
     this.current = initial;
   }
@@ -33,22 +36,29 @@ export class OutputControl {
   }
 
   /** The state with who changed it, the error of a failure, and where to find the product. */
-  get status(): OutputStatus {
+  get status(): OutputStatus<O> {
     return this.current;
   }
 
+  /** Where to find what it produces while active (e.g. `room.hls.info?.playlist`), typed per output. */
+  get info(): OutputInfo[O] | undefined {
+    return this.current.info;
+  }
+
   /** Start it; resolves once it is active (rejects if it failed to start). */
-  start(options: Record<string, unknown> = {}): Promise<OutputStatus> {
-    return this.connection.request('output.start', { output: this.name, options });
+  async start(...[options]: StartArgs<O>): Promise<OutputStatus<O>> {
+    const params = (options === undefined ? { output: this.name } : { output: this.name, options }) as OutputStartParams;
+    // the relay answers a start of this output with this output's status
+    return (await this.connection.request('output.start', params)) as OutputStatus<O>;
   }
 
   /** Stop it; resolves once it is stopped. */
-  stop(): Promise<OutputStatus> {
-    return this.connection.request('output.stop', { output: this.name });
+  async stop(): Promise<OutputStatus<O>> {
+    return (await this.connection.request('output.stop', { output: this.name })) as OutputStatus<O>;
   }
 
   /** @internal */
-  changed(status: OutputStatus): void {
+  changed(status: OutputStatus<O>): void {
     this.current = status;
   }
 }
@@ -65,7 +75,7 @@ export class OutputControl {
  * const shapes = await room.whiteboard.getShapes(); // what a late joiner loads
  * ```
  */
-export class WhiteboardControl extends OutputControl {
+export class WhiteboardControl extends OutputControl<'whiteboard'> {
   /** Draw a shape; resolves with it as the board keeps it (with `id` and `by`). */
   async draw(shape: ShapeInput): Promise<Shape> {
     return (await this.connection.request('whiteboard.draw', { shape })).shape;

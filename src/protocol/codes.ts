@@ -35,12 +35,14 @@ const CODE_KINDS = {
   CONNECTION_FAILED: ErrorKind.Network,
   CONNECTION_LOST: ErrorKind.Network,
   TIMEOUT: ErrorKind.Network,
+  INTERNAL_ERROR: ErrorKind.Network,
   INVALID_ARGUMENT: ErrorKind.Request,
   NOT_FOUND: ErrorKind.Request,
   PAYLOAD_TOO_LARGE: ErrorKind.Request,
   RATE_LIMITED: ErrorKind.Request,
   NOT_CONNECTED: ErrorKind.State,
   ROOM_ENDED: ErrorKind.State,
+  INVALID_STATE: ErrorKind.State,
 } as const satisfies Record<string, ErrorKind>;
 
 /** Every error code, each as its own string value. */
@@ -74,60 +76,123 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(CODE_KINDS, value);
 }
 
-/** Why a room session ended, as carried by the `disconnected` event. */
-export type DisconnectReason =
-  | 'left'
-  | 'removed'
-  | 'room-ended'
-  | 'duplicate-identity'
-  | 'server-shutdown'
-  | 'connection-lost';
+/** True when `value` is one of the error kinds. */
+export function isErrorKind(value: unknown): value is ErrorKind {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ErrorKind, value);
+}
 
 /**
- * WebSocket close codes used by the relay (the 4xxx range is the application's).
+ * Every machine-readable `reason` an error may carry, on the wire and in the SDK. Both sides
+ * use this one list: the relay cannot send a reason that is not here, and the SDK's own logic
+ * (resume, publication state) keys on these values. `docs/errors.md` says what each means.
+ */
+export const ERROR_REASONS = [
+  // token and join (Auth)
+  'missing', 'malformed', 'unsupported-algorithm', 'unsupported-header', 'missing-issuer', 'unknown-api-key',
+  'revoked-api-key', 'bad-signature', 'expired', 'not-yet-valid', 'lifetime-too-long', 'bad-claim', 'room-mismatch', 'participant-mismatch',
+  'identity-in-use', 'identity-reserved', 'removed', 'duplicate-identity', 'source-not-allowed',
+  'missing-canPublish', 'missing-canSubscribe', 'missing-canPublishData', 'missing-canSubscribeData',
+  'missing-canModerate', 'missing-canRecord', 'missing-canHls', 'missing-canLivestream', 'missing-canTranscribe',
+  'missing-canWhiteboard',
+  // minting (`tessera/server`)
+  'privileged-grant-needs-room', 'ask-with-moderate',
+  // lobby
+  'denied', 'ttl', 'aborted', 'replaced', 'not-waiting', 'lobby-full', 'lobby-cooldown',
+  // budgets (RATE_LIMITED, PAYLOAD_TOO_LARGE)
+  'message-rate', 'byte-rate', 'fanout-rate', 'too-many-rooms', 'room-full', 'too-many-topics', 'too-many-subscriptions',
+  'subscriptions-full', 'too-many-streams', 'history-budget', 'history-full', 'board-full', 'whiteboards-full',
+  'frame-too-large', 'payload-too-large', 'stream-too-large', 'topic-too-long',
+  // requests (INVALID_ARGUMENT, NOT_FOUND)
+  'bad-frame', 'bad-join-frame', 'join-timeout', 'evicted', 'pre-auth-bytes', 'bad-chunk', 'bad-cursor', 'bad-sdp', 'bad-url', 'private-target', 'unsupported-version',
+  'room-required', 'self', 'viewer-cannot-publish', 'wrong-kind', 'unknown-stream', 'unknown-subscription',
+  'unknown-participant', 'not-configured', 'not-published',
+  // state conflicts (INVALID_STATE)
+  'waiting', 'already-joined', 'already-published', 'output-already-active', 'output-not-active',
+  'output-stopped', 'media-disabled', 'media-not-connected', 'already-read',
+  // faults of the relay or its providers (INTERNAL_ERROR)
+  'internal', 'provider-failed', 'write-failed', 'start-timeout', 'unsafe-storage', 'unreachable', 'refused',
+  'rtmp-failed', 'rtmp-closed',
+  // connections and streams (Network, NOT_CONNECTED)
+  'resume-unknown', 'no-websocket', 'connection-dropped', 'left', 'room-ended', 'connection-lost',
+  'server-shutdown', 'sender-left', 'slow-recipient', 'stream-incomplete', 'truncated', 'out-of-order',
+  // media in the browser
+  'no-webrtc', 'no-devices', 'no-display-capture', 'no-track', 'no-sender', 'media-transport-failed', 'ended',
+  'force-unpublished',
+] as const;
+
+/** One of {@link ERROR_REASONS}. */
+export type ErrorReason = (typeof ERROR_REASONS)[number];
+
+const REASONS: ReadonlySet<string> = new Set(ERROR_REASONS);
+
+/** True when `value` is one of the known reasons. */
+export function isErrorReason(value: unknown): value is ErrorReason {
+  return typeof value === 'string' && REASONS.has(value);
+}
+
+/**
+ * An error as it travels on the wire. `kind` is the code's kind, sent so that a client that
+ * does not know a newer code still knows its class.
+ */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  /** A machine-readable detail, e.g. `expired` or `bad-signature`. */
+  reason?: ErrorReason;
+  kind?: ErrorKind;
+}
+
+/** The wire form of an error: its kind filled in from its code. */
+export function wireError(code: ErrorCode, message: string, reason?: ErrorReason): WireError {
+  return reason === undefined ? { code, kind: CODE_KINDS[code], message } : { code, kind: CODE_KINDS[code], message, reason };
+}
+
+/**
+ * The relay's WebSocket close codes (the 4xxx range is the application's), each with the
+ * disconnect reason a client reports for it. The single definition from which
+ * {@link CloseCode}, {@link DisconnectReason} and {@link reasonForClose} are derived;
  * `docs/protocol.md` lists them with their meaning.
  */
-export const CloseCode = Object.freeze({
+const CLOSES = {
   /** The join was refused; the `join-error` frame before the close says why. */
-  JOIN_REFUSED: 4001,
+  JOIN_REFUSED: { code: 4001, reason: 'connection-lost' },
   /** No valid join frame arrived within the pre-authentication window. */
-  JOIN_TIMEOUT: 4002,
+  JOIN_TIMEOUT: { code: 4002, reason: 'connection-lost' },
   /** A frame before the join was not a valid join frame (or was too large). */
-  PROTOCOL_ERROR: 4003,
+  PROTOCOL_ERROR: { code: 4003, reason: 'connection-lost' },
   /** A moderator removed this participant. */
-  REMOVED: 4004,
+  REMOVED: { code: 4004, reason: 'removed' },
   /** A moderator ended the room. */
-  ROOM_ENDED: 4005,
+  ROOM_ENDED: { code: 4005, reason: 'room-ended' },
   /** The same identity joined again with a token that pins it. */
-  DUPLICATE_IDENTITY: 4006,
+  DUPLICATE_IDENTITY: { code: 4006, reason: 'duplicate-identity' },
   /** The relay is shutting down. */
-  SERVER_SHUTDOWN: 4007,
+  SERVER_SHUTDOWN: { code: 4007, reason: 'server-shutdown' },
   /** The peer stopped answering heartbeats. */
-  HEARTBEAT_TIMEOUT: 4008,
+  HEARTBEAT_TIMEOUT: { code: 4008, reason: 'connection-lost' },
   /** The peer could not keep up with what it was sent; its send queue hit its cap. */
-  SLOW_CONSUMER: 4009,
+  SLOW_CONSUMER: { code: 4009, reason: 'connection-lost' },
   /** The client left the room. */
-  LEFT: 4010,
+  LEFT: { code: 4010, reason: 'left' },
   /** The client kept sending far beyond its rate limit. */
-  FLOODING: 4011,
-} as const);
+  FLOODING: { code: 4011, reason: 'connection-lost' },
+} as const satisfies Record<string, { code: number; reason: ErrorReason }>;
+
+type Closes = typeof CLOSES;
+
+/** Why a room session ended, as carried by the `disconnected` event. */
+export type DisconnectReason = Closes[keyof Closes]['reason'];
+
+/** WebSocket close codes used by the relay, by name. */
+export const CloseCode = Object.freeze(
+  Object.fromEntries(Object.entries(CLOSES).map(([name, { code }]) => [name, code])) as { readonly [N in keyof Closes]: Closes[N]['code'] },
+);
 /** One of the values of {@link CloseCode}. */
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
 
-/** The disconnect reason a client reports for a close code it receives. */
+const REASON_OF_CLOSE: ReadonlyMap<number, DisconnectReason> = new Map(Object.values(CLOSES).map(({ code, reason }) => [code, reason]));
+
+/** The disconnect reason a client reports for a close code it receives (any other code: the connection was lost). */
 export function reasonForClose(code: number): DisconnectReason {
-  switch (code) {
-    case CloseCode.REMOVED:
-      return 'removed';
-    case CloseCode.ROOM_ENDED:
-      return 'room-ended';
-    case CloseCode.DUPLICATE_IDENTITY:
-      return 'duplicate-identity';
-    case CloseCode.SERVER_SHUTDOWN:
-      return 'server-shutdown';
-    case CloseCode.LEFT:
-      return 'left';
-    default:
-      return 'connection-lost';
-  }
+  return REASON_OF_CLOSE.get(code) ?? 'connection-lost';
 }

@@ -1,6 +1,6 @@
 /** Wire types of the lobby, moderation requests, room outputs and the whiteboard. */
 import type { GrantFlag, Source } from './grant.ts';
-import type { WireError } from './messages.ts';
+import type { WireError } from './codes.ts';
 
 /** A joiner waiting in the lobby, as moderators see it. */
 export interface LobbyRequest {
@@ -32,16 +32,72 @@ export const OUTPUT_FLAGS: Readonly<Record<OutputName, GrantFlag>> = Object.free
 /** The life of an output. */
 export type OutputState = 'stopped' | 'starting' | 'active' | 'stopping' | 'failed';
 
+/** What each output may be started with. */
+export interface OutputOptions {
+  recording: Record<string, never>;
+  hls: {
+    /** Target length of a segment, in seconds (0.5 to 30; the relay's `--hls-segment` by default). */
+    segmentSeconds?: number;
+  };
+  livestream: {
+    /** Where to push: `rtmp[s]://host[:port]/app/streamKey`. */
+    url: string;
+  };
+  transcription: {
+    /** The spoken language, as a BCP 47 tag (e.g. `en`, `en-US`); `en` by default. */
+    language?: string;
+  };
+  whiteboard: Record<string, never>;
+}
+
+/** What each output tells about its product while active (paths on the relay's HTTP port). */
+export interface OutputInfo {
+  recording: {
+    /** The recording's id. */
+    recording: string;
+    /** The timeline's file name. */
+    file: string;
+    /** Where to download the timeline (needs a `canRecord` token of the room). */
+    url: string;
+  };
+  hls: {
+    /** The live playlist (`.m3u8`); only members with `canSubscribe` or `canHls` see it. */
+    playlist: string;
+  };
+  livestream: {
+    /** The RTMP server it pushes to. */
+    server: string;
+    /** The stream key, shortened (never shown whole). */
+    key: string;
+  };
+  transcription: {
+    language: string;
+  };
+  whiteboard: {
+    /** Bytes of shapes the board keeps. */
+    maxBytes: number;
+  };
+}
+
 /** An output's state and what it produces (e.g. the HLS playlist's path). */
-export interface OutputStatus {
+export interface OutputStatus<O extends OutputName = OutputName> {
   state: OutputState;
   /** Who last started or stopped it. */
   by?: string;
   /** Why it failed, when it did. */
   error?: WireError;
-  /** Where to find what it produces (paths on the relay's HTTP port), when active. */
-  info?: Record<string, string>;
+  /** Where to find what it produces, when active. */
+  info?: OutputInfo[O];
 }
+
+/** The state of every output, by name. */
+export type OutputStatuses = { [O in OutputName]: OutputStatus<O> };
+
+/** An output's status with its name: one member per output, so that `info` follows `output`. */
+export type OutputChange = { [O in OutputName]: OutputStatus<O> & { output: O } }[OutputName];
+
+/** The parameters of `output.start`: one member per output, so that `options` follows `output`. */
+export type OutputStartParams = { [O in OutputName]: { output: O; options?: OutputOptions[O] } }[OutputName];
 
 /** A shape on the whiteboard. Coordinates are in board units (0..10000). */
 export type ShapeInput =
@@ -57,7 +113,7 @@ export interface ControlMethods {
   'lobby.admit': { params: { participantIds: string[] }; result: { decisions: LobbyDecision[] } };
   'lobby.deny': { params: { participantIds: string[] }; result: { decisions: LobbyDecision[] } };
   'participant.request-unpublish': { params: { participantId: string; source: Source }; result: Record<string, never> };
-  'output.start': { params: { output: OutputName; options?: Record<string, unknown> }; result: OutputStatus };
+  'output.start': { params: OutputStartParams; result: OutputStatus };
   'output.stop': { params: { output: OutputName }; result: OutputStatus };
   'whiteboard.draw': { params: { shape: ShapeInput }; result: { shape: Shape } };
   'whiteboard.clear': { params: Record<string, never>; result: Record<string, never> };
@@ -73,7 +129,7 @@ export interface ControlEvents {
   /** To the target: a moderator asks you to stop publishing a source. */
   'unpublish-requested': { source: Source; by: string };
   /** To everyone: an output changed state. */
-  'output-changed': OutputStatus & { output: OutputName };
+  'output-changed': OutputChange;
   /** To everyone: a shape was drawn. */
   'whiteboard-shape': Shape;
   /** To everyone: the board was cleared. */

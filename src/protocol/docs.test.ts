@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { CloseCode, ErrorCode } from './codes.ts';
+import { CloseCode, ERROR_REASONS, ErrorCode } from './codes.ts';
 
 describe('docs/errors.md', () => {
   const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
@@ -10,6 +10,9 @@ describe('docs/errors.md', () => {
       const rows = doc.split('\n').filter((line) => line.startsWith(`| \`${code}\` |`));
       assert.equal(rows.length, 1, code);
     }
+  });
+  it('documents every reason', () => {
+    for (const reason of ERROR_REASONS) assert.ok(doc.includes(`\`${reason}\``), reason);
   });
   it('documents every close code', () => {
     for (const [name, code] of Object.entries(CloseCode)) assert.ok(doc.includes(`| ${code} | \`${name}\` |`), name);

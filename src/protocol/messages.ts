@@ -2,24 +2,18 @@
  * The wire protocol: JSON text frames, each an object with a `type`.
  * Version 1. `docs/protocol.md` describes the exchange.
  */
-import type { ErrorCode } from './codes.ts';
-import type { ControlEvents, ControlMethods, LobbyRequest, OutputName, OutputStatus } from './control.ts';
+import type { WireError } from './codes.ts';
+import type { ControlEvents, ControlMethods, LobbyRequest, OutputStatuses } from './control.ts';
 import type { EffectiveGrant } from './grant.ts';
 import type { MediaEvents, MediaMethods, TrackInfo } from './media.ts';
 
 /** The protocol version a client announces in its join frame. */
 export const PROTOCOL_VERSION = 1;
 
+export type { WireError } from './codes.ts';
+
 /** A participant's tier: on stage (`speaker`) or in the audience (`viewer`). */
 export type Tier = 'speaker' | 'viewer';
-
-/** An error as it travels on the wire. */
-export interface WireError {
-  code: ErrorCode;
-  message: string;
-  /** A machine-readable detail, e.g. `expired` or `bad-signature`. */
-  reason?: string;
-}
 
 /** An on-stage participant as the relay describes it. */
 export interface ParticipantInfo {
@@ -178,7 +172,7 @@ export interface JoinedFrame {
   participants: ParticipantInfo[];
   counts: ParticipantCounts;
   /** The state of every output. */
-  outputs: Record<OutputName, OutputStatus>;
+  outputs: OutputStatuses;
   /** For moderators: the joiners waiting in the lobby, oldest first. */
   lobby?: LobbyRequest[];
   /** How to come back on a new connection after a drop: within `graceMs`, send a resume frame with `credential`. */

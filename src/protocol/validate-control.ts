@@ -1,5 +1,5 @@
 /** Parsers of the lobby, moderation-request, output and whiteboard methods. */
-import { OUTPUTS, type OutputName, type ShapeInput } from './control.ts';
+import { OUTPUTS, type OutputName, type OutputOptions, type OutputStartParams, type ShapeInput } from './control.ts';
 import { SOURCES, type Source } from './grant.ts';
 import type { Method } from './messages.ts';
 import { bad, isId, isRecord, ok, type Parsed, type ParamsParser } from './parse.ts';
@@ -52,6 +52,50 @@ export function parseShape(value: unknown): Parsed<ShapeInput> {
   return bad("shape kind must be 'stroke', 'line', 'rect', 'ellipse' or 'text'");
 }
 
+/** Refuse option names an output does not have (a typo would otherwise be ignored in silence). */
+function only(options: Record<string, unknown>, output: OutputName, known: readonly string[]): Parsed<true> {
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  return unknown === undefined ? ok(true) : bad(`${output} has no option ${JSON.stringify(unknown.slice(0, 64))}${known.length ? ` (its options: ${known.join(', ')})` : ''}`);
+}
+
+/** Largest RTMP URL accepted. */
+const MAX_URL_LENGTH = 2048;
+
+/** One parser per output of its start options. */
+const OPTIONS: { [O in OutputName]: (options: Record<string, unknown>) => Parsed<OutputOptions[O]> } = {
+  recording: (o) => {
+    const known = only(o, 'recording', []);
+    return known.ok ? ok({}) : known;
+  },
+  whiteboard: (o) => {
+    const known = only(o, 'whiteboard', []);
+    return known.ok ? ok({}) : known;
+  },
+  hls: (o) => {
+    const known = only(o, 'hls', ['segmentSeconds']);
+    if (!known.ok) return known;
+    const seconds = o.segmentSeconds;
+    if (seconds === undefined) return ok({});
+    if (typeof seconds !== 'number' || !(seconds >= 0.5 && seconds <= 30)) return bad('segmentSeconds must be a number from 0.5 to 30');
+    return ok({ segmentSeconds: seconds });
+  },
+  livestream: (o) => {
+    const known = only(o, 'livestream', ['url']);
+    if (!known.ok) return known;
+    if (typeof o.url !== 'string' || o.url.length === 0 || o.url.length > MAX_URL_LENGTH) {
+      return bad(`livestream needs { url: "rtmp[s]://host[:port]/app/streamKey" } (at most ${MAX_URL_LENGTH} characters)`);
+    }
+    return ok({ url: o.url });
+  },
+  transcription: (o) => {
+    const known = only(o, 'transcription', ['language']);
+    if (!known.ok) return known;
+    if (o.language === undefined) return ok({});
+    if (typeof o.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$/.test(o.language)) return bad('language must be a BCP 47 tag such as "en" or "en-US"');
+    return ok({ language: o.language });
+  },
+};
+
 export const CONTROL_PARAMS: { [M in ControlMethod]: ParamsParser<M> } = {
   'lobby.admit': ids,
   'lobby.deny': ids,
@@ -62,8 +106,10 @@ export const CONTROL_PARAMS: { [M in ControlMethod]: ParamsParser<M> } = {
   },
   'output.start': (p) => {
     if (!isOutput(p.output)) return bad(`output must be one of ${OUTPUTS.join(', ')}`);
-    if (p.options !== undefined && !isRecord(p.options)) return bad('options must be an object');
-    return ok({ output: p.output, ...(p.options === undefined ? {} : { options: p.options as Record<string, unknown> }) });
+    if (p.options === undefined) return ok({ output: p.output } as OutputStartParams);
+    if (!isRecord(p.options)) return bad('options must be an object');
+    const options = OPTIONS[p.output](p.options);
+    return options.ok ? ok({ output: p.output, options: options.value } as OutputStartParams) : options;
   },
   'output.stop': (p) => (isOutput(p.output) ? ok({ output: p.output }) : bad(`output must be one of ${OUTPUTS.join(', ')}`)),
   'whiteboard.draw': (p) => {
