@@ -75,4 +75,74 @@ describe('Emitter', () => {
     await Promise.resolve();
     assert.deepEqual(got, []);
   });
+
+  it('once() then off() removes the listener (issue 12)', () => {
+    const e = new Emitter<Events>();
+    let calls = 0;
+    const fn = () => calls++;
+    e.once('a', fn);
+    e.off('a', fn);
+    e.emit('a', { n: 1 });
+    assert.equal(calls, 0);
+    assert.equal(e.has('a'), false);
+    const off = e.once('a', fn);
+    off();
+    e.emit('a', { n: 1 });
+    assert.equal(calls, 0, 'and so does the function once() returned');
+  });
+
+  it('once() twice with one listener fires once; on() after once() does not add it again', () => {
+    const e = new Emitter<Events>();
+    let calls = 0;
+    const fn = () => calls++;
+    e.once('a', fn);
+    e.once('a', fn);
+    e.on('a', fn);
+    e.emit('a', { n: 1 });
+    e.emit('a', { n: 2 });
+    assert.equal(calls, 1);
+    e.on('a', fn);
+    e.emit('a', { n: 3 });
+    e.emit('a', { n: 4 });
+    assert.equal(calls, 3, 'after it fired, it can be added again');
+  });
+
+  it('a listener removed by another during an emit is not called; one added during an emit waits for the next', () => {
+    const e = new Emitter<Events>();
+    const got: string[] = [];
+    const second = () => got.push('second');
+    const late = () => got.push('late');
+    e.on('a', () => {
+      got.push('first');
+      e.off('a', second);
+      e.on('a', late);
+    });
+    e.on('a', second);
+    e.emit('a', { n: 1 });
+    assert.deepEqual(got, ['first']);
+    e.emit('a', { n: 2 });
+    assert.deepEqual(got, ['first', 'first', 'late']);
+  });
+
+  it('once() on a retroactive event takes the first payload of the replay only', async () => {
+    const e = new Emitter<Events>({ joined: () => [{ id: 'x' }, { id: 'y' }] });
+    const got: string[] = [];
+    e.once('joined', ({ id }) => got.push(id));
+    await Promise.resolve();
+    e.emit('joined', { id: 'z' });
+    assert.deepEqual(got, ['x']);
+    assert.equal(e.has('joined'), false);
+  });
+
+  it('clear() removes everything, also listeners waiting for their replay', async () => {
+    const e = new Emitter<Events>({ joined: () => [{ id: 'x' }] });
+    const got: string[] = [];
+    e.on('joined', ({ id }) => got.push(id));
+    e.on('a', ({ n }) => got.push(String(n)));
+    e.clear();
+    await Promise.resolve();
+    e.emit('a', { n: 1 });
+    e.emit('joined', { id: 'y' });
+    assert.deepEqual(got, []);
+  });
 });

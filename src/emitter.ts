@@ -1,21 +1,26 @@
 /**
- * A small typed event emitter: one map of event names to payload types, one payload object
- * per event. A listener that throws is reported and never breaks the emitter's state nor
- * stops the other listeners. Adding the same listener twice is a no-op, as with
- * `addEventListener`.
+ * The typed event emitter of the SDK: `mitt` underneath, with what it lacks on top —
+ * a listener that throws is reported and never breaks the emitter's state nor stops the other
+ * listeners; adding the same listener twice (with `on` or `once`) is a no-op, as with
+ * `addEventListener`; `off(listener)` removes it however it was added.
  *
  * Events may be "retroactive": a listener added for such an event is first called, after
  * `on()` returns, once for each payload of the current state, then for every later event,
  * each exactly once.
  */
+import mitt, { type Emitter as Mitt } from 'mitt';
+
 export type Listener<T> = (payload: T) => void;
 
 type Replay<Events> = { [E in keyof Events]?: () => Iterable<Events[E]> };
 
-interface Entry<T> {
-  listener: Listener<T>;
+/** One listener as added: the function mitt holds for it, and its state. */
+interface Entry {
+  readonly handler: (payload: unknown) => void;
   /** Still waiting for its replay: live events skip it until then. */
   pending: boolean;
+  once: boolean;
+  removed: boolean;
 }
 
 function report(error: unknown): void {
@@ -25,65 +30,83 @@ function report(error: unknown): void {
 }
 
 export class Emitter<Events extends object> {
-  private readonly entries = new Map<keyof Events, Entry<never>[]>();
+  private readonly bus: Mitt<Record<keyof Events, unknown>> = mitt();
+  /** Per event, the entry of each listener: how `off` finds what `on` or `once` added. */
+  private readonly entries = new Map<keyof Events, Map<Listener<never>, Entry>>();
 
   /** @param replay for retroactive events, the current state to replay to a new listener */
   constructor(private readonly replay: Replay<Events> = {}) {}
 
   /** Add a listener. Returns a function that removes it. */
   on<E extends keyof Events>(event: E, listener: Listener<Events[E]>): () => void {
-    const list = (this.entries.get(event) ?? []) as Entry<Events[E]>[];
-    if (!list.some((e) => e.listener === listener)) {
-      const replay = this.replay[event];
-      const entry: Entry<Events[E]> = { listener, pending: replay !== undefined };
-      list.push(entry);
-      this.entries.set(event, list as Entry<never>[]);
-      if (replay) {
-        queueMicrotask(() => {
-          if (!list.includes(entry)) return;
-          for (const payload of [...replay()]) {
-            if (!list.includes(entry)) break;
-            call(listener, payload);
-          }
-          entry.pending = false;
-        });
-      }
-    }
+    this.add(event, listener, false);
     return () => this.off(event, listener);
   }
 
-  /** Add a listener called at most once. */
+  /** Add a listener called at most once. Returns a function that removes it. */
   once<E extends keyof Events>(event: E, listener: Listener<Events[E]>): () => void {
-    const off = this.on(event, (payload) => {
-      off();
-      listener(payload);
-    });
-    return off;
+    this.add(event, listener, true);
+    return () => this.off(event, listener);
   }
 
-  /** Remove a listener. */
+  /** Remove a listener, whether added with `on` or `once`. */
   off<E extends keyof Events>(event: E, listener: Listener<Events[E]>): void {
-    const list = this.entries.get(event);
-    if (!list) return;
-    const index = list.findIndex((e) => e.listener === listener);
-    if (index >= 0) list.splice(index, 1);
+    const byListener = this.entries.get(event);
+    const entry = byListener?.get(listener as Listener<never>);
+    if (!byListener || !entry) return;
+    entry.removed = true;
+    byListener.delete(listener as Listener<never>);
+    this.bus.off(event, entry.handler);
   }
 
   /** Call every (non-pending) listener of `event` with `payload`. */
   emit<E extends keyof Events>(event: E, payload: Events[E]): void {
-    const list = this.entries.get(event) as Entry<Events[E]>[] | undefined;
-    if (!list) return;
-    for (const entry of [...list]) if (!entry.pending && list.includes(entry)) call(entry.listener, payload);
+    this.bus.emit(event, payload);
   }
 
   /** True when `event` has at least one listener. */
   has<E extends keyof Events>(event: E): boolean {
-    return (this.entries.get(event)?.length ?? 0) > 0;
+    return (this.entries.get(event)?.size ?? 0) > 0;
   }
 
   /** Remove every listener. */
   clear(): void {
+    for (const byListener of this.entries.values()) for (const entry of byListener.values()) entry.removed = true;
     this.entries.clear();
+    this.bus.all.clear();
+  }
+
+  private add<E extends keyof Events>(event: E, listener: Listener<Events[E]>, once: boolean): void {
+    let byListener = this.entries.get(event);
+    if (!byListener) this.entries.set(event, (byListener = new Map()));
+    if (byListener.has(listener as Listener<never>)) return;
+    const replay = this.replay[event];
+    const entry: Entry = {
+      pending: replay !== undefined,
+      once,
+      removed: false,
+      handler: (payload) => {
+        // mitt walks a copy of its list: a listener removed during this emit is skipped here
+        if (entry.pending || entry.removed) return;
+        this.deliver(event, listener, entry, payload as Events[E]);
+      },
+    };
+    byListener.set(listener as Listener<never>, entry);
+    this.bus.on(event, entry.handler);
+    if (replay) {
+      queueMicrotask(() => {
+        for (const payload of entry.removed ? [] : [...replay()]) {
+          if (entry.removed) break;
+          this.deliver(event, listener, entry, payload);
+        }
+        entry.pending = false;
+      });
+    }
+  }
+
+  private deliver<E extends keyof Events>(event: E, listener: Listener<Events[E]>, entry: Entry, payload: Events[E]): void {
+    if (entry.once) this.off(event, listener);
+    call(listener, payload);
   }
 }
 

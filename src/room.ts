@@ -139,7 +139,15 @@ export class Room {
     });
   }
 
-  /** The on-stage participants other than you, by id. Read-only; viewers are never in it. */
+  /**
+   * The on-stage participants other than you, by id, in join order; viewers are never in it.
+   * A `Map` (`instanceof Map`) kept by the SDK: `set`, `delete` and `clear` throw.
+   *
+   * @example
+   * ```ts
+   * for (const [id, participant] of room.remoteParticipants) render(id, participant.name);
+   * ```
+   */
   get remoteParticipants(): ReadonlyMap<string, RemoteParticipant> {
     return this.participants.view;
   }

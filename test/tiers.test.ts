@@ -33,10 +33,13 @@ describe('tiers: stage roster, audience counts, paging', () => {
     assert.ok(p.joinedAt <= Date.now() && p.joinedAt > Date.now() - 10_000);
     await until(() => a.participantCount.total === 4 && v1.participantCount.total === 4);
     for (const r of [a, b, v1, v2]) assert.deepEqual(r.participantCount, { speaker: 2, viewer: 2, total: 4 });
-    const view = a.remoteParticipants as unknown as Record<string, unknown>;
-    assert.equal(typeof view.set, 'undefined', 'no set');
-    assert.equal(typeof view.delete, 'undefined', 'no delete');
-    assert.ok(Object.isFrozen(view), 'read-only');
+    // issue 12: a Map, read-only
+    assert.ok(a.remoteParticipants instanceof Map, 'instanceof Map');
+    const map = a.remoteParticipants as Map<string, RemoteParticipant>;
+    assert.throws(() => map.set('x', p), TypeError);
+    assert.throws(() => map.delete('b'), TypeError);
+    assert.throws(() => map.clear(), TypeError);
+    assert.deepEqual([...a.remoteParticipants.keys()], ['b'], 'unchanged by the attempts');
     await leaveAll([a, b, v1, v2]);
   });
 

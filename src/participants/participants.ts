@@ -4,6 +4,7 @@ import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, Tier } fro
 import type { Connection } from '../connection.ts';
 import type { RoomEvents } from '../room-events.ts';
 import { RemoteParticipant, type RemoteActions } from './remote-participant.ts';
+import { deleteEntry, ReadOnlyMap, writeEntry } from './read-only-map.ts';
 
 /** Options of {@link Room.getParticipants}. */
 export interface GetParticipantsOptions {
@@ -22,41 +23,6 @@ export interface ParticipantPage {
   nextCursor: string | null;
 }
 
-/** A read-only window onto a Map: the Map's reading methods, none of its writing ones. */
-class ReadonlyMapView<K, V> implements ReadonlyMap<K, V> {
-  readonly #map: Map<K, V>;
-
-  constructor(map: Map<K, V>) {
-    this.#map = map;
-    Object.freeze(this);
-  }
-
-  get size(): number {
-    return this.#map.size;
-  }
-  get(key: K): V | undefined {
-    return this.#map.get(key);
-  }
-  has(key: K): boolean {
-    return this.#map.has(key);
-  }
-  keys(): MapIterator<K> {
-    return this.#map.keys();
-  }
-  values(): MapIterator<V> {
-    return this.#map.values();
-  }
-  entries(): MapIterator<[K, V]> {
-    return this.#map.entries();
-  }
-  forEach(fn: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
-    this.#map.forEach((value, key) => fn.call(thisArg, value, key, this));
-  }
-  [Symbol.iterator](): MapIterator<[K, V]> {
-    return this.#map.entries();
-  }
-}
-
 /** What else happens when a participant appears or goes (its media). */
 export interface ParticipantHooks {
   appeared(participant: RemoteParticipant, info: ParticipantInfo): void;
@@ -70,9 +36,8 @@ export interface ParticipantHooks {
  * counted, and pulled page by page on request.
  */
 export class Participants {
-  private readonly stage = new Map<string, RemoteParticipant>();
-  /** A read-only view of {@link stage}. */
-  readonly view: ReadonlyMap<string, RemoteParticipant>;
+  /** The on-stage participants: a Map callers can read and not change. */
+  readonly view = new ReadOnlyMap<string, RemoteParticipant>();
   private current: ParticipantCounts;
 
   constructor(
@@ -83,9 +48,8 @@ export class Participants {
     initial: ParticipantInfo[],
     counts: ParticipantCounts,
   ) {
-    for (const info of initial) this.stage.set(info.id, new RemoteParticipant(info, actions));
+    for (const info of initial) writeEntry(this.view, info.id, new RemoteParticipant(info, actions));
     this.current = Object.freeze({ ...counts });
-    this.view = new ReadonlyMapView(this.stage);
   }
 
   get counts(): ParticipantCounts {
@@ -94,13 +58,13 @@ export class Participants {
 
   /** Payloads to replay to a late `participant-joined` listener, in join order. */
   *joinedReplay(): Iterable<RoomEvents['participant-joined']> {
-    for (const participant of this.stage.values()) yield { participant };
+    for (const participant of this.view.values()) yield { participant };
   }
 
   joined(info: ParticipantInfo): void {
-    if (this.stage.has(info.id)) return;
+    if (this.view.has(info.id)) return;
     const participant = new RemoteParticipant(info, this.actions);
-    this.stage.set(info.id, participant);
+    writeEntry(this.view, info.id, participant);
     this.events.emit('participant-joined', { participant });
     this.hooks.appeared(participant, info);
   }
@@ -108,25 +72,25 @@ export class Participants {
   /** @internal The initial stage's media, once the room is wired. */
   start(initial: ParticipantInfo[]): void {
     for (const info of initial) {
-      const participant = this.stage.get(info.id);
+      const participant = this.view.get(info.id);
       if (participant) this.hooks.appeared(participant, info);
     }
   }
 
   left(id: string): void {
-    const participant = this.stage.get(id);
+    const participant = this.view.get(id);
     if (!participant) return;
     this.hooks.gone(participant);
-    this.stage.delete(id);
+    deleteEntry(this.view, id);
     this.events.emit('participant-left', { participant });
   }
 
   /** After a reconnection: the relay's stage now; who came and went meanwhile is told, once. */
   reconcile(infos: ParticipantInfo[], counts: ParticipantCounts): void {
     const now = new Set(infos.map((i) => i.id));
-    for (const id of [...this.stage.keys()]) if (!now.has(id)) this.left(id);
+    for (const id of [...this.view.keys()]) if (!now.has(id)) this.left(id);
     for (const info of infos) {
-      const participant = this.stage.get(info.id);
+      const participant = this.view.get(info.id);
       if (participant) this.hooks.synced(participant, info);
       else this.joined(info);
     }
