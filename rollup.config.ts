@@ -1,31 +1,42 @@
-import { builtinModules } from 'node:module';
-import type { RollupOptions } from 'rollup';
-import { nodeResolve } from '@rollup/plugin-node-resolve';
-import esbuild from 'rollup-plugin-esbuild';
 import { readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { nodeResolve } from '@rollup/plugin-node-resolve';
+import type { RollupOptions } from 'rollup';
+import esbuild from 'rollup-plugin-esbuild';
 
 const node = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
-/** The SDK's runtime dependencies: imported by the ESM and CJS builds (the app's bundler dedupes them), bundled into the script tag. */
-const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { dependencies?: Record<string, string> };
-const deps = Object.keys(pkg.dependencies ?? {});
 const ts = (minify = false) => esbuild({ target: 'es2022', minify, sourceMap: true, legalComments: 'none' });
+
+/** The runtime dependencies of a workspace package: imported by its builds, never bundled into them. */
+function dependencies(dir: string): string[] {
+  const pkg = JSON.parse(readFileSync(new URL(`./packages/${dir}/package.json`, import.meta.url), 'utf8')) as { dependencies?: Record<string, string> };
+  return Object.keys(pkg.dependencies ?? {});
+}
+
+const SDK = 'packages/tessera/dist';
+const RELAY = 'packages/tessera-relay/dist';
 
 const config: RollupOptions[] = [
   {
-    // the browser SDK: ESM and CJS for bundlers and Node, unminified with source maps
+    // the browser SDK for bundlers and Node: ESM and CJS, unminified with source maps
     input: 'src/index.ts',
     plugins: [ts()],
-    external: deps,
+    external: dependencies('tessera'),
     output: [
-      { file: 'dist/tessera.mjs', format: 'es', sourcemap: true },
-      { file: 'dist/tessera.cjs', format: 'cjs', sourcemap: true, exports: 'named' },
+      { file: `${SDK}/tessera.mjs`, format: 'es', sourcemap: true },
+      // 'auto': a dependency required here may be CJS (Node) or ESM with __esModule (a bundler)
+      { file: `${SDK}/tessera.cjs`, format: 'cjs', sourcemap: true, exports: 'named', interop: 'auto' },
     ],
   },
   {
-    // the script-tag bundle: global `Tessera`
+    // straight into a browser, no bundler: the script tag (global `Tessera`) and an ES module,
+    // both with the dependencies inside
     input: 'src/index.ts',
     plugins: [nodeResolve({ browser: true }), ts(true)],
-    output: { file: 'dist/tessera.iife.min.js', format: 'iife', name: 'Tessera', sourcemap: true, exports: 'named' },
+    output: [
+      { file: `${SDK}/tessera.iife.min.js`, format: 'iife', name: 'Tessera', sourcemap: true, exports: 'named' },
+      { file: `${SDK}/tessera.browser.mjs`, format: 'es', sourcemap: true },
+    ],
   },
   {
     // token minting for Node backends: `tessera/server`
@@ -33,16 +44,16 @@ const config: RollupOptions[] = [
     plugins: [ts()],
     external: node,
     output: [
-      { file: 'dist/server.mjs', format: 'es', sourcemap: true },
-      { file: 'dist/server.cjs', format: 'cjs', sourcemap: true, exports: 'named' },
+      { file: `${SDK}/server.mjs`, format: 'es', sourcemap: true },
+      { file: `${SDK}/server.cjs`, format: 'cjs', sourcemap: true, exports: 'named' },
     ],
   },
   {
-    // the relay behind `tessera-relay`
+    // the relay: `tessera-relay`
     input: 'relay/index.ts',
     plugins: [ts()],
-    external: [...node, 'ws', 'werift'],
-    output: { file: 'dist/relay.mjs', format: 'es', sourcemap: true },
+    external: [...node, ...dependencies('tessera-relay')],
+    output: { file: `${RELAY}/relay.mjs`, format: 'es', sourcemap: true },
   },
 ];
 

@@ -9,11 +9,12 @@ import { transformSync } from 'esbuild';
  */
 export const BUDGET = 25 * 1024;
 
-const root = new URL('../dist/', import.meta.url);
+const root = new URL('../packages/tessera/dist/', import.meta.url);
 const builds = [
   ['tessera.mjs (ESM)', 'tessera.mjs', 'esm'],
   ['tessera.cjs (CJS)', 'tessera.cjs', 'cjs'],
   ['tessera.iife.min.js (script tag)', 'tessera.iife.min.js', null],
+  ['tessera.browser.mjs (ES module for browsers, no bundler)', 'tessera.browser.mjs', 'esm'],
   ['server.mjs (tessera/server, Node)', 'server.mjs', 'esm'],
 ];
 

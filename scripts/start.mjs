@@ -37,7 +37,7 @@ process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
 
 try {
-  const relay = await start('relay', ['bin/tessera-relay.mjs', '--port', relayPort], {}, /listening on (ws:\/\/\S+)/);
+  const relay = await start('relay', ['packages/tessera-relay/bin/tessera-relay.mjs', '--port', relayPort], {}, /listening on (ws:\/\/\S+)/);
   const relayUrl = relay.value;
   const [, apiKey, secret] = /API key "([^"]+)", secret "([^"]+)"/.exec(relay.out) ?? [];
   if (!apiKey || !secret) throw new Error('the relay did not say its dev-mode key');

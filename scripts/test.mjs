@@ -45,11 +45,15 @@ const stages = {
   unit: () => nodeTests([...find('src', '.test.ts'), ...find('relay', '.test.ts')]),
   integration: () => nodeTests(find('test', '.test.ts')),
   size: () => run(process.execPath, ['scripts/size.mjs']).then((r) => r.code),
-  // the package as published: publint and "are the types wrong" on `npm pack`'s tarball
+  // both packages as published: publint and "are the types wrong" on `npm pack`'s tarball of each
   package: async () => {
-    const lint = await run(bin('publint'), ['--strict']);
-    if (lint.code !== 0) return lint.code;
-    return (await run(bin('attw'), ['--pack', '.', '--profile', 'node16'])).code;
+    for (const [dir, profile] of [['packages/tessera', 'node16'], ['packages/tessera-relay', 'esm-only']]) {
+      const lint = await run(bin('publint'), ['--strict', dir]);
+      if (lint.code !== 0) return lint.code;
+      const types = await run(bin('attw'), ['--pack', dir, '--profile', profile]);
+      if (types.code !== 0) return types.code;
+    }
+    return 0;
   },
   // the API reference: every public export documented (warnings are errors)
   docs: () => run(bin('typedoc'), []).then((r) => r.code),

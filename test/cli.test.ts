@@ -8,8 +8,8 @@ import { mintToken } from '../src/server/mint.ts';
 import { nextEvent, rejectsWith } from './helpers.ts';
 import { Sdk } from '../src/sdk.ts';
 
-const BIN = new URL('../bin/tessera-relay.mjs', import.meta.url).pathname;
-const TOOL = new URL('../bin/tessera.mjs', import.meta.url).pathname;
+const BIN = new URL('../packages/tessera-relay/bin/tessera-relay.mjs', import.meta.url).pathname;
+const TOOL = new URL('../packages/tessera/bin/tessera.mjs', import.meta.url).pathname;
 // every file these tests write lives here (dev mode's key included: never the user's), removed at the end
 const TMP = mkdtempSync(join(tmpdir(), 'tessera-cli-'));
 const DEV_KEYS = join(TMP, 'dev-keys.json');

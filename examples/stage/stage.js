@@ -1,6 +1,6 @@
 // Tessera Stage: a small product on the ESM bundle. Every permission is the relay's call:
 // buttons are offered by role for convenience, and every refusal is shown as a sentence.
-import { Sdk, SdkError, ErrorCode } from '/dist/tessera.mjs';
+import { Sdk, SdkError, ErrorCode } from '/dist/tessera.browser.mjs';
 
 const $ = (id) => document.getElementById(id);
 function h(tag, props = {}, ...children) {

@@ -22,6 +22,8 @@ if (!API_KEY || !API_SECRET) {
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const STATIC = ['/dist/', '/examples/'];
+// /dist/ is the SDK package's build
+const onDisk = (path) => join(ROOT, path.startsWith('/dist/') ? `packages/tessera${path}` : path);
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript', '.css': 'text/css', '.map': 'application/json', '.svg': 'image/svg+xml' };
 
 /** Roles of the demo, each a grant (and a tier) — the only place grants are decided. */
@@ -142,7 +144,7 @@ function serveStatic(req, res, path) {
   path = normalize(path);
   if (path === '/') path = '/examples/stage/';
   if (path.endsWith('/')) path += 'index.html';
-  const file = join(ROOT, path);
+  const file = onDisk(path);
   if (!STATIC.some((p) => path.startsWith(p)) || !file.startsWith(ROOT) || !existsSync(file) || !statSync(file).isFile()) {
     res.writeHead(404, { 'content-type': 'text/plain' });
     return res.end('not found');
