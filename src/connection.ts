@@ -2,6 +2,7 @@ import { SdkError } from './errors.ts';
 import { call } from './emitter.ts';
 import { reasonForClose, type DisconnectReason, type ErrorReason } from './protocol/codes.ts';
 import {
+  decodeChunkHeader,
   PROTOCOL_VERSION,
   type EventFrame,
   type JoinFrame,
@@ -11,15 +12,36 @@ import {
   type ResumeFrame,
   type Result,
   type ServerFrame,
-  type WireError,
 } from './protocol/messages.ts';
-import { isRecord } from './protocol/parse.ts';
+import { bad, type Parsed } from './protocol/parse.ts';
+import { parseResult, parseServerFrame } from './protocol/validate-server.ts';
 
 const reportError = (error: unknown) => call(() => { throw error; }, undefined);
+
+/** The relay broke the protocol: not the caller's fault. */
+const badFrame = (problem: string) => new SdkError('INTERNAL_ERROR', `the relay sent a malformed frame: ${problem}`, { reason: 'bad-frame' });
+
+/**
+ * What arrived on the socket: a binary frame, or a text frame parsed (`null`: a frame to
+ * ignore, e.g. an event a newer relay knows and this SDK does not).
+ */
+type Inbound = Uint8Array | Parsed<ServerFrame | null>;
+
+/** Parse what a socket delivered; never throws. */
+function inbound(data: unknown): Inbound {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (typeof data !== 'string') return bad('a frame neither text nor binary');
+  return parseServerFrame(data);
+}
 
 /** What the connection reports to the room that owns it. */
 export interface ConnectionHandlers {
   event(frame: EventFrame): void;
+  /**
+   * Something went wrong that no call is waiting for: a malformed frame from the relay (not
+   * tied to a request), or the relay's own `error` frame.
+   */
+  error(error: SdkError): void;
   /** A binary frame (a data stream chunk). */
   binary(frame: Uint8Array): void;
   /** The connection dropped; it is being re-established. */
@@ -55,6 +77,9 @@ export interface OpenOptions {
 }
 
 interface Pending {
+  /** What the request was: its result is checked against the method. */
+  method: Method;
+  params: unknown;
   resolve(value: unknown): void;
   reject(error: SdkError): void;
   timer: ReturnType<typeof setTimeout>;
@@ -63,18 +88,6 @@ interface Pending {
 interface Queued extends Pending {
   frame: string;
   id: number;
-}
-
-const FRAME_TYPES = new Set<string>(['joined', 'lobby', 'join-error', 'response', 'event', 'error', 'pong']);
-
-function parseServerFrame(data: unknown): ServerFrame | null {
-  if (typeof data !== 'string') return null;
-  try {
-    const frame: unknown = JSON.parse(data);
-    return isRecord(frame) && typeof frame.type === 'string' && FRAME_TYPES.has(frame.type) ? (frame as unknown as ServerFrame) : null;
-  } catch {
-    return null;
-  }
 }
 
 /** Bytes of a string's UTF-8, without encoding it. */
@@ -94,7 +107,7 @@ interface Handshake {
   ws: WebSocket;
   joined: JoinedFrame;
   /** Frames that came right behind `joined`, before anyone listened. */
-  early: Array<ServerFrame | Uint8Array>;
+  early: Inbound[];
 }
 
 /** Open a socket, send the first frame, and resolve with the relay's `joined` answer. */
@@ -135,16 +148,13 @@ function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeo
     ws.onerror = () => settle(new SdkError('CONNECTION_FAILED', `cannot connect to ${url}`));
     ws.onclose = (event) => settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
     ws.onmessage = (event) => {
-      if (settled) {
-        // frames right behind `joined` in the same read, before the connection adopts the socket
-        if (event.data instanceof ArrayBuffer) early.push(new Uint8Array(event.data));
-        else {
-          const frame = parseServerFrame(event.data);
-          if (frame) early.push(frame);
-        }
-        return;
-      }
-      const frame = parseServerFrame(event.data);
+      const parsed = inbound(event.data);
+      // frames right behind `joined` in the same read, before the connection adopts the socket
+      if (settled) return void early.push(parsed);
+      if (parsed instanceof Uint8Array) return;
+      // the relay broke the protocol before the join completed: no room to tell, the join fails
+      if (!parsed.ok) return settle(badFrame(parsed.problem));
+      const frame = parsed.value;
       if (!frame) return;
       if (frame.type === 'joined') return settle(null, frame);
       if (frame.type === 'lobby') {
@@ -182,7 +192,7 @@ export class Connection {
   private closedReason: DisconnectReason | null = null;
   private readonly whenClosed: Array<() => void> = [];
   /** Frames that arrived before the room attached its handlers. */
-  private early: Array<ServerFrame | Uint8Array> = [];
+  private early: Inbound[] = [];
   private credential = '';
   /** The relay's largest accepted frame (from `joined.limits`); larger requests are refused here. */
   private maxFrameBytes = Infinity;
@@ -202,25 +212,24 @@ export class Connection {
   /** Make a socket that completed its handshake this connection's socket. */
   private adopt({ ws, joined, early }: Handshake): void {
     this.ws = ws;
-    // validated, not trusted: without a credential a drop can only be answered by a new join
-    this.credential = typeof joined.resume?.credential === 'string' ? joined.resume.credential : '';
-    const limit = joined.limits?.maxFrameBytes;
-    this.maxFrameBytes = typeof limit === 'number' && limit > 0 ? limit : Infinity;
+    this.credential = joined.resume.credential;
+    const limit = joined.limits.maxFrameBytes;
+    this.maxFrameBytes = limit > 0 ? limit : Infinity;
     this.lastFrameAt = Date.now();
     ws.onerror = null;
     ws.onclose = (event) => {
       if (ws !== this.ws) return;
-      this.onSocketClose(event.code);
+      try {
+        this.onSocketClose(event.code);
+      } catch (error) {
+        reportError(error);
+      }
       for (const fn of this.whenClosed.splice(0)) fn();
     };
     ws.onmessage = (event) => {
       if (ws !== this.ws) return;
       this.lastFrameAt = Date.now();
-      if (event.data instanceof ArrayBuffer) this.deliver(new Uint8Array(event.data));
-      else {
-        const frame = parseServerFrame(event.data);
-        if (frame) this.deliver(frame);
-      }
+      this.deliver(inbound(event.data));
     };
     for (const frame of early) this.deliver(frame);
     this.startHeartbeat(this.options.heartbeatMs);
@@ -257,14 +266,42 @@ export class Connection {
     if (this.closedReason) handlers.closed(this.closedReason);
   }
 
-  private deliver(frame: ServerFrame | Uint8Array): void {
-    if (!this.handlers) {
+  /** Hand what arrived to whom it concerns. Never throws: it runs in the socket's handler. */
+  private deliver(frame: Inbound): void {
+    const handlers = this.handlers;
+    if (!handlers) {
       this.early.push(frame);
       return;
     }
-    if (frame instanceof Uint8Array) return this.handlers.binary(frame);
-    if (frame.type === 'response') this.onResponse(frame.id, 'error' in frame ? frame.error : null, 'result' in frame ? frame.result : undefined);
-    else if (frame.type === 'event') this.handlers.event(frame);
+    try {
+      this.dispatch(frame, handlers);
+    } catch (cause) {
+      // a fault of the SDK's own handling: told to the room, the socket's handler goes on
+      try {
+        handlers.error(new SdkError('INTERNAL_ERROR', `handling a frame from the relay failed: ${String(cause)}`, { reason: 'internal', cause }));
+      } catch (error) {
+        reportError(error);
+      }
+    }
+  }
+
+  private dispatch(frame: Inbound, handlers: ConnectionHandlers): void {
+    if (frame instanceof Uint8Array) {
+      if (decodeChunkHeader(frame)) handlers.binary(frame);
+      else handlers.error(new SdkError('INTERNAL_ERROR', 'the relay sent a binary frame that is not a stream chunk', { reason: 'bad-chunk' }));
+      return;
+    }
+    if (!frame.ok) {
+      // a malformed answer to a request fails that request; anything else is told to the room
+      const pending = frame.id === undefined ? undefined : this.pending.get(frame.id);
+      if (pending) this.settle(frame.id!, pending, badFrame(frame.problem));
+      else handlers.error(badFrame(frame.problem));
+      return;
+    }
+    const value = frame.value;
+    if (value?.type === 'response') this.onResponse(value);
+    else if (value?.type === 'event') handlers.event(value);
+    else if (value?.type === 'error') handlers.error(SdkError.fromWire(value.error));
   }
 
   /**
@@ -286,7 +323,7 @@ export class Connection {
         if (at >= 0) this.queued.splice(at, 1);
         reject(new SdkError('TIMEOUT', `${method}: no answer from the relay within ${timeoutMs} ms`));
       }, timeoutMs);
-      const entry = { resolve: resolve as (value: unknown) => void, reject, timer };
+      const entry: Pending = { method, params, resolve: resolve as (value: unknown) => void, reject, timer };
       if (this.state === 'reconnecting') this.queued.push({ ...entry, frame, id });
       else {
         this.pending.set(id, entry);
@@ -330,12 +367,19 @@ export class Connection {
     return new SdkError('NOT_CONNECTED', `${what}: not connected to the room (${reason})`, { reason });
   }
 
-  private onResponse(id: number, error: WireError | null, result: unknown): void {
-    const pending = this.pending.get(id);
+  /** A response: its request settles with the result, checked against the method, or the relay's error. */
+  private onResponse(frame: Extract<ServerFrame, { type: 'response' }>): void {
+    const pending = this.pending.get(frame.id);
     if (!pending) return;
+    if ('error' in frame) return this.settle(frame.id, pending, SdkError.fromWire(frame.error));
+    const result = parseResult(pending.method, frame.result, pending.params as Params<Method>);
+    this.settle(frame.id, pending, result.ok ? null : badFrame(`${pending.method} result ${result.problem}`), result.ok ? result.value : undefined);
+  }
+
+  private settle(id: number, pending: Pending, error: SdkError | null, result?: unknown): void {
     this.pending.delete(id);
     clearTimeout(pending.timer);
-    if (error) pending.reject(SdkError.fromWire(error));
+    if (error) pending.reject(error);
     else pending.resolve(result);
   }
 

@@ -78,6 +78,23 @@ export interface RoomEvents {
   reconnected: { resumed: boolean };
   /** The session ended; `reason` says why. No event follows. */
   disconnected: { reason: DisconnectReason };
+  /**
+   * Something went wrong that no call of yours is waiting for; the session goes on. Either the
+   * relay's own `error` frame, with the relay's code (it answers traffic that was not a
+   * request, e.g. a binary frame you sent that is not a stream chunk), or the relay broke the
+   * protocol and the frame was dropped: a frame of an unknown type, one that is not JSON, an
+   * event whose data is malformed (`INTERNAL_ERROR`, reason `bad-frame`), a binary frame that is
+   * not a stream chunk (`INTERNAL_ERROR`, `bad-chunk`). A malformed answer to a call rejects
+   * that call instead. An event this SDK does not know (from a newer relay) is ignored, not
+   * reported. Errors in frames that arrive before `Sdk.join()` resolves are emitted before any
+   * listener can be added.
+   *
+   * @example
+   * ```ts
+   * room.on('error', ({ error }) => console.warn('tessera:', error.code, error.reason, error.message));
+   * ```
+   */
+  error: { error: SdkError };
 }
 
 /** The name of a room event. */

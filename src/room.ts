@@ -134,6 +134,7 @@ export class Room {
       },
       reconnected: (fresh) => void this.reconcile(fresh),
       event: (frame) => this.onEvent(frame),
+      error: (error) => this.events.emit('error', { error }),
       binary: (frame) => this.dataStream.chunk(frame),
       closed: (reason) => this.onClosed(reason),
     });

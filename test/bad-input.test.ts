@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CloseCode } from '../src/protocol/codes.ts';
+import { effectiveGrant } from '../src/protocol/grant.ts';
 import { ROOM_GRANT, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin } from './raw.ts';
 
@@ -154,9 +155,11 @@ describe('bad input: the relay answers with a typed error or a documented close,
       ws.once('message', () =>
         ws.send(JSON.stringify({
           type: 'joined', v: 1, roomId: 'r',
-          self: { id: 'me', name: 'me', isViewer: false, grant: { canSubscribeData: true, canPublishSources: [] }, joinedAt: Date.now() },
+          self: { id: 'me', name: 'me', isViewer: false, grant: effectiveGrant({ canPublishSources: [] }), joinedAt: Date.now() },
           participants: [], counts: { speaker: 1, viewer: 0, total: 1 },
           outputs: Object.fromEntries(['recording', 'hls', 'livestream', 'transcription', 'whiteboard'].map((o) => [o, { state: 'stopped' }])),
+          resume: { credential: 'c', graceMs: 0 },
+          limits: { maxFrameBytes: 262144, maxPayloadBytes: 65536 },
         })),
       ),
     );

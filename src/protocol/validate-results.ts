@@ -1,0 +1,78 @@
+/**
+ * The SDK's parsers of the result of every method: one per method, in a typed table. A result
+ * that does not parse means the relay broke the protocol (not the caller's fault).
+ */
+import type { OutputName } from './control.ts';
+import type { Method, Params, Result } from './messages.ts';
+import { bad, isRecord, ok, type Parsed } from './parse.ts';
+import {
+  isLobbyDecision,
+  isNumber,
+  isParticipantSummary,
+  isPubSubMessage,
+  isShape,
+  isString,
+  list,
+  parseOutputStatus,
+  record,
+  type Guard,
+} from './validate-server-values.ts';
+
+/** A parser of one method's result; `params` are the request's (e.g. which output it started). */
+export type ResultParser<M extends Method> = (result: unknown, params: Params<M>) => Parsed<Result<M>>;
+
+const empty = (result: unknown): Parsed<Record<string, never>> => (isRecord(result) ? ok({}) : bad('must be an object'));
+
+/** `{ [field]: T[] }`, every element checked in place. */
+function listIn<F extends string, T>(field: F, guard: Guard<T>) {
+  return (result: unknown): Parsed<{ [K in F]: T[] }> => {
+    if (!isRecord(result)) return bad('must be an object');
+    const items = list(field, result[field], guard);
+    return items.ok ? ok({ [field]: items.value } as { [K in F]: T[] }) : items;
+  };
+}
+
+const decisions = listIn('decisions', isLobbyDecision);
+const status = (result: unknown, params: { output: OutputName }) => parseOutputStatus(params.output, result);
+
+/** One parser per method: the typed dispatch table of result validation. */
+const RESULTS: { [M in Method]: ResultParser<M> } = {
+  'lobby.admit': decisions,
+  'lobby.deny': decisions,
+  'participant.request-unpublish': empty,
+  'output.start': status,
+  'output.stop': status,
+  'whiteboard.draw': record({ shape: isShape }),
+  'whiteboard.clear': empty,
+  'whiteboard.shapes': listIn('shapes', isShape),
+  'media.publish': record({ sdp: isString }),
+  'media.unpublish': empty,
+  'media.mute': empty,
+  'media.subscribe': record({ subscriptionId: isString, sdp: isString }),
+  'media.layer': record({ layer: isString }),
+  'media.answer': empty,
+  'media.unsubscribe': empty,
+  'media.force-unpublish': empty,
+  'participants.list': (result) => {
+    if (!isRecord(result)) return bad('must be an object');
+    const { nextCursor } = result;
+    if (nextCursor !== null && !isString(nextCursor)) return bad('nextCursor must be a string or null');
+    const participants = list('participants', result.participants, isParticipantSummary);
+    return participants.ok ? ok({ participants: participants.value, nextCursor }) : participants;
+  },
+  'room.end': empty,
+  'participant.remove': empty,
+  'session.leave': empty,
+  'pubsub.publish': record({ id: isString, timestamp: isNumber, recipients: isNumber }),
+  'pubsub.subscribe': empty,
+  'pubsub.unsubscribe': empty,
+  'pubsub.history': listIn('messages', isPubSubMessage),
+  'stream.open': record({ streamId: isNumber, chunkBytes: isNumber, window: isNumber }),
+  'stream.close': empty,
+};
+
+/** Validate the result of a request of `method` made with `params`. */
+export function parseResult<M extends Method>(method: M, result: unknown, params: Params<M>): Parsed<Result<M>> {
+  const parsed = (RESULTS[method] as ResultParser<M> | undefined)?.(result, params);
+  return parsed ?? bad(`unknown method ${method}`);
+}

@@ -1,0 +1,115 @@
+/**
+ * Validation of inbound server frames, for the SDK: the mirror of `validate.ts`. Every text
+ * frame from the relay goes through {@link parseServerFrame}, which returns a typed frame, says
+ * what is wrong with it, or (`null`) says to ignore it: an event this SDK does not know, from a
+ * newer relay. A response's `result` is checked against its method by `validate-results.ts`,
+ * since only the request says which method it answers.
+ */
+import type { JoinedFrame, ServerFrame } from './messages.ts';
+import { bad, isRecord, ok, type Parsed } from './parse.ts';
+import { parseEventFrame } from './validate-server-events.ts';
+import {
+  has,
+  isLobbyRequest,
+  isNumber,
+  isParticipantInfo,
+  isString,
+  list,
+  parseCounts,
+  parseOutputStatuses,
+  parseSelf,
+  parseWireError,
+  record,
+} from './validate-server-values.ts';
+
+export { parseResult } from './validate-results.ts';
+export { isServerEventName } from './validate-server-events.ts';
+
+type FrameType = ServerFrame['type'];
+type FrameOf<T extends FrameType> = Extract<ServerFrame, { type: T }>;
+
+const parseResume = record<JoinedFrame['resume']>({ credential: isString, graceMs: isNumber });
+const parseLimits = record<JoinedFrame['limits']>({ maxFrameBytes: isNumber, maxPayloadBytes: isNumber });
+
+/** Validate a `joined` frame: everything the room is built from. */
+export function parseJoinedFrame(frame: Record<string, unknown>): Parsed<JoinedFrame> {
+  const { v, roomId, resumed } = frame;
+  if (!isNumber(v)) return bad('joined: v must be a number');
+  if (!isString(roomId)) return bad('joined: roomId must be a string');
+  if (resumed !== undefined && typeof resumed !== 'boolean') return bad('joined: resumed must be a boolean');
+  const self = parseSelf(frame.self);
+  if (!self.ok) return bad(`joined: self ${self.problem}`);
+  const participants = list('participants', frame.participants, isParticipantInfo);
+  if (!participants.ok) return bad(`joined: ${participants.problem}`);
+  const counts = parseCounts(frame.counts);
+  if (!counts.ok) return bad(`joined: counts ${counts.problem}`);
+  const outputs = parseOutputStatuses(frame.outputs);
+  if (!outputs.ok) return bad(`joined: outputs ${outputs.problem}`);
+  const lobby = frame.lobby === undefined ? ok(undefined) : list('lobby', frame.lobby, isLobbyRequest);
+  if (!lobby.ok) return bad(`joined: ${lobby.problem}`);
+  const resume = parseResume(frame.resume);
+  if (!resume.ok) return bad(`joined: resume ${resume.problem}`);
+  const limits = parseLimits(frame.limits);
+  if (!limits.ok) return bad(`joined: limits ${limits.problem}`);
+  return ok({
+    type: 'joined',
+    v,
+    roomId,
+    self: self.value,
+    participants: participants.value,
+    counts: counts.value,
+    outputs: outputs.value,
+    ...(lobby.value === undefined ? {} : { lobby: lobby.value }),
+    resume: resume.value,
+    ...(resumed === undefined ? {} : { resumed }),
+    limits: limits.value,
+  });
+}
+
+/** A `join-error` or `error` frame: its error checked, its code, reason and kind kept as sent. */
+function errorFrame<T extends 'join-error' | 'error'>(type: T) {
+  return (frame: Record<string, unknown>): Parsed<FrameOf<T>> => {
+    const error = parseWireError(frame.error);
+    return error.ok ? ok({ type, error: error.value } as FrameOf<T>) : bad(`${type}: error ${error.problem}`);
+  };
+}
+
+/** One parser per frame type: the typed dispatch table of frame validation. */
+const FRAMES: { [T in FrameType]: (frame: Record<string, unknown>) => Parsed<FrameOf<T> | null> } = {
+  joined: parseJoinedFrame,
+  lobby: ({ requestedAt, ttl }) => (isNumber(requestedAt) && isNumber(ttl) ? ok({ type: 'lobby', requestedAt, ttl }) : bad('lobby: requestedAt and ttl must be numbers')),
+  'join-error': errorFrame('join-error'),
+  // the result is checked by the request's method (parseResult); a malformed answer keeps its id
+  response: (frame) => {
+    const id = frame.id;
+    if (!Number.isSafeInteger(id)) return bad('response: id must be an integer');
+    const rid = id as number;
+    if (frame.error !== undefined) {
+      const error = parseWireError(frame.error);
+      return error.ok ? ok({ type: 'response', id: rid, error: error.value }) : bad(`response: error ${error.problem}`, rid);
+    }
+    return frame.result === undefined ? bad('response: result or error is required', rid) : ok({ type: 'response', id: rid, result: frame.result });
+  },
+  event: parseEventFrame,
+  error: errorFrame('error'),
+  pong: () => ok({ type: 'pong' }),
+};
+
+/** Parse a parsed JSON value as a server frame (`null`: a frame to ignore). */
+export function parseServerValue(frame: unknown): Parsed<ServerFrame | null> {
+  if (!isRecord(frame)) return bad('frame must be a JSON object');
+  const type = frame.type;
+  if (!has(FRAMES, type)) return bad(`unknown frame type ${isString(type) ? JSON.stringify(type).slice(0, 80) : typeof type}`);
+  return (FRAMES[type] as (frame: Record<string, unknown>) => Parsed<ServerFrame | null>)(frame);
+}
+
+/** Parse a text frame from the relay into a server frame (`null`: a frame to ignore). */
+export function parseServerFrame(text: string): Parsed<ServerFrame | null> {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    return bad('frame is not valid JSON');
+  }
+  return parseServerValue(frame);
+}

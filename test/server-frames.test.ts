@@ -1,0 +1,256 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { WebSocketServer, type WebSocket as ServerSocket } from 'ws';
+import { SdkError } from '../src/errors.ts';
+import { Sdk } from '../src/sdk.ts';
+import type { Room } from '../src/room.ts';
+import { mintToken } from '../src/server/mint.ts';
+import { API_KEY, nextEvent, SECRET } from './helpers.ts';
+
+/**
+ * Issue 12: the SDK validates every frame the relay sends. A fake relay (a bare `ws` server)
+ * answers the join with a valid `joined`, then sends what a relay must never send: each reaches
+ * the room as a typed error (or fails the one call it answers), nothing crashes, and the room
+ * goes on working.
+ */
+
+/** A `joined` frame as a real relay sends it (captured from `startTestRelay`). */
+const joinedFrame = () => ({
+  type: 'joined',
+  v: 1,
+  roomId: 'r',
+  self: {
+    id: 'a',
+    name: 'a',
+    isViewer: false,
+    grant: {
+      canPublish: true, canSubscribe: true, canPublishData: true, canSubscribeData: true, canRecord: false, canHls: false,
+      canLivestream: false, canTranscribe: false, canWhiteboard: false, canModerate: true, canPublishSources: ['camera', 'microphone', 'screen'],
+    },
+    joinedAt: Date.now(),
+  },
+  participants: [] as unknown[],
+  counts: { speaker: 1, viewer: 0, total: 1 },
+  outputs: { recording: { state: 'stopped' }, hls: { state: 'stopped' }, livestream: { state: 'stopped' }, transcription: { state: 'stopped' }, whiteboard: { state: 'stopped' } },
+  lobby: [],
+  resume: { credential: 'Qm4q7XAKOQ1EOQG-I-8Hqht0HFXJj9r-', graceMs: 15000 },
+  limits: { maxFrameBytes: 262144, maxPayloadBytes: 65536 },
+});
+
+interface Request {
+  id: number;
+  method: string;
+  params: Record<string, unknown>;
+}
+
+interface FakeRelay {
+  url: string;
+  /** The server side of the latest connection. */
+  socket(): ServerSocket;
+  /** The next request frame the SDK sends. */
+  nextRequest(): Promise<Request>;
+  close(): Promise<void>;
+}
+
+/** A fake relay: `answerJoin` sends what it likes in answer to the first frame. */
+async function fakeRelay(answerJoin: (ws: ServerSocket) => void = (ws) => ws.send(JSON.stringify(joinedFrame()))): Promise<FakeRelay> {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await once(server, 'listening');
+  let latest: ServerSocket | null = null;
+  const requests: Request[] = [];
+  const waiting: Array<(r: Request) => void> = [];
+  server.on('connection', (ws) => {
+    latest = ws;
+    ws.once('message', () => {
+      answerJoin(ws);
+      ws.on('message', (data, binary) => {
+        if (binary) return;
+        const frame = JSON.parse(String(data)) as { type: string } & Request;
+        if (frame.type === 'ping') return ws.send('{"type":"pong"}');
+        if (frame.type !== 'request') return;
+        const take = waiting.shift();
+        if (take) take(frame);
+        else requests.push(frame);
+      });
+    });
+  });
+  return {
+    url: `ws://127.0.0.1:${(server.address() as { port: number }).port}`,
+    socket: () => latest!,
+    nextRequest: () => new Promise((resolve) => {
+      const queued = requests.shift();
+      if (queued) resolve(queued);
+      else waiting.push(resolve);
+    }),
+    close: async () => {
+      for (const ws of server.clients) ws.terminate();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const token = () => mintToken({ apiKey: API_KEY, secret: SECRET, roomId: 'r', participantId: 'a', grant: { canPublishData: true, canModerate: true } });
+const join = (url: string) => Sdk.join({ url, token: token(), reconnect: false, heartbeatMs: 60_000, timeoutMs: 3000 });
+
+/** Assert `error` is an SdkError with these fields. */
+function assertSdkError(error: unknown, expected: { kind: string; code: string; reason?: string; message?: RegExp }): void {
+  assert.ok(error instanceof SdkError, `not an SdkError: ${String(error)}`);
+  assert.equal(error.kind, expected.kind);
+  assert.equal(error.code, expected.code);
+  assert.equal(error.reason, expected.reason);
+  if (expected.message) assert.match(error.message, expected.message);
+}
+
+/** Rejects with what `promise` rejects with (fails when it resolves). */
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  assert.fail('expected a rejection');
+}
+
+describe('server frames: the SDK validates what the relay sends', () => {
+  const uncaught: unknown[] = [];
+  const spy = (error: unknown) => uncaught.push(error);
+  let relay: FakeRelay | null = null;
+
+  before(() => process.on('uncaughtException', spy));
+  after(() => process.off('uncaughtException', spy));
+  afterEach(async () => {
+    await relay?.close();
+    relay = null;
+    assert.deepEqual(uncaught, [], 'no uncaught exception');
+  });
+
+  it('unknown, invalid, malformed and error frames reach the room as typed errors; the room keeps working', async () => {
+    relay = await fakeRelay();
+    const room = await join(relay.url);
+    const errors: SdkError[] = [];
+    room.on('error', ({ error }) => errors.push(error));
+    const ws = relay.socket();
+
+    ws.send('{"type":"hello","v":2}');
+    ws.send('{"type":"event","name":');
+    ws.send(JSON.stringify({ type: 'event', name: 'participant-joined', data: { id: 5, name: 'Mallory' } }));
+    ws.send(Buffer.from([0xff, 0x00, 0x01]), { binary: true });
+    ws.send(JSON.stringify({ type: 'error', error: { code: 'RATE_LIMITED', kind: 'Request', message: 'slow down', reason: 'message-rate' } }));
+    ws.send(JSON.stringify({ type: 'error', error: { code: 'SHINY_NEW_CODE', kind: 'State', message: 'from a newer relay', reason: 'not-a-reason-yet' } }));
+    // an event from a newer relay: ignored, no error
+    ws.send(JSON.stringify({ type: 'event', name: 'reaction', data: { emoji: '🎉' } }));
+    // a frame for nobody's request
+    ws.send(JSON.stringify({ type: 'response', id: 999, error: { message: 'no code' } }));
+    // then a valid event: still delivered
+    const joined = nextEvent(room, 'participant-joined');
+    ws.send(JSON.stringify({ type: 'event', name: 'participant-joined', data: { id: 'b', name: 'Bob', joinedAt: 1 } }));
+    assert.equal((await joined).participant.id, 'b');
+
+    assert.equal(errors.length, 7, errors.map((e) => e.message).join('\n'));
+    const [unknownType, invalidJson, badEvent, binary, rateLimited, newer, orphan] = errors;
+    assertSdkError(unknownType, { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /unknown frame type "hello"/ });
+    assertSdkError(invalidJson, { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /not valid JSON/ });
+    assertSdkError(badEvent, { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /participant-joined.*id/ });
+    assertSdkError(binary, { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-chunk' });
+    assertSdkError(rateLimited, { kind: 'Request', code: 'RATE_LIMITED', reason: 'message-rate', message: /slow down/ });
+    assertSdkError(newer, { kind: 'State', code: 'SHINY_NEW_CODE', message: /newer relay/ });
+    assertSdkError(orphan, { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /response/ });
+    assert.deepEqual([...room.remoteParticipants.keys()], ['b'], 'the malformed participant-joined changed nothing');
+    assert.equal(room.connected, true);
+  });
+
+  it('a response whose result does not parse fails its call with INTERNAL_ERROR, not the room; later calls work', async () => {
+    relay = await fakeRelay();
+    const room = await join(relay.url);
+    const errors: SdkError[] = [];
+    room.on('error', ({ error }) => errors.push(error));
+    const ws = relay.socket();
+
+    const publish = room.pubsub.publish('t', { hi: 1 });
+    const request = await relay.nextRequest();
+    assert.equal(request.method, 'pubsub.publish');
+    ws.send(JSON.stringify({ type: 'response', id: request.id, result: { id: 7, timestamp: 'now' } }));
+    assertSdkError(await rejection(publish), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /pubsub\.publish result id/ });
+
+    // neither result nor error: the same, for that request
+    const history = room.pubsub.getHistory('t');
+    const second = await relay.nextRequest();
+    ws.send(JSON.stringify({ type: 'response', id: second.id }));
+    assertSdkError(await rejection(history), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame' });
+
+    // a page of participants with one broken entry
+    const page = room.getParticipants({ tier: 'viewer' });
+    const third = await relay.nextRequest();
+    const participants = Array.from({ length: 1000 }, (_, i) => ({ id: `v${i}`, name: `V${i}`, joinedAt: i, tier: 'viewer' }));
+    participants[500] = { id: 'v500', name: 'V500', joinedAt: 500, tier: 'everyone' };
+    ws.send(JSON.stringify({ type: 'response', id: third.id, result: { participants, nextCursor: null } }));
+    assertSdkError(await rejection(page), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /participants\[500\]/ });
+
+    // a relay error keeps its own code
+    const sub = room.pubsub.subscribe('t', () => undefined);
+    const fourth = await relay.nextRequest();
+    ws.send(JSON.stringify({ type: 'response', id: fourth.id, error: { code: 'INVALID_PERMISSIONS', kind: 'Auth', message: 'no', reason: 'missing-canSubscribeData' } }));
+    assertSdkError(await rejection(sub), { kind: 'Auth', code: 'INVALID_PERMISSIONS', reason: 'missing-canSubscribeData' });
+
+    // and a valid answer resolves, with unknown fields dropped
+    const ok = room.pubsub.publish('t', 1);
+    const fifth = await relay.nextRequest();
+    ws.send(JSON.stringify({ type: 'response', id: fifth.id, result: { id: 'm1', timestamp: 5, recipients: 2, future: true } }));
+    assert.deepEqual(await ok, { id: 'm1', timestamp: 5, recipients: 2 });
+
+    assert.deepEqual(errors, [], 'failures of calls are not room errors');
+    assert.equal(room.connected, true);
+  });
+
+  it('frames right behind joined (before the room listens) are validated too', async () => {
+    relay = await fakeRelay((ws) => {
+      ws.send(JSON.stringify(joinedFrame()));
+      ws.send('{"type":"event","name":"participant-joined","data":null}');
+      ws.send(Buffer.from([1, 2]), { binary: true });
+      ws.send(JSON.stringify({ type: 'event', name: 'participant-joined', data: { id: 'c', name: 'Cy', joinedAt: 2 } }));
+    });
+    const room: Room = await join(relay.url);
+    const seen = await nextEvent(room, 'participant-joined');
+    assert.equal(seen.participant.id, 'c');
+    assert.equal(room.remoteParticipants.size, 1);
+  });
+
+  it('a malformed joined fails Sdk.join with a typed error, never a TypeError', async () => {
+    const spoil: Array<[string, (j: Record<string, unknown>) => unknown, RegExp]> = [
+      ['no self', (j) => delete j.self, /self/],
+      ['self not an object', (j) => (j.self = 'a'), /self/],
+      ['outputs missing', (j) => delete j.outputs, /outputs/],
+      ['a participant without an id', (j) => (j.participants = [{ name: 'x', joinedAt: 1 }]), /participants\[0\]/],
+      ['counts not numbers', (j) => (j.counts = { speaker: '1', viewer: 0, total: 1 }), /counts/],
+      ['no resume', (j) => delete j.resume, /resume/],
+    ];
+    for (const [what, change, problem] of spoil) {
+      const joined = joinedFrame() as Record<string, unknown>;
+      change(joined);
+      relay = await fakeRelay((ws) => ws.send(JSON.stringify(joined)));
+      const error = await rejection(join(relay.url));
+      assertSdkError(error, { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: problem });
+      assert.ok(!(error instanceof TypeError), what);
+      // the SDK closed its socket
+      const ws = relay.socket();
+      if (ws.readyState !== ws.CLOSED) await once(ws, 'close');
+      await relay.close();
+      relay = null;
+    }
+    // not JSON at all, and a frame of an unknown type, during the handshake
+    for (const frame of ['{"type":"joined",', '{"type":"welcome"}']) {
+      relay = await fakeRelay((ws) => ws.send(frame));
+      assertSdkError(await rejection(join(relay.url)), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame' });
+      await relay.close();
+      relay = null;
+    }
+    // a join-error with a code this SDK does not know keeps it
+    relay = await fakeRelay((ws) => ws.send(JSON.stringify({ type: 'join-error', error: { code: 'ROOM_FROZEN', kind: 'State', message: 'frozen' } })));
+    assertSdkError(await rejection(join(relay.url)), { kind: 'State', code: 'ROOM_FROZEN', message: /frozen/ });
+    // a malformed join-error is a malformed frame
+    await relay.close();
+    relay = await fakeRelay((ws) => ws.send(JSON.stringify({ type: 'join-error', error: 'nope' })));
+    assertSdkError(await rejection(join(relay.url)), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /join-error/ });
+  });
+});
