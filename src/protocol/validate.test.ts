@@ -25,6 +25,21 @@ describe('parseClientFrame', () => {
     assert.equal(parseClientFrame('{"type":"request","id":1,"method":"room.end","params":[]}').ok, false);
   });
 
+  it('never throws on hostile objects where a string is expected (a toString that is not a function)', () => {
+    for (const text of [
+      '{"type":{"toString":1}}',
+      '{"type":{"toString":1,"valueOf":1}}',
+      '{"type":"request","id":1,"method":{"toString":1}}',
+      '{"type":"request","id":1,"method":{"valueOf":{}, "toString":{}}}',
+      '{"type":"join","v":1,"token":"t","participantId":{"toString":1}}',
+      '{"type":"resume","v":{"valueOf":1},"credential":{"toString":1}}',
+      '{"type":"request","id":1,"method":"pubsub.publish","params":{"topic":{"toString":1},"payload":1}}',
+    ]) {
+      const parsed = parseClientFrame(text);
+      assert.equal(parsed.ok, false, text);
+    }
+  });
+
   it('checks participants.list limits', () => {
     const list = (params: unknown) => parseClientFrame(JSON.stringify({ type: 'request', id: 1, method: 'participants.list', params }));
     for (const limit of [0, 1001, 5000, 'abc', 2.5, -1]) assert.equal(list({ tier: 'viewer', limit }).ok, false, String(limit));

@@ -105,6 +105,14 @@ const PARAMS: { [M in Method]: ParamsParser<M> } = {
   'stream.close': (p) => (isUint32(p.streamId) ? ok({ streamId: p.streamId }) : bad('streamId must be a stream id')),
 };
 
+/**
+ * A value named in a problem, safely: `String()` of a hostile object (`{"toString":1}`) throws,
+ * so only strings are quoted and anything else is named by its type.
+ */
+function describe(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.slice(0, 80)) : typeof value;
+}
+
 /** True when `name` is a method of the protocol. */
 export function isMethod(name: unknown): name is Method {
   return typeof name === 'string' && Object.prototype.hasOwnProperty.call(PARAMS, name);
@@ -133,7 +141,7 @@ export function parseRequestFrame(frame: Record<string, unknown>): Parsed<Reques
   const id = frame.id;
   if (!(Number.isSafeInteger(id) && (id as number) >= 0)) return bad('id must be a non-negative integer');
   const rid = id as number;
-  if (!isMethod(frame.method)) return bad(`unknown method ${JSON.stringify(String(frame.method)).slice(0, 80)}`, rid);
+  if (!isMethod(frame.method)) return bad(`unknown method ${describe(frame.method)}`, rid);
   const params = frame.params === undefined ? {} : frame.params;
   if (!isRecord(params)) return bad('params must be an object', rid);
   const parsed = (PARAMS[frame.method] as ParamsParser<Method>)(params);
@@ -162,6 +170,6 @@ export function parseClientFrame(text: string): Parsed<ClientFrame> {
       if (typeof frame.credential !== 'string' || frame.credential.length === 0 || frame.credential.length > 128) return bad('credential must be the string the relay gave');
       return ok({ type: 'resume', v: frame.v, credential: frame.credential });
     default:
-      return bad(`unknown frame type ${JSON.stringify(String(frame.type)).slice(0, 80)}`);
+      return bad(`unknown frame type ${describe(frame.type)}`);
   }
 }
