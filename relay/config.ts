@@ -85,6 +85,8 @@ export interface RelayConfig {
   maxConnections: number;
   /** Most connections that have not yet sent their join frame. */
   maxPendingConnections: number;
+  /** Connections the kernel queues for the relay to accept (the OS caps it, on Linux at net.core.somaxconn). */
+  listenBacklog: number;
   /** Bytes of persisted pubsub history one room keeps (oldest dropped first). */
   historyBytesPerRoom: number;
   /** Bytes of persisted pubsub history the whole relay keeps. */
@@ -162,6 +164,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   outputStartTimeoutMs: 15_000,
   maxConnections: 50_000,
   maxPendingConnections: 2048,
+  listenBacklog: 4096,
   historyBytesPerRoom: 4 * 1024 * 1024,
   historyBytesTotal: 256 * 1024 * 1024,
   whiteboardBytes: 2 * 1024 * 1024,
@@ -247,6 +250,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },
   { flag: '--max-connections', env: 'TESSERA_MAX_CONNECTIONS', help: `most open connections (default ${DEFAULTS.maxConnections})`, apply: (c, v) => void (c.maxConnections = integer('--max-connections', v, 1)) },
   { flag: '--max-pending', env: 'TESSERA_MAX_PENDING', help: `most connections not yet joined (default ${DEFAULTS.maxPendingConnections})`, apply: (c, v) => void (c.maxPendingConnections = integer('--max-pending', v, 1)) },
+  { flag: '--listen-backlog', env: 'TESSERA_LISTEN_BACKLOG', help: `connections the kernel queues before the relay accepts them (default ${DEFAULTS.listenBacklog}; the OS may cap it)`, apply: (c, v) => void (c.listenBacklog = integer('--listen-backlog', v, 1)) },
   { flag: '--history-bytes', env: 'TESSERA_HISTORY_BYTES', help: `bytes of pubsub history per room (default ${DEFAULTS.historyBytesPerRoom})`, apply: (c, v) => void (c.historyBytesPerRoom = integer('--history-bytes', v, 0)) },
   { flag: '--history-bytes-total', env: 'TESSERA_HISTORY_BYTES_TOTAL', help: `bytes of pubsub history on the relay (default ${DEFAULTS.historyBytesTotal})`, apply: (c, v) => void (c.historyBytesTotal = integer('--history-bytes-total', v, 0)) },
   { flag: '--whiteboard-bytes', env: 'TESSERA_WHITEBOARD_BYTES', help: `bytes of shapes per whiteboard (default ${DEFAULTS.whiteboardBytes})`, apply: (c, v) => void (c.whiteboardBytes = integer('--whiteboard-bytes', v, 1024)) },

@@ -20,55 +20,287 @@ export interface FrameBudget {
 /** Frames held while a connection is over its budget; past either bound it is flooding. */
 const MAX_HELD_FRAMES = 4096;
 const MAX_HELD_BYTES = 2 * 1024 * 1024;
-/** How long the scheduler handles frames before it lets the event loop read sockets and run timers. */
-const SLICE_MS = 8;
 
 export function rawLength(data: RawData): number {
   if (Array.isArray(data)) return data.reduce((n, b) => n + b.length, 0);
   return data instanceof ArrayBuffer ? data.byteLength : data.length;
 }
 
-/**
- * Fairness across connections. While no connection has frames waiting, frames are handled as
- * they arrive. Once some do (a flood, or more work than the relay can do at once), every
- * connection's frames wait in its own queue and the scheduler handles one frame per connection
- * per round, for a slice of time, then yields to the event loop. A connection with one frame
- * waits one round, however many frames a flooder has queued; and a socket whose frames wait is
- * not read, so the kernel and TCP hold the rest, not the relay.
- */
-export class FrameScheduler {
-  private readonly ring = new Set<FrameGate>();
-  private scheduled = false;
+/** The flow of connections that have not joined yet (and of WebSocket upgrades): one share for all of them. */
+export const PRE_AUTH_FLOW = 'pre-auth';
 
-  /** True while some connection has frames waiting. */
-  get busy(): boolean {
-    return this.ring.size > 0;
+/**
+ * Work the scheduler runs in turns: a connection's inbound frames, or a WebSocket upgrade.
+ * `queued` belongs to the scheduler.
+ */
+export interface Turn {
+  /** Whose share the work uses. May change between steps (a connection that joins). */
+  readonly flow: Flow;
+  queued: boolean;
+  /** Do one unit of work (one frame); true when there is more to do now. */
+  step(): boolean;
+}
+
+/**
+ * One share of the relay: the connections of one token (or every connection that has not
+ * joined yet). Its turns wait in order, so its connections take turns among themselves.
+ */
+export class Flow {
+  /** Its waiting turns, oldest first (`head` is the next). */
+  private turns: Turn[] = [];
+  private head = 0;
+  /** Virtual start and finish of its work (start-time fair queuing), valid in `epoch`. */
+  start = 0;
+  finish = 0;
+  epoch = -1;
+  /** Its place in the scheduler's heap, -1 when it has nothing waiting. */
+  index = -1;
+  /** Among flows with the same start, the one that waited longest goes first. */
+  order = 0;
+  /** Connections using it. */
+  users = 0;
+
+  constructor(readonly key: string) {}
+
+  get waiting(): number {
+    return this.turns.length - this.head;
   }
 
-  add(gate: FrameGate): void {
-    this.ring.add(gate);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.run());
+  push(turn: Turn): void {
+    this.turns.push(turn);
+  }
+
+  shift(): Turn | undefined {
+    if (this.head >= this.turns.length) return undefined;
+    const turn = this.turns[this.head];
+    this.turns[this.head++] = undefined as unknown as Turn;
+    if (this.head >= 64 && this.head * 2 >= this.turns.length) {
+      this.turns = this.turns.slice(this.head);
+      this.head = 0;
+    }
+    return turn;
+  }
+}
+
+/** Tunables of the scheduler (tests give their own clock). */
+export interface SchedulerOptions {
+  /** How long the scheduler handles frames before it lets the event loop read sockets and run timers (ms). */
+  sliceMs?: number;
+  /** How much work, per turn of the event loop, is done at once on arrival while nothing waits (ms). */
+  fastMs?: number;
+  /** A flow that has been quiet starts this far behind the others (ms of work): a quiet member's frame goes first. */
+  creditMs?: number;
+  now?: () => number;
+  defer?: (fn: () => void) => void;
+}
+
+/**
+ * Fairness across tokens. A frame is handled on arrival while nothing waits, up to `fastMs` of
+ * work per turn of the event loop (an idle relay answers at once). Past that, or while anything
+ * waits, work waits in its flow and the scheduler runs it in slices of `sliceMs`, picking each
+ * time the flow that has used the least of the relay (start-time fair queuing over the measured
+ * time each frame took): a flow of a hundred connections of one leaked token gets the share of
+ * one member, a member that has been quiet is served before any flooder, and the time a frame
+ * costs (a 64 KiB publish, a refusal, a fan-out to a thousand members) is what is counted, not
+ * the number of frames. Within a flow, its connections take turns. Whenever nothing is left
+ * waiting, the relay has caught up and the accounts start again from zero.
+ */
+export class FrameScheduler {
+  private readonly heap: Flow[] = [];
+  private order = 0;
+  private readonly flows = new Map<string, Flow>();
+  /** Virtual time: the start of the work last begun. */
+  private virtual = 0;
+  private epoch = 0;
+  private scheduled = false;
+  private fastSpent = 0;
+  private fastReset = false;
+  private readonly sliceMs: number;
+  private readonly fastMs: number;
+  private readonly creditMs: number;
+  private readonly now: () => number;
+  private readonly defer: (fn: () => void) => void;
+
+  constructor(options: SchedulerOptions = {}) {
+    this.sliceMs = options.sliceMs ?? 4;
+    this.fastMs = options.fastMs ?? 2;
+    this.creditMs = options.creditMs ?? 4;
+    this.now = options.now ?? (() => performance.now());
+    this.defer = options.defer ?? ((fn) => void setImmediate(fn));
+  }
+
+  /** True while some work waits. */
+  get busy(): boolean {
+    return this.heap.length > 0;
+  }
+
+  /** Flows in use (for tests and metrics). */
+  get flowCount(): number {
+    return this.flows.size;
+  }
+
+  /** The flow of `key`, one more user of it. */
+  join(key: string): Flow {
+    let flow = this.flows.get(key);
+    if (!flow) this.flows.set(key, (flow = new Flow(key)));
+    flow.users++;
+    return flow;
+  }
+
+  /** One user less; a flow nobody uses is forgotten (its waiting work, if any, still runs). */
+  leave(flow: Flow): void {
+    if (--flow.users <= 0 && this.flows.get(flow.key) === flow) this.flows.delete(flow.key);
+  }
+
+  /** Whether work arriving now may run at once: nothing waits and this turn of the event loop has time left. */
+  get open(): boolean {
+    return this.heap.length === 0 && this.fastSpent < this.fastMs;
+  }
+
+  /** Run `fn` now as work of `flow` (the caller checked {@link open}); its time is counted. */
+  runNow(flow: Flow, fn: () => void): void {
+    const t0 = this.now();
+    fn();
+    const cost = this.now() - t0;
+    this.fastSpent += cost;
+    flow.finish = this.startOf(flow) + cost;
+    flow.epoch = this.epoch;
+    if (!this.fastReset) {
+      this.fastReset = true;
+      this.defer(() => {
+        this.fastReset = false;
+        this.fastSpent = 0;
+        if (this.heap.length === 0) this.epoch++;
+      });
     }
   }
 
-  remove(gate: FrameGate): void {
-    this.ring.delete(gate);
+  /** Queue a turn in its flow (once). */
+  enqueue(turn: Turn): void {
+    if (turn.queued) return;
+    turn.queued = true;
+    const flow = turn.flow;
+    flow.push(turn);
+    if (flow.index < 0) {
+      flow.start = this.startOf(flow);
+      flow.epoch = this.epoch;
+      this.heapPush(flow);
+    }
+    if (!this.scheduled) {
+      this.scheduled = true;
+      this.defer(() => this.run());
+    }
+  }
+
+  /** Where a flow that gets work starts: where it finished, but not before the others' now less its credit. */
+  private startOf(flow: Flow): number {
+    const floor = this.virtual - this.creditMs;
+    return flow.epoch === this.epoch && flow.finish > floor ? flow.finish : floor;
   }
 
   private run(): void {
     this.scheduled = false;
-    const deadline = performance.now() + SLICE_MS;
-    while (this.ring.size > 0 && performance.now() < deadline) {
-      for (const gate of [...this.ring]) {
-        if (!gate.step()) this.ring.delete(gate);
-        if (performance.now() >= deadline) break;
+    const deadline = this.now() + this.sliceMs;
+    while (this.heap.length > 0) {
+      const flow = this.heap[0]!;
+      const turn = flow.shift();
+      if (!turn) {
+        this.heapRemove(flow);
+        continue;
       }
+      turn.queued = false;
+      if (flow.start > this.virtual) this.virtual = flow.start;
+      const t0 = this.now();
+      const more = turn.step();
+      const t1 = this.now();
+      flow.finish = flow.start + (t1 - t0);
+      flow.epoch = this.epoch;
+      // a connection with more to do waits behind its flow's others; the flow goes where its use puts it
+      if (more && turn.flow === flow && !turn.queued) {
+        turn.queued = true;
+        flow.push(turn);
+      }
+      if (flow.waiting > 0) {
+        flow.start = flow.finish;
+        this.heapFix(flow);
+      } else this.heapRemove(flow);
+      if (more && turn.flow !== flow) this.enqueue(turn);
+      if (t1 >= deadline) break;
     }
-    if (this.ring.size > 0 && !this.scheduled) {
+    if (this.heap.length === 0) this.epoch++;
+    else if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => this.run());
+      this.defer(() => this.run());
+    }
+  }
+
+  // ---- a binary min-heap of flows by virtual start ---------------------------------------
+
+  private less(a: Flow, b: Flow): boolean {
+    return a.start < b.start || (a.start === b.start && a.order < b.order);
+  }
+
+  private heapPush(flow: Flow): void {
+    flow.order = ++this.order;
+    flow.index = this.heap.length;
+    this.heap.push(flow);
+    this.up(flow.index);
+  }
+
+  private heapRemove(flow: Flow): void {
+    const i = flow.index;
+    if (i < 0) return;
+    const last = this.heap.pop()!;
+    flow.index = -1;
+    if (last !== flow) {
+      this.heap[i] = last;
+      last.index = i;
+      this.heapFixAt(i);
+    }
+  }
+
+  /** The flow was served and has more: behind the others of its start. */
+  private heapFix(flow: Flow): void {
+    flow.order = ++this.order;
+    if (flow.index >= 0) this.heapFixAt(flow.index);
+  }
+
+  private heapFixAt(i: number): void {
+    if (!this.up(i)) this.down(i);
+  }
+
+  private swap(i: number, j: number): void {
+    const a = this.heap[i]!;
+    const b = this.heap[j]!;
+    this.heap[i] = b;
+    this.heap[j] = a;
+    a.index = j;
+    b.index = i;
+  }
+
+  private up(i: number): boolean {
+    let moved = false;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(this.heap[i]!, this.heap[parent]!)) break;
+      this.swap(i, parent);
+      i = parent;
+      moved = true;
+    }
+    return moved;
+  }
+
+  private down(i: number): void {
+    const n = this.heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < n && this.less(this.heap[l]!, this.heap[m]!)) m = l;
+      if (r < n && this.less(this.heap[r]!, this.heap[m]!)) m = r;
+      if (m === i) return;
+      this.swap(i, m);
+      i = m;
     }
   }
 }
@@ -76,12 +308,12 @@ export class FrameScheduler {
 /**
  * The frame budget of one connection, enforced: a frame is handled only when the budget has a
  * token for it (and, for a text frame, which is parsed as JSON, its bytes), and, while the relay
- * is busy, only in its turn ({@link FrameScheduler}). Frames that wait are held in order; the
- * socket is not read meanwhile (TCP pushes back on the sender), so a burst costs latency, never
- * correctness. A sender that keeps going past what one read can explain (thousands of frames,
- * megabytes) is flooding and `onFlood` ends it.
+ * is busy, only in its flow's turn ({@link FrameScheduler}). Frames that wait are held in order;
+ * the socket is not read meanwhile (TCP pushes back on the sender), so a burst costs latency,
+ * never correctness. A sender that keeps going past what one read can explain (thousands of
+ * frames, megabytes) is flooding and `onFlood` ends it.
  */
-export class FrameGate {
+export class FrameGate implements Turn {
   private readonly text: TokenBucket;
   private readonly textBytes: TokenBucket;
   private readonly binary: TokenBucket;
@@ -90,6 +322,8 @@ export class FrameGate {
   /** Set while the next frame waits for this connection's own budget to refill. */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
+  queued = false;
+  flow: Flow;
 
   /**
    * @param heldBudget the relay-wide budget of held bytes: a connection that would pass it is
@@ -106,11 +340,19 @@ export class FrameGate {
     this.text = new TokenBucket(budget.frameRate, budget.frameRate * 2);
     this.textBytes = new TokenBucket(budget.textByteRate, budget.textByteBurst);
     this.binary = new TokenBucket(budget.binaryFrameRate, budget.binaryFrameRate * 2);
+    this.flow = scheduler.join(PRE_AUTH_FLOW);
   }
 
   /** Frames waiting (for tests and metrics). */
   get holding(): number {
     return this.held.length;
+  }
+
+  /** From now on this connection's frames use the share of `key` (its token, once joined). */
+  moveTo(key: string): void {
+    if (this.closed || key === this.flow.key) return;
+    this.scheduler.leave(this.flow);
+    this.flow = this.scheduler.join(key);
   }
 
   /** Take what a frame costs: a frame token, and for text (parsed as JSON) its bytes. */
@@ -128,7 +370,10 @@ export class FrameGate {
   push(data: RawData, isBinary: boolean): void {
     if (this.closed) return;
     const bytes = rawLength(data);
-    if (this.held.length === 0 && !this.scheduler.busy && this.admit(isBinary, bytes)) return this.handle(data, isBinary);
+    if (this.held.length === 0 && this.scheduler.open && this.admit(isBinary, bytes)) {
+      this.scheduler.runNow(this.flow, () => this.handle(data, isBinary));
+      return;
+    }
     if (this.held.length >= MAX_HELD_FRAMES || this.heldBytes + bytes > MAX_HELD_BYTES || !this.heldBudget.take(bytes)) {
       this.close();
       this.onFlood();
@@ -138,13 +383,13 @@ export class FrameGate {
     this.heldBytes += bytes;
     if (this.held.length === 1) {
       this.ws.pause();
-      if (!this.timer) this.scheduler.add(this);
+      if (!this.timer) this.scheduler.enqueue(this);
     }
   }
 
   /**
    * The scheduler's turn: handle the next frame if the budget allows. Returns whether this
-   * connection should stay in the round (it has more frames its budget allows now).
+   * connection has more frames its budget allows now.
    */
   step(): boolean {
     if (this.closed) return false;
@@ -156,7 +401,7 @@ export class FrameGate {
     if (!this.admit(next.isBinary, next.bytes)) {
       this.timer = setTimeout(() => {
         this.timer = null;
-        if (!this.closed) this.scheduler.add(this);
+        if (!this.closed) this.scheduler.enqueue(this);
       }, Math.max(1, Math.ceil(this.wait(next.isBinary, next.bytes))));
       return false;
     }
@@ -164,15 +409,22 @@ export class FrameGate {
     this.heldBytes -= next.bytes;
     this.heldBudget.give(next.bytes);
     this.handle(next.data, next.isBinary);
+    if (this.closed) return false;
     if (this.held.length > 0) return true;
-    if (!this.closed) this.ws.resume();
+    this.ws.resume();
     return false;
   }
 
-  /** The connection ended: drop what is held, stop the timer. */
+  /**
+   * The connection ended: drop what is held, stop the timer, give back its share, and read the
+   * socket again: what still comes is dropped, but its closing handshake and its end must be
+   * seen, or a connection closed while its frames waited would stay open until ws gives up.
+   */
   close(): void {
+    if (this.closed) return;
     this.closed = true;
-    this.scheduler.remove(this);
+    if (this.held.length > 0) this.ws.resume();
+    this.scheduler.leave(this.flow);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.heldBudget.give(this.heldBytes);

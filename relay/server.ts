@@ -17,7 +17,7 @@ import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
-import { FrameScheduler } from './frame-gate.ts';
+import { FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import type { KeyStore } from './token/keys.ts';
 
 /** Options of {@link startRelay}: the keys, plus any setting to override. */
@@ -29,6 +29,8 @@ export type RelayOptions = Partial<RelayConfig> & {
   providers?: ProviderFactories;
   /** Replace the media engine; `null` runs without media. Default: werift. */
   media?: MediaEngine | null;
+  /** The scheduler of inbound work (tests give one whose turns they run). */
+  frames?: FrameScheduler;
 };
 
 /** A running relay. */
@@ -39,6 +41,8 @@ export interface Relay {
   readonly context: RelayContext;
   /** Number of open connections, joined or not. */
   readonly connections: number;
+  /** WebSocket upgrades waiting for their turn while the relay is busy. */
+  readonly upgrading: number;
   /** Close every session with `server-shutdown` and stop listening. */
   close(): Promise<void>;
 }
@@ -64,7 +68,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       }),
     bans: new Bans(),
     lobbyCooldowns: new Bans(),
-    frames: new FrameScheduler(),
+    frames: options.frames ?? new FrameScheduler(),
     seats: new Seats(),
     log,
   };
@@ -78,25 +82,47 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   // the oldest gives its place to the newcomer (a flood of idle sockets cannot lock joiners out)
   const pending = new Set<Session>();
   const hooks = { authenticated: (s: Session) => pending.delete(s), ended: (s: Session) => (pending.delete(s), sessions.delete(s)) };
-  http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
-    socket.on('error', () => socket.destroy());
-    if (sessions.size >= config.maxConnections) {
-      log.warn('connection refused: relay at capacity', { connections: sessions.size });
-      socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n');
-      return;
-    }
-    if (pending.size >= config.maxPendingConnections) {
-      const oldest = pending.values().next().value;
-      if (oldest) {
-        pending.delete(oldest);
-        oldest.evict();
-      }
-    }
+  // upgrades are work of the flow of connections that have not joined: while the relay is busy
+  // they wait their turn like everyone's frames (a crowd of new sockets cannot starve members)
+  const preAuth = context.frames.join(PRE_AUTH_FLOW);
+  const upgrading = new Set<UpgradeTurn>();
+  const refuse = (socket: Socket) => socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n');
+  const accept = (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    if (socket.destroyed) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
       const session = new Session(ws, context, hooks, socket);
       sessions.add(session);
       pending.add(session);
     });
+  };
+  http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    if (sessions.size + upgrading.size >= config.maxConnections) {
+      log.warn('connection refused: relay at capacity', { connections: sessions.size });
+      refuse(socket);
+      return;
+    }
+    if (pending.size + upgrading.size >= config.maxPendingConnections) {
+      const oldest = pending.values().next().value;
+      if (!oldest) {
+        // every place is taken by upgrades still waiting their turn
+        refuse(socket);
+        return;
+      }
+      pending.delete(oldest);
+      oldest.evict();
+    }
+    if (context.frames.open) return context.frames.runNow(preAuth, () => accept(req, socket, head));
+    const deadline = Date.now() + config.joinTimeoutMs;
+    const turn = new UpgradeTurn(preAuth, () => {
+      upgrading.delete(turn);
+      // one that waited past the join timeout is dropped: its client has given up by now
+      if (Date.now() > deadline) socket.destroy();
+      else accept(req, socket, head);
+    });
+    upgrading.add(turn);
+    socket.once('close', () => upgrading.delete(turn));
+    context.frames.enqueue(turn);
   });
   wss.on('error', (err) => log.error('websocket server error', { error: err.message }));
 
@@ -113,7 +139,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
-    http.listen(config.port, config.host, () => {
+    http.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => {
       http.off('error', reject);
       resolve();
     });
@@ -127,6 +153,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     context,
     get connections() {
       return sessions.size;
+    },
+    get upgrading() {
+      return upgrading.size;
     },
     close() {
       closing ??= (async () => {
@@ -147,6 +176,20 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       return closing;
     },
   };
+}
+
+/** A WebSocket upgrade waiting for its turn. */
+class UpgradeTurn implements Turn {
+  queued = false;
+  constructor(
+    readonly flow: Flow,
+    private readonly run: () => void,
+  ) {}
+
+  step(): boolean {
+    this.run();
+    return false;
+  }
 }
 
 function cutLargestQueues(sessions: Set<Session>, ceiling: number): void {

@@ -258,6 +258,8 @@ export class Session implements MemberLink, LobbyJoiner {
     const { config } = this.relay;
     this.setState('joined');
     this.socket?.off('data', this.countPreAuth);
+    // its frames now use its token's share of the relay: every connection of one token shares one
+    this.gate.moveTo(`${member.project}\n${member.tokenKey}`);
     limitPayload(this.ws, config.maxFrameBytes * OVERSIZE_FACTOR);
     this.scope = {
       relay: this.relay,

@@ -1,0 +1,213 @@
+/**
+ * The scheduler of inbound work (issue 11, fairness): who is served when the relay has more to
+ * do than it can do at once. A fake clock (each step "takes" the time it says) and a deferral
+ * the test runs by hand, so nothing here depends on the machine's speed.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { RawData, WebSocket } from 'ws';
+import { Budget } from './budget.ts';
+import { FrameGate, FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './frame-gate.ts';
+
+/** A scheduler on a fake clock whose deferred runs the test drives. */
+function harness(options: { sliceMs?: number; fastMs?: number; creditMs?: number } = {}) {
+  let clock = 0;
+  const deferred: Array<() => void> = [];
+  const scheduler = new FrameScheduler({ ...options, now: () => clock, defer: (fn) => void deferred.push(fn) });
+  return {
+    scheduler,
+    /** Advance the fake clock (work "taking" time). */
+    spend: (ms: number) => void (clock += ms),
+    /** Run what is deferred now (one turn of the event loop's check phase). */
+    tick: () => {
+      for (const fn of deferred.splice(0)) fn();
+    },
+    /** Run turns until nothing is deferred (at most `max`). */
+    drain: (max = 10_000) => {
+      for (let i = 0; i < max && deferred.length > 0; i++) for (const fn of deferred.splice(0)) fn();
+    },
+  };
+}
+
+/** A connection that always has another frame, each taking `costMs`; counts its steps in `log`. */
+class Flooder implements Turn {
+  queued = false;
+  steps = 0;
+  constructor(
+    readonly flow: Flow,
+    private readonly costMs: number,
+    private readonly spend: (ms: number) => void,
+    private readonly log: string[],
+    private readonly name: string,
+    private remaining = Infinity,
+  ) {}
+
+  step(): boolean {
+    this.spend(this.costMs);
+    this.steps++;
+    this.log.push(this.name);
+    return --this.remaining > 0;
+  }
+}
+
+describe('FrameScheduler: fairness across tokens', () => {
+  it('a member that has been quiet is served next, ahead of flooders that came first and keep going', () => {
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    // three flooders whose frames take 3 ms each: a slice of 4 ms serves two of them
+    for (const name of ['a', 'b', 'c']) h.scheduler.enqueue(new Flooder(h.scheduler.join(name), 3, h.spend, log, name));
+    h.tick();
+    h.tick();
+    h.tick();
+    log.length = 0;
+    const speaker = new Flooder(h.scheduler.join('speaker'), 0.1, h.spend, log, 'speaker', 1);
+    h.scheduler.enqueue(speaker);
+    h.tick();
+    assert.equal(log[0], 'speaker', `served in order ${log.join(',')}`);
+  });
+
+  it('flooders that never stop all get turns: none waits behind the others for ever', () => {
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    const flooders = ['a', 'b', 'c', 'd', 'e'].map((name) => new Flooder(h.scheduler.join(name), 3, h.spend, log, name));
+    for (const f of flooders) h.scheduler.enqueue(f);
+    for (let i = 0; i < 50; i++) h.tick();
+    const steps = flooders.map((f) => f.steps);
+    assert.ok(Math.min(...steps) >= Math.max(...steps) - 1, `steps per flooder: ${steps.join(', ')}`);
+  });
+
+  it('the connections of one token share one share: ten sockets of one token get what one member gets', () => {
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    const shared = h.scheduler.join('leaked-token');
+    const many = Array.from({ length: 10 }, (_, i) => new Flooder(shared, 1, h.spend, log, `leaked-${i}`));
+    const one = new Flooder(h.scheduler.join('member'), 1, h.spend, log, 'member');
+    for (const f of many) h.scheduler.enqueue(f);
+    h.scheduler.enqueue(one);
+    for (let i = 0; i < 200; i++) h.tick();
+    const leaked = many.reduce((n, f) => n + f.steps, 0);
+    assert.ok(Math.abs(leaked - one.steps) <= 2, `the token's ten connections: ${leaked} frames; the member: ${one.steps}`);
+    // and among themselves, the token's connections take turns
+    const each = many.map((f) => f.steps);
+    assert.ok(Math.max(...each) - Math.min(...each) <= 1, `per connection: ${each.join(', ')}`);
+  });
+
+  it('what is counted is the time frames take, not their number', () => {
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    const heavy = new Flooder(h.scheduler.join('heavy'), 5, h.spend, log, 'heavy');
+    const light = new Flooder(h.scheduler.join('light'), 0.5, h.spend, log, 'light');
+    h.scheduler.enqueue(heavy);
+    h.scheduler.enqueue(light);
+    for (let i = 0; i < 500; i++) h.tick();
+    const heavyMs = heavy.steps * 5;
+    const lightMs = light.steps * 0.5;
+    assert.ok(light.steps >= 9 * heavy.steps, `light ${light.steps} frames, heavy ${heavy.steps}`);
+    assert.ok(Math.abs(heavyMs - lightMs) <= 10, `heavy used ${heavyMs} ms, light ${lightMs} ms`);
+  });
+
+  it('work arriving while nothing waits runs at once, but only up to the fast budget per turn of the event loop', () => {
+    const h = harness({ fastMs: 2 });
+    const flow = h.scheduler.join('member');
+    assert.equal(h.scheduler.open, true);
+    h.scheduler.runNow(flow, () => h.spend(1.5));
+    assert.equal(h.scheduler.open, true, '1.5 ms of 2 used');
+    h.scheduler.runNow(flow, () => h.spend(1.5));
+    assert.equal(h.scheduler.open, false, 'the rest of this turn waits its turn');
+    h.tick();
+    assert.equal(h.scheduler.open, true, 'a new turn of the event loop, a new budget');
+    const waiting = new Flooder(flow, 1, h.spend, [], 'w', 1);
+    h.scheduler.enqueue(waiting);
+    assert.equal(h.scheduler.open, false, 'while anything waits, nothing jumps the queue');
+    h.drain();
+    assert.equal(waiting.steps, 1);
+    assert.equal(h.scheduler.open, true);
+  });
+
+  it('a flow in debt waits for the others; once the relay has caught up, the debt is forgiven', () => {
+    const h = harness({ sliceMs: 100, creditMs: 0 });
+    const log: string[] = [];
+    const big = h.scheduler.join('big');
+    const small = h.scheduler.join('small');
+    // busy: a 20 ms frame of `big`, then both have frames waiting: `small`'s go first until it has used as much
+    h.scheduler.enqueue(new Flooder(h.scheduler.join('keeps-busy'), 1, h.spend, log, 'busy', 1));
+    h.scheduler.enqueue(new Flooder(big, 20, h.spend, log, 'big', 2));
+    h.scheduler.enqueue(new Flooder(small, 5, h.spend, log, 'small', 5));
+    h.tick();
+    assert.deepEqual(log, ['busy', 'big', 'small', 'small', 'small', 'small', 'big', 'small']);
+    // nothing waits now: the next busy period starts from zero for everyone
+    log.length = 0;
+    h.scheduler.enqueue(new Flooder(big, 1, h.spend, log, 'big', 1));
+    h.scheduler.enqueue(new Flooder(small, 1, h.spend, log, 'small', 1));
+    h.tick();
+    assert.deepEqual(log, ['big', 'small'], 'in arrival order');
+  });
+
+  it('flows nobody uses are forgotten', () => {
+    const h = harness();
+    const a = h.scheduler.join('a');
+    const b = h.scheduler.join('a');
+    assert.equal(a, b);
+    assert.equal(h.scheduler.flowCount, 1);
+    h.scheduler.leave(a);
+    assert.equal(h.scheduler.flowCount, 1);
+    h.scheduler.leave(b);
+    assert.equal(h.scheduler.flowCount, 0);
+  });
+});
+
+/** Just what the gate uses of a ws socket. */
+function fakeSocket() {
+  const s = { paused: false, pause: () => void (s.paused = true), resume: () => void (s.paused = false) };
+  return s;
+}
+
+describe('FrameGate in the scheduler', () => {
+  const budget = { frameRate: 1e6, binaryFrameRate: 1e6, textByteRate: 1e9, textByteBurst: 1e9 };
+  const frame = (text: string) => Buffer.from(text) as RawData;
+
+  it('a connection starts in the pre-auth flow and moves to its token\'s flow when it joins', () => {
+    const h = harness();
+    const gate = new FrameGate(fakeSocket() as unknown as WebSocket, budget, () => {}, () => {}, new Budget(1e9), h.scheduler);
+    assert.equal(gate.flow.key, PRE_AUTH_FLOW);
+    gate.moveTo('project\ntoken');
+    assert.equal(gate.flow.key, 'project\ntoken');
+    const other = new FrameGate(fakeSocket() as unknown as WebSocket, budget, () => {}, () => {}, new Budget(1e9), h.scheduler);
+    other.moveTo('project\ntoken');
+    assert.equal(other.flow, gate.flow, 'two connections of one token share a flow');
+    gate.close();
+    other.close();
+    assert.equal(h.scheduler.flowCount, 0, 'nobody uses either flow any more');
+  });
+
+  it('frames past the fast budget wait, with their socket paused, and are handled in their flow\'s turn, in order', () => {
+    const h = harness({ fastMs: 2 });
+    const handled: string[] = [];
+    const ws = fakeSocket();
+    const gate = new FrameGate(ws as unknown as WebSocket, budget, (data) => {
+      handled.push(String(data));
+      h.spend(1);
+    }, () => {}, new Budget(1e9), h.scheduler);
+    for (const text of ['1', '2', '3', '4']) gate.push(frame(text), false);
+    assert.deepEqual(handled, ['1', '2'], 'two frames of 1 ms at once; the rest waits');
+    assert.equal(ws.paused, true, 'its socket is not read meanwhile');
+    assert.equal(gate.holding, 2);
+    h.drain();
+    assert.deepEqual(handled, ['1', '2', '3', '4']);
+    assert.equal(ws.paused, false);
+    gate.close();
+  });
+
+  it('a connection closed while its frames wait is read again, so its closing handshake and its end are seen', () => {
+    const h = harness({ fastMs: 0 });
+    const ws = fakeSocket();
+    const handled: string[] = [];
+    const gate = new FrameGate(ws as unknown as WebSocket, budget, (data) => void handled.push(String(data)), () => {}, new Budget(1e9), h.scheduler);
+    gate.push(frame('1'), false);
+    assert.equal(ws.paused, true);
+    gate.close();
+    assert.equal(ws.paused, false);
+    h.drain();
+    assert.deepEqual(handled, [], 'what waited is dropped');
+  });
+});
