@@ -19,6 +19,8 @@ export interface RelayCounters {
   dropped: number;
   /** Connections cut for being slow, flooding, or over the relay-wide send budget. */
   cut: number;
+  /** Faults of the relay's own (a frame whose handling threw); each is logged at `error`. */
+  faults: number;
 }
 
 /** What every part of the relay shares. */

@@ -300,6 +300,7 @@ function metrics(relay: RelayContext, connections: number): string {
   metric('tessera_join_refusals_total', 'counter', 'Joins refused since start, by code.', [...relay.counters.refusals].map(([code, n]) => [`{code="${code}"}`, n] as [string, number]));
   metric('tessera_optional_frames_dropped_total', 'counter', 'Optional frames (pubsub, whiteboard) not sent to members over their soft send limit.', [['', relay.counters.dropped]]);
   metric('tessera_connections_cut_total', 'counter', 'Connections cut for being slow, flooding, or over the relay-wide send budget.', [['', relay.counters.cut]]);
+  metric('tessera_faults_total', 'counter', 'Faults of the relay itself: frames whose handling threw (each logged at error). Should stay 0.', [['', relay.counters.faults]]);
   const budgets = Object.entries(relay.budgets);
   metric('tessera_budget_in_use', 'gauge', 'What members make the relay hold, relay-wide, by budget (history and whiteboard in bytes).', budgets.map(([name, b]) => [`{budget="${name}"}`, b.inUse] as [string, number]));
   metric('tessera_budget_limit', 'gauge', 'The relay-wide ceiling of each budget.', budgets.map(([name, b]) => [`{budget="${name}"}`, b.limit] as [string, number]));

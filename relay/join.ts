@@ -36,7 +36,7 @@ export interface Admission {
  */
 export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal {
   if (frame.v !== PROTOCOL_VERSION) {
-    return { code: 'INVALID_ARGUMENT', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}, not ${frame.v}` };
+    return { code: 'INVALID_ARGUMENT', kind: 'Request', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}, not ${frame.v}` };
   }
   const { config, keys } = relay;
   const now = Date.now() / 1000;
@@ -45,14 +45,14 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
   const { claims } = verified;
   const roomId = frame.roomId ?? claims.roomId;
   if (roomId === undefined) {
-    return { code: 'INVALID_ARGUMENT', reason: 'room-required', message: 'the token is domain-wide: give roomId in the join options' };
+    return { code: 'INVALID_ARGUMENT', kind: 'Request', reason: 'room-required', message: 'the token is domain-wide: give roomId in the join options' };
   }
   const scopeRefusal = checkScope(claims, roomId, frame.participantId);
   if (scopeRefusal) return scopeRefusal;
   const key = tokenKey(frame.token, claims);
   // a removal sticks to the token, pinned or not (an unpinned one would otherwise just pick a new id)
   if (relay.bans.has(verified.project, roomId, key, now)) {
-    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'this token was used by someone removed from this room: a new token is needed to come back' };
+    return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'removed', message: 'this token was used by someone removed from this room: a new token is needed to come back' };
   }
   const pinned = claims.participantId !== undefined;
   const opener: Opener = claims.roomId === undefined ? 'domain' : 'room';
@@ -69,15 +69,15 @@ export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' |
   const room = rooms.get(verdict.project, verdict.roomId);
   if (!room) {
     if (verdict.opener === 'domain' && rooms.openedByDomain(verdict.project) >= config.maxDomainRoomsPerProject) {
-      return { code: 'RATE_LIMITED', reason: 'too-many-rooms', message: `domain-wide tokens of this project may open at most ${config.maxDomainRoomsPerProject} rooms: try again later` };
+      return { code: 'RATE_LIMITED', kind: 'Request', reason: 'too-many-rooms', message: `domain-wide tokens of this project may open at most ${config.maxDomainRoomsPerProject} rooms: try again later` };
     }
     if (verdict.opener === 'room' && rooms.size - rooms.openedByDomain() >= config.maxRooms) {
-      return { code: 'RATE_LIMITED', reason: 'too-many-rooms', message: `this relay holds at most ${config.maxRooms} rooms: try again later` };
+      return { code: 'RATE_LIMITED', kind: 'Request', reason: 'too-many-rooms', message: `this relay holds at most ${config.maxRooms} rooms: try again later` };
     }
     return null;
   }
   if (room.size + room.lobby.size + extra > config.maxRoomSize) {
-    return { code: 'RATE_LIMITED', reason: 'room-full', message: `this room holds at most ${config.maxRoomSize} participants` };
+    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'room-full', message: `this room holds at most ${config.maxRoomSize} participants` };
   }
   return null;
 }
@@ -85,7 +85,7 @@ export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' |
 /** An identity a pinned token used is the room's for its lifetime: an unpinned token may not take it. */
 export function identityRefusal(room: Room | undefined, verdict: Verdict): Refusal | null {
   if (verdict.pinned || !room?.pinnedIdentity(verdict.frame.participantId)) return null;
-  return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-reserved', message: 'this participantId belongs to a pinned identity of this room and the token does not pin it' };
+  return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-reserved', message: 'this participantId belongs to a pinned identity of this room and the token does not pin it' };
 }
 
 /**
@@ -101,7 +101,7 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   const existing = current?.get(frame.participantId);
   if (existing) {
     if (!pinned) {
-      return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };
+      return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };
     }
     existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity');
   } else {

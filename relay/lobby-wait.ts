@@ -24,12 +24,12 @@ export function admissionRefusal(relay: RelayContext, verdict: Verdict): Refusal
   const { claims, project, roomId } = verdict;
   const status = relay.keys.status(claims.iss);
   if (status.state !== 'active' || status.project !== project) {
-    return { code: 'INVALID_API_KEY', reason: 'revoked-api-key', message: 'the API key of this token was revoked while it waited' };
+    return { code: 'INVALID_API_KEY', kind: 'Auth', reason: 'revoked-api-key', message: 'the API key of this token was revoked while it waited' };
   }
   const now = Date.now() / 1000;
-  if (now > claims.exp + relay.config.tokenLeeway) return { code: 'INVALID_TOKEN', reason: 'expired', message: 'the token expired while it waited' };
+  if (now > claims.exp + relay.config.tokenLeeway) return { code: 'INVALID_TOKEN', kind: 'Auth', reason: 'expired', message: 'the token expired while it waited' };
   if (relay.bans.has(project, roomId, verdict.tokenKey, now)) {
-    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'this token was used by someone removed from this room' };
+    return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'removed', message: 'this token was used by someone removed from this room' };
   }
   return null;
 }
@@ -39,18 +39,18 @@ function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefi
   const { config } = relay;
   const { project, roomId, frame, pinned } = verdict;
   if (relay.lobbyCooldowns.has(project, roomId, verdict.tokenKey, Date.now() / 1000)) {
-    return { code: 'RATE_LIMITED', reason: 'lobby-cooldown', message: `a moderator denied this token a moment ago: ask again in up to ${config.lobbyCooldownSec} s` };
+    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-cooldown', message: `a moderator denied this token a moment ago: ask again in up to ${config.lobbyCooldownSec} s` };
   }
   const reserved = identityRefusal(room, verdict);
   if (reserved) return reserved;
   const id = frame.participantId;
   const again = room?.lobby.has(id) === true;
   if (!pinned && (again || room?.get(id))) {
-    return { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'identity-in-use', message: 'this participantId is already in the room or its lobby and the token does not pin it' };
+    return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-in-use', message: 'this participantId is already in the room or its lobby and the token does not pin it' };
   }
   if (again) return null; // a pinned identity asking again replaces its own request
   if ((room?.lobby.size ?? 0) >= config.maxLobbyPerRoom || !relay.budgets.lobby.fits(1)) {
-    return { code: 'RATE_LIMITED', reason: 'lobby-full', message: 'the lobby is full: try again later' };
+    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
   }
   return capacity(relay, verdict);
 }
@@ -67,7 +67,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
   if (refusal) return refusal;
   const id = frame.participantId;
   // before getting the room: the replaced request's end may empty it and drop it
-  existing?.lobby.evict(id, { code: 'ENTRY_CANCELLED', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
+  existing?.lobby.evict(id, { code: 'ENTRY_CANCELLED', kind: 'Lobby', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
   const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
   const policy = claims.joinPolicy;
   const ttl = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl);
@@ -75,7 +75,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
   const waiting: Waiting = {
     request: { participantId: id, name: frame.name ?? id, requestedAt },
     admit: () => {
-      if (!joiner.waitingForLobby) return { code: 'NOT_FOUND', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
+      if (!joiner.waitingForLobby) return { code: 'NOT_FOUND', kind: 'Request', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
       const stale = admissionRefusal(relay, verdict);
       if (stale) {
         joiner.leaveLobby(stale, frame);
@@ -90,7 +90,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       joiner.leaveLobby(error, frame);
     },
   };
-  if (!room.lobby.hold(waiting, ttl)) return { code: 'RATE_LIMITED', reason: 'lobby-full', message: 'the lobby is full: try again later' };
+  if (!room.lobby.hold(waiting, ttl)) return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
   relay.log.info('lobby: waiting', { participant: id, room: roomId, project, ttl });
   joiner.send({ type: 'lobby', requestedAt, ttl });
   return { room, waiting };

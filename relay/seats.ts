@@ -35,7 +35,7 @@ export class Seats {
   /** The seat of a credential, if it is still good (its timer is cancelled: the member is back). */
   take(credential: string): Seat | WireError {
     const seat = this.byCredential.get(credential);
-    if (!seat) return { code: 'NOT_FOUND', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
+    if (!seat) return { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
     if (seat.ended) {
       this.forget(seat.member);
       return seat.ended;

@@ -53,7 +53,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const log = options.logger ?? createLogger(config.logLevel);
   const budgets = relayBudgets(config);
   const context: RelayContext = {
-    counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0 },
+    counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0, faults: 0 },
     config,
     keys: options.keys,
     budgets,

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
-import { CloseCode, type ErrorReason } from '../src/protocol/codes.ts';
+import { CloseCode, wireError, type ErrorReason } from '../src/protocol/codes.ts';
 import { PROTOCOL_VERSION, type ErrorFrame, type JoinFrame, type RequestFrame, type ResumeFrame, type ServerFrame, type WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import { Serialized, type RelayContext, type RequestScope } from './context.ts';
@@ -16,9 +16,9 @@ import type { Member, MemberLink, Room } from './rooms/types.ts';
 
 /** What the resume of a member closed while away is told, by the close code it got. */
 const AWAY_ENDINGS: Record<number, WireError> = {
-  [CloseCode.REMOVED]: { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'removed', message: 'you were removed from this room' },
-  [CloseCode.ROOM_ENDED]: { code: 'ROOM_ENDED', reason: 'room-ended', message: 'the room has ended' },
-  [CloseCode.DUPLICATE_IDENTITY]: { code: 'UNAUTHORIZED_PARTICIPANT', reason: 'duplicate-identity', message: 'you joined this room from elsewhere' },
+  [CloseCode.REMOVED]: { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'removed', message: 'you were removed from this room' },
+  [CloseCode.ROOM_ENDED]: { code: 'ROOM_ENDED', kind: 'State', reason: 'room-ended', message: 'the room has ended' },
+  [CloseCode.DUPLICATE_IDENTITY]: { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'duplicate-identity', message: 'you joined this room from elsewhere' },
 };
 
 /** What the server learns of a session's life. */
@@ -76,7 +76,7 @@ export class Session implements MemberLink, LobbyJoiner {
   ) {
     const { config } = relay;
     const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
-    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames);
+    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrameGuarded(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames);
     limitPayload(ws, config.maxJoinFrameBytes);
     // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
     const overBudget = () => {
@@ -187,25 +187,46 @@ export class Session implements MemberLink, LobbyJoiner {
     this.ws.ping();
   }
 
+  /**
+   * The last line, not the design: a fault while handling one frame is a bug of this relay; it
+   * costs that frame (answered `INTERNAL_ERROR`, and a join in progress is refused), never the
+   * process and every room in it.
+   */
+  private onFrameGuarded(data: RawData, isBinary: boolean): void {
+    try {
+      this.onFrame(data, isBinary);
+    } catch (err) {
+      this.relay.counters.faults++;
+      try {
+        this.relay.log.error('frame handling failed', { state: this.state, error: err instanceof Error ? (err.stack ?? err.message) : typeof err });
+      } catch {
+        // a logger that throws must not take the relay down either
+      }
+      if (this.state === 'closed') return;
+      this.sendError(wireError('INTERNAL_ERROR', 'the relay could not handle this frame', 'internal'));
+      if (this.state === 'pending') this.closeSoon(CloseCode.JOIN_REFUSED, 'internal');
+    }
+  }
+
   private onFrame(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     this.alive = true;
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
     if (this.state === 'waiting') {
-      return this.sendError({ code: 'INVALID_STATE', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
+      return this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
     }
     if (isBinary) return this.onBinary(data);
     const text = rawText(data);
     const { maxFrameBytes } = this.relay.config;
     if (Buffer.byteLength(text) > maxFrameBytes) {
-      const error: WireError = { code: 'PAYLOAD_TOO_LARGE', message: `frames are at most ${maxFrameBytes} bytes (announced in joined.limits)`, reason: 'frame-too-large' };
+      const error: WireError = { code: 'PAYLOAD_TOO_LARGE', kind: 'Request', message: `frames are at most ${maxFrameBytes} bytes (announced in joined.limits)`, reason: 'frame-too-large' };
       const id = leadingRequestId(text);
       return id === undefined ? this.sendError(error) : this.send({ type: 'response', id, error });
     }
     const parsed = parseClientFrame(text);
     if (!parsed.ok) return this.answerBadFrame(parsed);
     if (parsed.value.type === 'join' || parsed.value.type === 'resume') {
-      return this.sendError({ code: 'INVALID_STATE', message: 'this connection has already joined', reason: 'already-joined' });
+      return this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'this connection has already joined', reason: 'already-joined' });
     }
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
     void this.dispatch(parsed.value);
@@ -243,7 +264,7 @@ export class Session implements MemberLink, LobbyJoiner {
     const outcome = enter(this.relay, verdict, this);
     if (!('member' in outcome)) {
       this.refuseJoin(outcome, verdict.frame);
-      return { code: outcome.code, message: outcome.message, reason: outcome.reason };
+      return { code: outcome.code, kind: outcome.kind, message: outcome.message, reason: outcome.reason };
     }
     const { member, room, joined } = outcome;
     this.becomeMember(member, room);
@@ -288,7 +309,7 @@ export class Session implements MemberLink, LobbyJoiner {
   private resume(frame: ResumeFrame): void {
     const { relay } = this;
     if (frame.v !== PROTOCOL_VERSION) {
-      return this.refuseJoin({ code: 'INVALID_ARGUMENT', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}` }, 'resume');
+      return this.refuseJoin({ code: 'INVALID_ARGUMENT', kind: 'Request', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}` }, 'resume');
     }
     const seat = relay.seats.take(frame.credential);
     if (!('member' in seat)) return this.refuseJoin(seat, 'resume');
@@ -298,7 +319,7 @@ export class Session implements MemberLink, LobbyJoiner {
       member.link = this;
       room.remove(member);
       this.dropRoomIfEmpty(room);
-      return this.refuseJoin({ code: 'INVALID_API_KEY', reason: 'revoked-api-key', message: 'the API key of this session has been revoked' }, 'resume');
+      return this.refuseJoin({ code: 'INVALID_API_KEY', kind: 'Auth', reason: 'revoked-api-key', message: 'the API key of this session has been revoked' }, 'resume');
     }
     // the old connection may still look open (the client gave up on it first): it is replaced
     const old = member.link;
@@ -325,7 +346,7 @@ export class Session implements MemberLink, LobbyJoiner {
     refusals.set(refusal.code, (refusals.get(refusal.code) ?? 0) + 1);
     const who = frame === 'resume' ? { resume: true } : { room: frame.roomId, participant: frame.participantId };
     this.relay.log.info('join refused', { code: refusal.code, reason: refusal.reason, ...who });
-    this.send({ type: 'join-error', error: { code: refusal.code, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
+    this.send({ type: 'join-error', error: { code: refusal.code, kind: refusal.kind, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
     this.setState('closed');
     this.gate.close();
     this.closeSoon(CloseCode.JOIN_REFUSED, refusal.code);
@@ -358,7 +379,7 @@ export class Session implements MemberLink, LobbyJoiner {
     if (!this.scope) return;
     // between `session.leave` (or a removal) and the socket's close, the member is no longer in its room
     if (this.scope.room.get(this.scope.member.id) !== this.scope.member) {
-      return this.send({ type: 'response', id: request.id, error: { code: 'NOT_CONNECTED', message: 'this session has left the room', reason: 'left' } });
+      return this.send({ type: 'response', id: request.id, error: { code: 'NOT_CONNECTED', kind: 'State', message: 'this session has left the room', reason: 'left' } });
     }
     const deferred: Array<() => void> = [];
     const scope: RequestScope = { ...this.scope, after: (fn) => deferred.push(fn) };
@@ -370,13 +391,16 @@ export class Session implements MemberLink, LobbyJoiner {
       for (const fn of deferred) fn();
     } catch (err) {
       const error = toWireError(err);
-      if (!(err instanceof RelayError)) this.relay.log.error('request failed', { method: request.method, error: (err as Error).stack ?? String(err) });
+      if (!(err instanceof RelayError)) {
+        this.relay.counters.faults++;
+        this.relay.log.error('request failed', { method: request.method, error: err instanceof Error ? (err.stack ?? err.message) : typeof err });
+      }
       this.send({ type: 'response', id: request.id, error });
     }
   }
 
   private answerBadFrame(parsed: Extract<Parsed<unknown>, { ok: false }>): void {
-    const error: WireError = { code: 'INVALID_ARGUMENT', message: parsed.problem, reason: 'bad-frame' };
+    const error: WireError = { code: 'INVALID_ARGUMENT', kind: 'Request', message: parsed.problem, reason: 'bad-frame' };
     if (parsed.id !== undefined) this.send({ type: 'response', id: parsed.id, error });
     else this.sendError(error);
   }
@@ -390,7 +414,7 @@ export class Session implements MemberLink, LobbyJoiner {
     if (this.state !== 'pending') return;
     this.clearJoinTimer();
     this.relay.log.info('connection refused before join', { reason });
-    this.sendError({ code: 'INVALID_ARGUMENT', message, reason });
+    this.sendError({ code: 'INVALID_ARGUMENT', kind: 'Request', message, reason });
     this.setState('closed');
     this.gate.close();
     this.closeSoon(code, reason);
@@ -429,7 +453,7 @@ export class Session implements MemberLink, LobbyJoiner {
     const { room, member, relay } = scope;
     const away = new AwayLink((code) => {
       // closed while away: removed, room ended, replaced by a new join of the identity
-      relay.seats.endWhileAway(member, AWAY_ENDINGS[code] ?? { code: 'NOT_FOUND', reason: 'resume-unknown', message: 'the session ended' });
+      relay.seats.endWhileAway(member, AWAY_ENDINGS[code] ?? { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'the session ended' });
       if (member.link === away) room.remove(member);
       this.dropRoomIfEmpty(room);
     });

@@ -82,12 +82,12 @@ export class StreamBoard {
   chunk(sender: Member, frame: Buffer): void {
     const header = decodeChunkHeader(frame);
     if (!header) {
-      sender.link.send({ type: 'error', error: { code: 'INVALID_ARGUMENT', message: 'a binary frame must be a stream chunk', reason: 'bad-chunk' } });
+      sender.link.send({ type: 'error', error: { code: 'INVALID_ARGUMENT', kind: 'Request', message: 'a binary frame must be a stream chunk', reason: 'bad-chunk' } });
       return;
     }
     const stream = this.streams.get(header.streamId);
     if (!stream || stream.sender !== sender) {
-      sender.link.send({ type: 'error', error: { code: 'NOT_FOUND', message: `no open stream ${header.streamId} of yours`, reason: 'unknown-stream' } });
+      sender.link.send({ type: 'error', error: { code: 'NOT_FOUND', kind: 'Request', message: `no open stream ${header.streamId} of yours`, reason: 'unknown-stream' } });
       return;
     }
     const bytes = frame.length - CHUNK_HEADER_BYTES;
@@ -97,7 +97,7 @@ export class StreamBoard {
       : bytes > this.limits.streamChunkBytes ? `a chunk carries at most ${this.limits.streamChunkBytes} bytes`
       : stream.received + bytes > stream.size ? 'more bytes than the stream announced'
       : null;
-    if (problem) return this.abort(stream, { code: 'INVALID_ARGUMENT', message: problem, reason: 'bad-chunk' }, true);
+    if (problem) return this.abort(stream, { code: 'INVALID_ARGUMENT', kind: 'Request', message: problem, reason: 'bad-chunk' }, true);
     stream.received += bytes;
     stream.nextSeq++;
     for (const m of stream.recipients) m.link.sendBinary(frame);
@@ -135,7 +135,7 @@ export class StreamBoard {
       }
       stream.recipients.delete(m);
       stream.lagging.delete(m);
-      const error: WireError = { code: 'TIMEOUT', message: 'you did not keep up with this stream: it went on without you', reason: 'slow-recipient' };
+      const error: WireError = { code: 'TIMEOUT', kind: 'Network', message: 'you did not keep up with this stream: it went on without you', reason: 'slow-recipient' };
       m.link.send({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
     }
     if (waiting) {
@@ -151,7 +151,7 @@ export class StreamBoard {
     const stream = this.streams.get(streamId);
     if (!stream || stream.sender !== sender) throw new RelayError('NOT_FOUND', `no open stream ${streamId} of yours`, 'unknown-stream');
     if (stream.received !== stream.size) {
-      const error: WireError = { code: 'INVALID_ARGUMENT', message: `the stream ended after ${stream.received} of ${stream.size} bytes`, reason: 'stream-incomplete' };
+      const error: WireError = { code: 'INVALID_ARGUMENT', kind: 'Request', message: `the stream ended after ${stream.received} of ${stream.size} bytes`, reason: 'stream-incomplete' };
       this.abort(stream, error, false);
       throw new RelayError(error.code, error.message, error.reason);
     }
@@ -164,7 +164,7 @@ export class StreamBoard {
   memberLeft(member: Member): void {
     for (const stream of [...this.streams.values()]) {
       if (stream.sender === member) {
-        this.abort(stream, { code: 'CONNECTION_LOST', message: 'the sender left before the stream ended', reason: 'sender-left' }, false);
+        this.abort(stream, { code: 'CONNECTION_LOST', kind: 'Network', message: 'the sender left before the stream ended', reason: 'sender-left' }, false);
       } else {
         stream.recipients.delete(member);
         stream.lagging.delete(member);

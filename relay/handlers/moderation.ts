@@ -9,7 +9,7 @@ export function endRoom(scope: RequestScope): Result<'room.end'> {
   const { relay, room, member } = scope;
   relay.log.info('room ended', { room: room.id, by: member.id });
   relay.rooms.delete(room);
-  room.lobby.clear({ code: 'ENTRY_DENIED', message: 'the room has ended', reason: 'room-ended' });
+  room.lobby.clear({ code: 'ENTRY_DENIED', kind: 'Lobby', message: 'the room has ended', reason: 'room-ended' });
   // after the response: the caller's own session is closed too
   scope.after(() => {
     for (const m of [...room.members()]) m.link.close(CloseCode.ROOM_ENDED, 'room-ended');

@@ -136,7 +136,7 @@ export class OutputBoard {
       return this.status[output];
     } catch (err) {
       if (!(err instanceof RelayError)) this.ctx.log.warn('output could not start', { project: this.ctx.project, room: this.ctx.roomId, output, detail: (err as Error)?.message });
-      const error: WireError = err instanceof RelayError ? err.toWire() : { code: 'INTERNAL_ERROR', message: `${output} could not start`, reason: 'provider-failed' };
+      const error: WireError = err instanceof RelayError ? err.toWire() : { code: 'INTERNAL_ERROR', kind: 'Network', message: `${output} could not start`, reason: 'provider-failed' };
       if (this.running.get(output) === provider) {
         this.running.delete(output);
         if (timedOut) void this.stopProvider(output, provider);

@@ -151,7 +151,7 @@ export class HlsProvider implements OutputProvider {
       this.timer = null;
       this.off?.();
       this.ctx.log.warn('HLS write failed', { error: err.message });
-      this.failed?.({ code: 'INTERNAL_ERROR', message: `hls: ${err.message}`, reason: 'write-failed' });
+      this.failed?.({ code: 'INTERNAL_ERROR', kind: 'Network', message: `hls: ${err.message}`, reason: 'write-failed' });
     });
   }
 

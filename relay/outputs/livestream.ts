@@ -61,7 +61,7 @@ export class LivestreamProvider implements OutputProvider {
     } catch (err) {
       throw this.failure(err);
     }
-    publisher.onClose = () => this.failed({ code: 'CONNECTION_LOST', message: 'the RTMP server closed the stream', reason: 'rtmp-closed' });
+    publisher.onClose = () => this.failed({ code: 'CONNECTION_LOST', kind: 'Network', message: 'the RTMP server closed the stream', reason: 'rtmp-closed' });
     publisher.data(['@setDataFrame', 'onMetaData', { encoder: 'tessera', room: this.ctx.roomId, hasAudio: false, hasVideo: false }]);
     this.off = this.ctx.timeline.on((e: TimedEvent) => publisher.data(['onTextData', { type: 'Text', text: JSON.stringify(e) }]));
     return { server: target.tcUrl, key: `${target.key.slice(0, 2)}…` };

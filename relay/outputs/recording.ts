@@ -74,7 +74,7 @@ export class RecordingProvider implements OutputProvider {
     }
     const timeline = join(path, TIMELINE_FILE);
     const out = (await createExclusive(timeline)).createWriteStream();
-    out.on('error', (err) => this.failed({ code: 'INTERNAL_ERROR', message: `recording: ${err.message}`, reason: 'write-failed' }));
+    out.on('error', (err) => this.failed({ code: 'INTERNAL_ERROR', kind: 'Network', message: `recording: ${err.message}`, reason: 'write-failed' }));
     out.write(`${JSON.stringify({ type: 'recording-started', recording: id, roomId: this.ctx.roomId, at: Date.now(), format: 'tessera-timeline/1' })}\n`);
     this.off = this.ctx.timeline.on((event) => this.write(out, event));
     this.out = out;

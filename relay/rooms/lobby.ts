@@ -50,7 +50,7 @@ export class Lobby {
     if (!this.budget.take(1)) return false;
     const timer = setTimeout(() => {
       if (!this.release(id, 'timeout')) return;
-      waiting.refuse({ code: 'ENTRY_TIMEOUT', message: `no moderator admitted you within ${ttlSeconds} s`, reason: 'ttl' });
+      waiting.refuse({ code: 'ENTRY_TIMEOUT', kind: 'Lobby', message: `no moderator admitted you within ${ttlSeconds} s`, reason: 'ttl' });
     }, ttlSeconds * 1000);
     timer.unref?.();
     this.held.set(id, { ...waiting, timer });
@@ -62,11 +62,11 @@ export class Lobby {
   decide(participantId: string, admit: boolean, by: string): LobbyDecision {
     const held = this.held.get(participantId);
     if (!held) {
-      return { participantId, ok: false, error: { code: 'NOT_FOUND', message: `"${participantId}" is not waiting in the lobby (already admitted, denied, gone, or never there)`, reason: 'not-waiting' } };
+      return { participantId, ok: false, error: { code: 'NOT_FOUND', kind: 'Request', message: `"${participantId}" is not waiting in the lobby (already admitted, denied, gone, or never there)`, reason: 'not-waiting' } };
     }
     this.release(participantId, admit ? 'admitted' : 'denied', by);
     if (!admit) {
-      held.refuse({ code: 'ENTRY_DENIED', message: 'a moderator denied your request to join', reason: 'denied' });
+      held.refuse({ code: 'ENTRY_DENIED', kind: 'Lobby', message: 'a moderator denied your request to join', reason: 'denied' });
       return { participantId, ok: true };
     }
     const error = held.admit();

@@ -1,15 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ErrorCode, ErrorReason } from '../../src/protocol/codes.ts';
+import { kindOf, type ErrorCode, type ErrorReason, type WireError } from '../../src/protocol/codes.ts';
 import { claimShapeProblem, hasPrivilegedFlag, type TokenClaims } from '../../src/protocol/grant.ts';
 import { isRecord } from '../../src/protocol/parse.ts';
 import type { KeyStore } from './keys.ts';
 
 /** A refused token: the code, a machine reason and a human message. */
-export interface Refusal {
-  code: ErrorCode;
-  reason: ErrorReason;
-  message: string;
-}
+export type Refusal = WireError & { reason: ErrorReason };
 
 /** The outcome of a verification. */
 /** The outcome of a verification; a good token names the project of its API key. */
@@ -31,7 +27,7 @@ export interface VerifyOptions {
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 const LEEWAY = 30;
 
-const refuse = (code: ErrorCode, reason: ErrorReason, message: string): Verified => ({ ok: false, code, reason, message });
+const refuse = (code: ErrorCode, reason: ErrorReason, message: string): Verified => ({ ok: false, code, kind: kindOf(code), reason, message });
 const malformed = (message: string): Verified => refuse('INVALID_TOKEN', 'malformed', message);
 
 function isBase64url(part: string): boolean {
@@ -155,11 +151,11 @@ export function verifyToken(token: unknown, options: VerifyOptions): Verified {
  */
 export function checkScope(claims: TokenClaims, roomId: string, participantId: string): Refusal | null {
   if (claims.roomId !== undefined && claims.roomId !== roomId) {
-    return { code: 'UNAUTHORIZED_ROOM', reason: 'room-mismatch', message: `this token is for another room than "${roomId}"` };
+    return { code: 'UNAUTHORIZED_ROOM', kind: 'Auth', reason: 'room-mismatch', message: `this token is for another room than "${roomId}"` };
   }
   if (claims.participantId !== undefined && claims.participantId !== participantId) {
     return {
-      code: 'UNAUTHORIZED_PARTICIPANT',
+      code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth',
       reason: 'participant-mismatch',
       message: 'this token pins another participantId than the one joining',
     };

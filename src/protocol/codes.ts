@@ -139,7 +139,7 @@ export interface WireError {
   message: string;
   /** A machine-readable detail, e.g. `expired` or `bad-signature`. */
   reason?: ErrorReason;
-  kind?: ErrorKind;
+  kind: ErrorKind;
 }
 
 /** The wire form of an error: its kind filled in from its code. */

@@ -10,7 +10,7 @@ type Sample<M extends Method> = { params: Params<M>; result: Result<M>; malforme
 const SAMPLES: { [M in Method]: Sample<M> } = {
   'lobby.admit': {
     params: { participantIds: ['w', 'x'] },
-    result: { decisions: [{ participantId: 'w', ok: true }, { participantId: 'x', ok: false, error: { code: 'NOT_FOUND', message: 'gone', reason: 'not-waiting' } }] },
+    result: { decisions: [{ participantId: 'w', ok: true }, { participantId: 'x', ok: false, error: { code: 'NOT_FOUND', kind: 'Request', message: 'gone', reason: 'not-waiting' } }] },
     malformed: { decisions: [{ participantId: 'x', ok: false }] },
   },
   'lobby.deny': { params: { participantIds: ['w'] }, result: { decisions: [] }, malformed: { decisions: {} } },

@@ -45,7 +45,7 @@ const EVENT_SAMPLES: { [E in ServerEventName]: ServerEvents[E] } = {
   'pubsub.message': { id: 'm1', topic: 't', payload: null, from: 'b', timestamp: 1 },
   'stream.open': { streamId: 1, from: 'b', timestamp: 1, size: 10, kind: 'bytes', topic: 't' },
   'stream.end': { streamId: 1 },
-  'stream.abort': { streamId: 1, error: { code: 'CONNECTION_LOST', message: 'gone', reason: 'sender-left' } },
+  'stream.abort': { streamId: 1, error: { code: 'CONNECTION_LOST', kind: 'Network', message: 'gone', reason: 'sender-left' } },
   'stream.ack': { streamId: 1, seq: 4 },
   'lobby-request': { participantId: 'w', name: 'W', requestedAt: 1 },
   'lobby-resolved': { participantId: 'w', outcome: 'admitted', by: 'a' },
