@@ -5,6 +5,7 @@ import { PROTOCOL_VERSION, type ErrorFrame, type JoinFrame, type RequestFrame, t
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import { Serialized, type RelayContext, type RequestScope } from './context.ts';
 import { RelayError, toWireError } from './errors.ts';
+import type { LogFields } from './log.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
 import { enter, judge, snapshot, type Verdict } from './join.ts';
 import { FrameGate, rawLength } from './frame-gate.ts';
@@ -196,14 +197,18 @@ export class Session implements MemberLink, LobbyJoiner {
     try {
       this.onFrame(data, isBinary);
     } catch (err) {
-      this.relay.counters.faults++;
-      try {
-        this.relay.log.error('frame handling failed', { state: this.state, error: err instanceof Error ? (err.stack ?? err.message) : typeof err });
-      } catch {
-        // a logger that throws must not take the relay down either
-      }
+      this.fault('frame handling failed', err);
       if (this.state === 'closed') return;
-      this.sendError(wireError('INTERNAL_ERROR', 'the relay could not handle this frame', 'internal'));
+      const error = wireError('INTERNAL_ERROR', 'the relay could not handle this frame', 'internal');
+      // a request is answered as a request, so that its caller does not wait for its timeout
+      let id: number | undefined;
+      try {
+        id = isBinary ? undefined : leadingRequestId(rawText(data));
+      } catch {
+        id = undefined;
+      }
+      if (id === undefined) this.sendError(error);
+      else this.send({ type: 'response', id, error });
       if (this.state === 'pending') this.closeSoon(CloseCode.JOIN_REFUSED, 'internal');
     }
   }
@@ -229,7 +234,8 @@ export class Session implements MemberLink, LobbyJoiner {
       return this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'this connection has already joined', reason: 'already-joined' });
     }
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
-    void this.dispatch(parsed.value);
+    const request = parsed.value;
+    this.dispatch(request).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
   }
 
   private onJoinFrame(data: RawData, isBinary: boolean): void {
@@ -383,19 +389,28 @@ export class Session implements MemberLink, LobbyJoiner {
     }
     const deferred: Array<() => void> = [];
     const scope: RequestScope = { ...this.scope, after: (fn) => deferred.push(fn) };
+    let result: unknown;
     try {
       const handler = HANDLERS[request.method] as Handler<typeof request.method>;
-      const result = await handler(scope, request.params);
-      if (result instanceof Serialized) this.sendRaw(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
-      else this.send({ type: 'response', id: request.id, result });
-      for (const fn of deferred) fn();
+      result = await handler(scope, request.params);
     } catch (err) {
-      const error = toWireError(err);
-      if (!(err instanceof RelayError)) {
-        this.relay.counters.faults++;
-        this.relay.log.error('request failed', { method: request.method, error: err instanceof Error ? (err.stack ?? err.message) : typeof err });
-      }
-      this.send({ type: 'response', id: request.id, error });
+      // answered first: a fault below (even the log's) must not leave the call waiting
+      this.send({ type: 'response', id: request.id, error: toWireError(err) });
+      if (!(err instanceof RelayError)) this.fault('request failed', err, { method: request.method });
+      return;
+    }
+    if (result instanceof Serialized) this.sendRaw(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
+    else this.send({ type: 'response', id: request.id, result });
+    for (const fn of deferred) fn();
+  }
+
+  /** Count and log a fault of the relay's own; a logger that throws does not make it worse. */
+  private fault(message: string, err: unknown, fields: LogFields = {}): void {
+    this.relay.counters.faults++;
+    try {
+      this.relay.log.error(message, { ...fields, state: this.state, error: err instanceof Error ? (err.stack ?? err.message) : typeof err });
+    } catch {
+      // nothing more to do: the fault is counted in /metrics
     }
   }
 

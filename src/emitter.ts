@@ -10,6 +10,7 @@
  */
 import mitt, { type Emitter as Mitt } from 'mitt';
 
+/** A listener of an event: called with the event's one payload object. */
 export type Listener<T> = (payload: T) => void;
 
 type Replay<Events> = { [E in keyof Events]?: () => Iterable<Events[E]> };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SdkError } from './errors.ts';
-import { CloseCode, ERROR_REASONS, ErrorCode, ErrorKind, kindOf, reasonForClose, wireError } from './protocol/codes.ts';
+import { CloseCode, ERROR_REASONS, ErrorCode, ErrorKind, kindOf, reasonForClose, wireError, type DisconnectReason } from './protocol/codes.ts';
 import { parseClientFrame } from './protocol/validate.ts';
 
 describe('the error model (issue 12)', () => {
@@ -35,6 +35,10 @@ describe('the error model (issue 12)', () => {
     assert.equal(reasonForClose(CloseCode.SERVER_SHUTDOWN), 'server-shutdown');
     assert.equal(reasonForClose(CloseCode.SLOW_CONSUMER), 'connection-lost');
     assert.equal(reasonForClose(1006), 'connection-lost');
+    // every disconnect reason is one a close code gives (or a lost connection)
+    const given = new Set([...Object.values(CloseCode).map(reasonForClose), reasonForClose(1006)]);
+    const all: Record<DisconnectReason, true> = { left: true, removed: true, 'room-ended': true, 'duplicate-identity': true, 'server-shutdown': true, 'connection-lost': true };
+    assert.deepEqual([...given].sort(), Object.keys(all).sort());
     assert.equal(new Set(Object.values(CloseCode)).size, Object.keys(CloseCode).length, 'no code twice');
   });
 });

@@ -4,8 +4,8 @@
  */
 export { Sdk, type JoinOptions } from './sdk.ts';
 export type { ReconnectPolicy } from './connection.ts';
-export { SdkError } from './errors.ts';
-export { ErrorCode, ErrorKind, type DisconnectReason } from './protocol/codes.ts';
+export { SdkError, type AnyErrorCode } from './errors.ts';
+export { ERROR_REASONS, ErrorCode, ErrorKind, type DisconnectReason, type ErrorReason } from './protocol/codes.ts';
 export { Room } from './room.ts';
 export type { RoomEvents, RoomEventName } from './room-events.ts';
 export { LocalParticipant } from './participants/local-participant.ts';
@@ -20,8 +20,21 @@ export type { MediaPlatform } from './media/platform.ts';
 export type { TrackKind, TrackInfo, PreferredSize } from './protocol/media.ts';
 export type { PublishTrackOptions } from './media/media.ts';
 export type { TrackEvent } from './room-events.ts';
-export { OutputControl, WhiteboardControl } from './outputs/outputs.ts';
-export type { LobbyDecision, LobbyOutcome, LobbyRequest, OutputName, OutputState, OutputStatus, Shape, ShapeInput } from './protocol/control.ts';
+export { OutputControl, WhiteboardControl, type OutputStartArgs } from './outputs/outputs.ts';
+export type {
+  LobbyDecision,
+  LobbyOutcome,
+  LobbyRequest,
+  OutputChange,
+  OutputInfo,
+  OutputName,
+  OutputOptions,
+  OutputState,
+  OutputStatus,
+  OutputStatuses,
+  Shape,
+  ShapeInput,
+} from './protocol/control.ts';
 export type { JsonValue, PubSubMessage } from './protocol/messages.ts';
 export type { EffectiveGrant, Grant, GrantFlag, JoinPolicy, Source } from './protocol/grant.ts';
 export type { WireError } from './protocol/messages.ts';

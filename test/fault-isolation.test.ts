@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import { createLogger } from '../relay/log.ts';
-import { ROOM_GRANT, startTestRelay, type TestRelay } from './helpers.ts';
+import { HANDLERS } from '../relay/handlers/index.ts';
+import { rejectsWith, ROOM_GRANT, startTestRelay, type TestRelay } from './helpers.ts';
 
 /**
  * A fault of the relay's own while it handles a frame — here, made on purpose: a logger that
@@ -22,6 +23,13 @@ describe('fault isolation: a frame whose handling throws does not end the relay 
           throw new Error('the logger broke');
         }
         base.info(message, fields);
+      },
+      error(message: string, fields?: Parameters<typeof base.error>[1]) {
+        if (message === 'request failed') {
+          thrown.push(message);
+          throw new Error('the logger broke');
+        }
+        base.error(message, fields);
       },
     };
     t = await startTestRelay({ logger });
@@ -54,6 +62,32 @@ describe('fault isolation: a frame whose handling throws does not end the relay 
       assert.deepEqual(uncaught, []);
     } finally {
       process.off('uncaughtException', onUncaught);
+    }
+  });
+
+  it('a handler that throws (and a logger that throws on it) still answers the call, INTERNAL_ERROR, and nothing is left unhandled', async () => {
+    const room = await t.join({ token: t.token({ roomId: 'calm2', participantId: 'm', grant: { ...ROOM_GRANT, canModerate: true } }) });
+    const table = HANDLERS as unknown as Record<string, unknown>;
+    const saved = table['room.end'];
+    table['room.end'] = () => {
+      throw new TypeError('a bug in a handler');
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const err = await rejectsWith(room.end(), 'INTERNAL_ERROR');
+      assert.equal(err.reason, 'internal');
+      assert.doesNotMatch(err.message, /a bug in a handler/, 'the fault stays in the log');
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(unhandled, []);
+      assert.ok(thrown.includes('request failed'), 'the logger did throw');
+      const metrics = await (await fetch(t.url.replace('ws', 'http') + '/metrics')).text();
+      assert.match(metrics, /^tessera_faults_total 2$/m);
+      assert.equal(typeof (await room.pubsub.publish('chat', 'on')).id, 'string', 'the session goes on');
+    } finally {
+      table['room.end'] = saved;
+      process.off('unhandledRejection', onUnhandled);
     }
   });
 });

@@ -1,8 +1,8 @@
 import type { Connection } from '../connection.ts';
 import type { OutputInfo, OutputName, OutputOptions, OutputStartParams, OutputState, OutputStatus, Shape, ShapeInput } from '../protocol/control.ts';
 
-/** `start`'s arguments: options required where the output needs some (the livestream's `url`). */
-type StartArgs<O extends OutputName> = {} extends OutputOptions[O] ? [options?: OutputOptions[O]] : [options: OutputOptions[O]];
+/** The arguments of an output's `start`: its options, required where it needs some (the livestream's `url`). */
+export type OutputStartArgs<O extends OutputName> = {} extends OutputOptions[O] ? [options?: OutputOptions[O]] : [options: OutputOptions[O]];
 
 /**
  * One room output (recording, HLS, livestream, transcription, whiteboard). `start` and `stop`
@@ -46,7 +46,7 @@ export class OutputControl<O extends OutputName = OutputName> {
   }
 
   /** Start it; resolves once it is active (rejects if it failed to start). */
-  async start(...[options]: StartArgs<O>): Promise<OutputStatus<O>> {
+  async start(...[options]: OutputStartArgs<O>): Promise<OutputStatus<O>> {
     const params = (options === undefined ? { output: this.name } : { output: this.name, options }) as OutputStartParams;
     // the relay answers a start of this output with this output's status
     return (await this.connection.request('output.start', params)) as OutputStatus<O>;
