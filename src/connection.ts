@@ -152,8 +152,12 @@ function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeo
       // frames right behind `joined` in the same read, before the connection adopts the socket
       if (settled) return void early.push(parsed);
       if (parsed instanceof Uint8Array) return;
-      // the relay broke the protocol before the join completed: no room to tell, the join fails
-      if (!parsed.ok) return settle(badFrame(parsed.problem));
+      // a frame of a type this SDK does not know is a newer relay's, ignored; any other that
+      // does not parse: the relay broke the protocol before the join completed, no room to tell, the join fails
+      if (!parsed.ok) {
+        if (!parsed.unknown) settle(badFrame(parsed.problem));
+        return;
+      }
       const frame = parsed.value;
       if (!frame) return;
       if (frame.type === 'joined') return settle(null, frame);

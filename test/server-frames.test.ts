@@ -238,8 +238,8 @@ describe('server frames: the SDK validates what the relay sends', () => {
       await relay.close();
       relay = null;
     }
-    // not JSON at all, and a frame of an unknown type, during the handshake
-    for (const frame of ['{"type":"joined",', '{"type":"welcome"}']) {
+    // not JSON at all, a frame without a type, and a malformed lobby frame, during the handshake
+    for (const frame of ['{"type":"joined",', '{"kind":"welcome"}', '{"type":"lobby","ttl":"soon"}']) {
       relay = await fakeRelay((ws) => ws.send(frame));
       assertSdkError(await rejection(join(relay.url)), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame' });
       await relay.close();
@@ -252,5 +252,110 @@ describe('server frames: the SDK validates what the relay sends', () => {
     await relay.close();
     relay = await fakeRelay((ws) => ws.send(JSON.stringify({ type: 'join-error', error: 'nope' })));
     assertSdkError(await rejection(join(relay.url)), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /join-error/ });
+  });
+});
+
+/**
+ * SDKs and relays of neighbouring versions speak protocol version 1 to each other: what one
+ * side does not know of the other is left out or ignored, never a failed join or a room error.
+ */
+describe('server frames: relays of neighbouring versions', () => {
+  const uncaught: unknown[] = [];
+  const spy = (error: unknown) => uncaught.push(error);
+  let relay: FakeRelay | null = null;
+  const errorsOf = (room: Room) => {
+    const errors: SdkError[] = [];
+    room.on('error', ({ error }) => errors.push(error));
+    return errors;
+  };
+
+  before(() => process.on('uncaughtException', spy));
+  after(() => process.off('uncaughtException', spy));
+  afterEach(async () => {
+    await relay?.close();
+    relay = null;
+    assert.deepEqual(uncaught, [], 'no uncaught exception');
+  });
+
+  it("an older relay's whiteboard info (maxBytes a string) is left out: the join, start() and output-changed work", async () => {
+    const older = joinedFrame();
+    (older.outputs as Record<string, unknown>).whiteboard = { state: 'active', by: 'a', info: { maxBytes: '65536' } };
+    relay = await fakeRelay((ws) => ws.send(JSON.stringify(older)));
+    const room = await join(relay.url);
+    const errors = errorsOf(room);
+    assert.equal(room.whiteboard.state, 'active');
+    assert.deepEqual(room.whiteboard.status, { state: 'active', by: 'a' });
+    assert.equal(room.whiteboard.info, undefined);
+    const ws = relay.socket();
+
+    const started = room.whiteboard.start();
+    const request = await relay.nextRequest();
+    assert.equal(request.method, 'output.start');
+    ws.send(JSON.stringify({ type: 'response', id: request.id, result: { state: 'active', by: 'a', info: { maxBytes: '65536' } } }));
+    assert.deepEqual(await started, { state: 'active', by: 'a' });
+
+    const changed = nextEvent(room, 'output-changed');
+    ws.send(JSON.stringify({ type: 'event', name: 'output-changed', data: { output: 'whiteboard', state: 'stopping', by: 'a', info: { maxBytes: '65536' } } }));
+    assert.deepEqual(await changed, { output: 'whiteboard', state: 'stopping', by: 'a' });
+    assert.equal(room.whiteboard.state, 'stopping');
+    assert.deepEqual(errors, []);
+  });
+
+  it("a newer relay's sources, track kinds, outputs, states and outcomes are left out or ignored, silently", async () => {
+    const newer = joinedFrame();
+    newer.self.grant.canPublishSources = ['camera', 'hologram', 'microphone'];
+    newer.participants = [{ id: 'b', name: 'Bob', joinedAt: 1, tracks: [{ source: 'hologram', kind: 'video', muted: false }, { source: 'microphone', kind: 'audio', muted: true }, { source: 'screen', kind: 'depth', muted: false }] }];
+    (newer.outputs as Record<string, unknown>).hologram = { state: 'active' };
+    relay = await fakeRelay((ws) => ws.send(JSON.stringify(newer)));
+    const room = await Sdk.join({ url: relay.url, token: token(), reconnect: false, heartbeatMs: 60_000, timeoutMs: 3000, autoSubscribe: false });
+    const errors = errorsOf(room);
+    assert.deepEqual(room.localParticipant.grant.canPublishSources, ['camera', 'microphone']);
+    assert.deepEqual([...room.remoteParticipants.get('b')!.tracks.keys()], ['microphone']);
+    const ws = relay.socket();
+    const seen: string[] = [];
+    room.on('output-changed', ({ output, state }) => seen.push(`${output} ${state}`));
+    room.on('lobby-resolved', ({ outcome }) => seen.push(`lobby ${outcome}`));
+
+    const send = (name: string, data: unknown) => ws.send(JSON.stringify({ type: 'event', name, data }));
+    send('participant-joined', { id: 'c', name: 'Cy', joinedAt: 2, tracks: [{ source: 'camera', kind: 'depth', muted: false }, { source: 'camera', kind: 'video', muted: false }] });
+    send('track-published', { participantId: 'b', source: 'hologram', kind: 'video', muted: false });
+    send('track-published', { participantId: 'b', source: 'camera', kind: 'depth', muted: false });
+    send('track-mute', { participantId: 'b', source: 'hologram', muted: true });
+    send('track-unpublished', { participantId: 'b', source: 'hologram' });
+    send('unpublish-requested', { source: 'hologram', by: 'a' });
+    send('lobby-resolved', { participantId: 'w', outcome: 'expired', by: 'a' });
+    send('output-changed', { output: 'hologram', state: 'stopped' });
+    send('output-changed', { output: 'recording', state: 'paused', by: 'a' });
+    // then events it knows: still delivered
+    send('lobby-resolved', { participantId: 'w', outcome: 'denied', by: 'a' });
+    const last = nextEvent(room, 'output-changed');
+    send('output-changed', { output: 'recording', state: 'starting', by: 'a' });
+    await last;
+    assert.deepEqual(seen, ['lobby denied', 'recording starting']);
+    assert.deepEqual([...room.remoteParticipants.get('c')!.tracks.keys()], ['camera']);
+    assert.deepEqual(errors, [], errors.map((e) => e.message).join('\n'));
+  });
+
+  it('a frame of a type this SDK does not know before joined is ignored; the join completes', async () => {
+    relay = await fakeRelay((ws) => {
+      ws.send('{"type":"welcome","features":["x"]}');
+      ws.send('{"type":"__proto__"}');
+      ws.send(JSON.stringify(joinedFrame()));
+    });
+    const room = await join(relay.url);
+    assert.equal(room.connected, true);
+  });
+
+  it("received errors are normalised before they reach the room's outputs", async () => {
+    relay = await fakeRelay();
+    const room = await join(relay.url);
+    const errors = errorsOf(room);
+    const ws = relay.socket();
+    const failed = nextEvent(room, 'output-changed');
+    // an older relay: no kind; a reason this SDK does not know
+    ws.send(JSON.stringify({ type: 'event', name: 'output-changed', data: { output: 'hls', state: 'failed', error: { code: 'INVALID_STATE', message: 'x', reason: 'brand-new' } } }));
+    assert.deepEqual((await failed).error, { code: 'INVALID_STATE', kind: 'State', message: 'x' });
+    assert.deepEqual(room.hls.status.error, { code: 'INVALID_STATE', kind: 'State', message: 'x' });
+    assert.deepEqual(errors, []);
   });
 });

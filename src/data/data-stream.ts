@@ -1,7 +1,7 @@
 import type { Connection } from '../connection.ts';
 import { Emitter, type Listener } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
-import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, type StreamInfo, type StreamOpenParams, type WireError } from '../protocol/messages.ts';
+import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, type StreamInfo, type StreamOpenParams, type ReceivedError } from '../protocol/messages.ts';
 import { IncomingStream } from './incoming-stream.ts';
 
 /** Options of {@link DataStreams.send}. */
@@ -173,7 +173,7 @@ export class DataStreams {
   }
 
   /** @internal */
-  aborted(streamId: number, error: WireError): void {
+  aborted(streamId: number, error: ReceivedError): void {
     const err = SdkError.fromWire(error);
     this.incoming.get(streamId)?.fail(err);
     this.incoming.delete(streamId);

@@ -142,6 +142,21 @@ export interface WireError {
   kind: ErrorKind;
 }
 
+/**
+ * An error as a client receives it: what a relay of any version may send, normalised by the
+ * SDK's validator. `code` is kept as sent (a newer relay's code keeps its string); `kind` is the
+ * code's kind when this SDK knows the code, else the kind the relay sent when it is one of
+ * {@link ErrorKind}, else `Request`; a `reason` this SDK does not know is left out. The relay
+ * sends {@link WireError}, which is one of these.
+ */
+export interface ReceivedError {
+  code: ErrorCode | (string & {});
+  message: string;
+  /** A machine-readable detail this SDK knows, e.g. `expired` or `bad-signature`. */
+  reason?: ErrorReason;
+  kind: ErrorKind;
+}
+
 /** The wire form of an error: its kind filled in from its code. */
 export function wireError(code: ErrorCode, message: string, reason?: ErrorReason): WireError {
   return reason === undefined ? { code, kind: CODE_KINDS[code], message } : { code, kind: CODE_KINDS[code], message, reason };

@@ -1,6 +1,6 @@
 /** Wire types of the lobby, moderation requests, room outputs and the whiteboard. */
 import type { GrantFlag, Source } from './grant.ts';
-import type { WireError } from './codes.ts';
+import type { ReceivedError } from './codes.ts';
 
 /** A joiner waiting in the lobby, as moderators see it. */
 export interface LobbyRequest {
@@ -13,8 +13,8 @@ export interface LobbyRequest {
 /** How a lobby request ended. */
 export type LobbyOutcome = 'admitted' | 'denied' | 'timeout' | 'cancelled';
 
-/** The answer for one id of a `lobby.admit` / `lobby.deny`. */
-export type LobbyDecision = { participantId: string; ok: true } | { participantId: string; ok: false; error: WireError };
+/** The answer for one id of a `lobby.admit` / `lobby.deny` (its error as received: see {@link ReceivedError}). */
+export type LobbyDecision = { participantId: string; ok: true } | { participantId: string; ok: false; error: ReceivedError };
 
 /** The room outputs, each started and stopped with its own grant flag. */
 export type OutputName = 'recording' | 'hls' | 'livestream' | 'transcription' | 'whiteboard';
@@ -84,8 +84,8 @@ export interface OutputStatus<O extends OutputName = OutputName> {
   state: OutputState;
   /** Who last started or stopped it. */
   by?: string;
-  /** Why it failed, when it did. */
-  error?: WireError;
+  /** Why it failed, when it did (as received: a newer relay's code keeps its string). */
+  error?: ReceivedError;
   /** Where to find what it produces, when active. */
   info?: OutputInfo[O];
 }

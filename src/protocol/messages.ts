@@ -2,7 +2,7 @@
  * The wire protocol: JSON text frames, each an object with a `type`.
  * Version 1. `docs/protocol.md` describes the exchange.
  */
-import type { WireError } from './codes.ts';
+import type { ReceivedError } from './codes.ts';
 import type { ControlEvents, ControlMethods, LobbyRequest, OutputStatuses } from './control.ts';
 import type { EffectiveGrant } from './grant.ts';
 import type { MediaEvents, MediaMethods, TrackInfo } from './media.ts';
@@ -10,7 +10,7 @@ import type { MediaEvents, MediaMethods, TrackInfo } from './media.ts';
 /** The protocol version a client announces in its join frame. */
 export const PROTOCOL_VERSION = 1;
 
-export type { WireError } from './codes.ts';
+export type { ReceivedError, WireError } from './codes.ts';
 
 /** A participant's tier: on stage (`speaker`) or in the audience (`viewer`). */
 export type Tier = 'speaker' | 'viewer';
@@ -155,7 +155,7 @@ export interface ServerEvents extends ControlEvents, MediaEvents {
   /** Every byte of the stream has been sent. */
   'stream.end': { streamId: number };
   /** The stream stopped before its end (e.g. the sender left). */
-  'stream.abort': { streamId: number; error: WireError };
+  'stream.abort': { streamId: number; error: ReceivedError };
   /** The relay has passed on chunks up to `seq` of a stream you send: send more. */
   'stream.ack': { streamId: number; seq: number };
 }
@@ -202,13 +202,13 @@ export interface LobbyFrame {
 /** The relay's answer to a refused join; the socket is closed right after. */
 export interface JoinErrorFrame {
   type: 'join-error';
-  error: WireError;
+  error: ReceivedError;
 }
 
 /** The answer to one request. */
 export type ResponseFrame =
   | { type: 'response'; id: number; result: unknown }
-  | { type: 'response'; id: number; error: WireError };
+  | { type: 'response'; id: number; error: ReceivedError };
 
 /** A pushed room event. */
 export interface EventFrame<E extends ServerEventName = ServerEventName> {
@@ -220,7 +220,7 @@ export interface EventFrame<E extends ServerEventName = ServerEventName> {
 /** An error not tied to a request (e.g. a frame that could not be parsed). */
 export interface ErrorFrame {
   type: 'error';
-  error: WireError;
+  error: ReceivedError;
 }
 
 /** The relay's answer to a `ping`. */

@@ -1,8 +1,12 @@
 /** Small parsing helpers shared by the frame validators. */
 import type { Method, Params } from './messages.ts';
 
-/** The outcome of a parse: a typed value, or a human-readable problem. */
-export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string; id?: number };
+/**
+ * The outcome of a parse: a typed value, or a human-readable problem (`id`: of the request a
+ * malformed response answers; `unknown`: the frame is of a type this SDK does not know, which a
+ * newer peer may send).
+ */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string; id?: number; unknown?: true };
 
 export const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
 export const bad = (problem: string, id?: number): Parsed<never> =>

@@ -18,10 +18,9 @@ const SAMPLES: { [M in Method]: Sample<M> } = {
   'output.start': {
     params: { output: 'livestream', options: { url: 'rtmp://x/app/key' } },
     result: { state: 'starting', by: 'a', info: { server: 'rtmp://x/app', key: 'ke…' } },
-    // an HLS info in a livestream's answer
-    malformed: { state: 'active', info: { playlist: '/p.m3u8' } },
+    malformed: { state: 'active', by: 5 },
   },
-  'output.stop': { params: { output: 'hls' }, result: { state: 'stopping' }, malformed: { state: 'gone' } },
+  'output.stop': { params: { output: 'hls' }, result: { state: 'stopping' }, malformed: { state: ['stopped'] } },
   'whiteboard.draw': {
     params: { shape: { kind: 'text', x: 1, y: 2, text: 'hi' } },
     result: { shape: { kind: 'text', x: 1, y: 2, text: 'hi', id: 's1', by: 'a' } },
@@ -90,6 +89,46 @@ describe('parseResult', () => {
     const bad = parseResult('participants.list', { participants, nextCursor: null }, { tier: 'viewer' });
     assert.ok(!bad.ok && /participants\[999\]/.test(bad.problem));
     assert.equal(parseResult('participants.list', { participants: [], nextCursor: 5 }, { tier: 'viewer' }).ok, false);
+  });
+
+  it("an output's info that does not fit is left out of an answer; a state this SDK does not know is taken as stopped", () => {
+    // an older relay's whiteboard (maxBytes a string), an HLS info in a livestream's answer
+    assert.deepEqual(parseResult('output.start', { state: 'active', by: 'a', info: { maxBytes: '65536' } }, { output: 'whiteboard' }), { ok: true, value: { state: 'active', by: 'a' } });
+    assert.deepEqual(parseResult('output.start', { state: 'active', info: { playlist: '/p.m3u8' } }, { output: 'livestream', options: { url: 'rtmp://x/a/k' } }), { ok: true, value: { state: 'active' } });
+    assert.deepEqual(parseResult('output.stop', { state: 'stopping', info: null }, { output: 'hls' }), { ok: true, value: { state: 'stopping' } });
+    assert.deepEqual(parseResult('output.stop', { state: 'draining' }, { output: 'hls' }), { ok: true, value: { state: 'stopped' } });
+    assert.deepEqual(parseResult('output.start', { state: 'failed', error: { code: 'INTERNAL_ERROR', message: 'x', reason: 'new-reason' } }, { output: 'hls' }), {
+      ok: true,
+      value: { state: 'failed', error: { code: 'INTERNAL_ERROR', kind: 'Network', message: 'x' } },
+    });
+  });
+
+  it("a lobby decision's error is normalised; admissions are not copied", () => {
+    const admitted = { participantId: 'w', ok: true };
+    const result = { decisions: [admitted, { participantId: 'x', ok: false, error: { code: 'NOT_WAITING_ANYMORE', kind: 'Lobby', message: 'gone', reason: 'vanished' } }, { participantId: 'y', ok: false, error: { code: 'INVALID_STATE', message: 'm' } }] };
+    const parsed = parseResult('lobby.admit', result, { participantIds: ['w', 'x', 'y'] });
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.value.decisions, [
+      admitted,
+      { participantId: 'x', ok: false, error: { code: 'NOT_WAITING_ANYMORE', kind: 'Lobby', message: 'gone' } },
+      { participantId: 'y', ok: false, error: { code: 'INVALID_STATE', kind: 'State', message: 'm' } },
+    ]);
+    assert.equal(parsed.value.decisions[0], admitted);
+    const all = { decisions: [admitted] };
+    const same = parseResult('lobby.deny', all, { participantIds: ['w'] });
+    assert.ok(same.ok && same.value.decisions === all.decisions, 'no copy when nothing needs normalising');
+  });
+
+  it('a page of participants: a track this SDK does not know is left out, the page copied only then', () => {
+    const participants = [
+      { id: 'v', name: 'V', joinedAt: 1, tier: 'speaker', tracks: [{ source: 'hologram', kind: 'video', muted: false }, { source: 'camera', kind: 'video', muted: false }] },
+      { id: 'w', name: 'W', joinedAt: 2, tier: 'viewer' },
+    ];
+    const parsed = parseResult('participants.list', { participants, nextCursor: null }, { tier: 'speaker' });
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.value.participants[0]?.tracks, [{ source: 'camera', kind: 'video', muted: false }]);
+    assert.equal(parsed.value.participants[1], participants[1]);
+    assert.equal(participants[0]!.tracks!.length, 2, 'the input is left alone');
   });
 
   it('never throws on any JSON value as the result of any method', () => {

@@ -2,13 +2,14 @@
  * The SDK's parsers of the result of every method: one per method, in a typed table. A result
  * that does not parse means the relay broke the protocol (not the caller's fault).
  */
-import type { OutputName } from './control.ts';
+import type { LobbyDecision, OutputName } from './control.ts';
 import type { Method, Params, Result } from './messages.ts';
 import { bad, isRecord, ok, type Parsed } from './parse.ts';
 import {
-  isLobbyDecision,
+  fitList,
+  fitLobbyDecision,
+  fitParticipantSummary,
   isNumber,
-  isParticipantSummary,
   isPubSubMessage,
   isShape,
   isString,
@@ -32,7 +33,12 @@ function listIn<F extends string, T>(field: F, guard: Guard<T>) {
   };
 }
 
-const decisions = listIn('decisions', isLobbyDecision);
+/** `{ decisions }`: an admission checked in place, a refusal's error normalised. */
+const decisions = (result: unknown): Parsed<{ decisions: LobbyDecision[] }> => {
+  if (!isRecord(result)) return bad('must be an object');
+  const items = fitList('decisions', result.decisions, fitLobbyDecision);
+  return items.ok ? ok({ decisions: items.value }) : items;
+};
 const status = (result: unknown, params: { output: OutputName }) => parseOutputStatus(params.output, result);
 
 /** One parser per method: the typed dispatch table of result validation. */
@@ -57,7 +63,7 @@ const RESULTS: { [M in Method]: ResultParser<M> } = {
     if (!isRecord(result)) return bad('must be an object');
     const { nextCursor } = result;
     if (nextCursor !== null && !isString(nextCursor)) return bad('nextCursor must be a string or null');
-    const participants = list('participants', result.participants, isParticipantSummary);
+    const participants = fitList('participants', result.participants, fitParticipantSummary);
     return participants.ok ? ok({ participants: participants.value, nextCursor }) : participants;
   },
   'room.end': empty,

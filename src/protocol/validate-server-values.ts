@@ -4,11 +4,18 @@
  * page of 1000 participants, pubsub history, a board of shapes) are checked in place, in one
  * pass and without copies; small objects are copied field by field, keeping only the fields
  * this SDK knows. Fields it does not know are ignored (a newer relay may send more).
+ *
+ * Relays of neighbouring versions speak the same protocol version, so what this SDK does not
+ * know is not malformed (docs/protocol.md, "Compatibility"): a member of a list it does not
+ * know (a source, a track) is left out, an output's `info` that does not fit is left out, and
+ * an error's code is kept while its kind and reason are normalised ({@link ReceivedError}).
+ * Only what does not fit at all is refused; a value that does fit costs no copy beyond those
+ * said above (the repairs happen after a strict check failed).
  */
-import type { WireError } from './codes.ts';
-import { OUTPUTS, type LobbyDecision, type LobbyRequest, type OutputInfo, type OutputName, type OutputState, type OutputStatus, type OutputStatuses, type Shape, type ShapeInput } from './control.ts';
+import { ErrorKind, isErrorCode, isErrorKind, isErrorReason, kindOf, type ReceivedError } from './codes.ts';
+import { OUTPUTS, type LobbyDecision, type LobbyRequest, type OutputChange, type OutputInfo, type OutputName, type OutputState, type OutputStatus, type OutputStatuses, type Shape, type ShapeInput } from './control.ts';
 import { GRANT_FLAGS, SOURCES, type EffectiveGrant } from './grant.ts';
-import type { TrackInfo } from './media.ts';
+import type { TrackInfo, TrackKind } from './media.ts';
 import type { JsonValue, ParticipantCounts, ParticipantInfo, ParticipantSummary, PubSubMessage, SelfInfo, StreamInfo } from './messages.ts';
 import { bad, isRecord, ok, type Parsed } from './parse.ts';
 
@@ -19,6 +26,21 @@ export type Spec<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? Guard<T[K] | u
 /** A parser of one value. */
 export type ValueParser<T> = (value: unknown) => Parsed<T>;
 
+/** What a {@link Fit} makes of a value that does not fit at all. */
+export const MALFORMED: unique symbol = Symbol('malformed');
+export type Malformed = typeof MALFORMED;
+/**
+ * A check of a field that may also repair it: the value itself when it fits, a copy without
+ * what this SDK does not know, `undefined` to leave an optional field out, or MALFORMED.
+ */
+export interface Fit<T> {
+  readonly fit: (value: unknown) => T | Malformed;
+}
+/** The check of one field of a {@link record}. */
+export type Field<T> = Guard<T> | Fit<T>;
+/** A check per field of `T`; an optional field's also accepts (or makes) `undefined`. */
+export type RecordSpec<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? Field<T[K] | undefined> : Field<T[K]> };
+
 export const isString = (v: unknown): v is string => typeof v === 'string';
 /** JSON has no NaN nor Infinity: a parsed number is finite. */
 export const isNumber = (v: unknown): v is number => typeof v === 'number';
@@ -27,9 +49,12 @@ export const isBoolean = (v: unknown): v is boolean => typeof v === 'boolean';
 export const isJson = (v: unknown): v is JsonValue => v !== undefined;
 export const optional = <T>(guard: Guard<T>): Guard<T | undefined> => (v): v is T | undefined => v === undefined || guard(v);
 export const oneOf = <T extends string>(values: readonly T[]): Guard<T> => (v): v is T => values.includes(v as T);
+/** A string none of `values`: what a newer relay may send where this SDK knows `values` only. */
+export const newerThan = (values: readonly string[]) => (v: unknown): boolean => typeof v === 'string' && !values.includes(v);
 /** An array of which every element fits, checked in place. */
 export const arrayOf = <T>(guard: Guard<T>): Guard<T[]> => (v): v is T[] => Array.isArray(v) && v.every((e) => guard(e));
 export const isSource = oneOf(SOURCES);
+export const TRACK_KINDS: readonly TrackKind[] = ['audio', 'video'];
 
 /** True when `key` is an own key of `table` (not `toString`, `__proto__`...). */
 export const has = <K extends string>(table: Record<K, unknown>, key: unknown): key is K => typeof key === 'string' && Object.prototype.hasOwnProperty.call(table, key);
@@ -44,15 +69,16 @@ export function guard<T>(spec: Spec<T>): Guard<T> {
   };
 }
 
-/** A parser of an object with these fields: a copy of them, or which one is wrong. */
-export function record<T>(spec: Spec<T>): ValueParser<T> {
+/** A parser of an object with these fields: a copy of them (each checked, or repaired by its fit), or which one is wrong. */
+export function record<T>(spec: RecordSpec<T>): ValueParser<T> {
   const keys = Object.keys(spec) as Array<keyof T & string>;
   return (v) => {
     if (!isRecord(v)) return bad('must be an object');
     const out: Record<string, unknown> = {};
     for (const key of keys) {
-      const field = v[key];
-      if (!(spec[key] as Guard<unknown>)(field)) return bad(`${key} is malformed`);
+      const check = spec[key] as Field<unknown>;
+      let field = v[key];
+      if (typeof check === 'function' ? !check(field) : (field = check.fit(field)) === MALFORMED) return bad(`${key} is malformed`);
       if (field !== undefined) out[key] = field;
     }
     return ok(out as T);
@@ -61,33 +87,97 @@ export function record<T>(spec: Spec<T>): ValueParser<T> {
 
 /** A parser from a guard: the value itself when it fits. */
 export const checked = <T>(guard: Guard<T>): ValueParser<T> => (v) => (guard(v) ? ok(v) : bad('is malformed'));
+/** A fit from a parser. */
+export const fitOf = <T>(parse: ValueParser<T>): Fit<T> => ({
+  fit: (v) => {
+    const parsed = parse(v);
+    return parsed.ok ? parsed.value : MALFORMED;
+  },
+});
+export const optionalFit = <T>(fit: Fit<T>): Fit<T | undefined> => ({ fit: (v) => (v === undefined ? undefined : fit.fit(v)) });
+/** An optional field kept only when it fits: one that does not (a relay of another version) is left out, never a failure. */
+export const ifFits = <T>(guard: Guard<T>): Fit<T | undefined> => ({ fit: (v) => (guard(v) ? v : undefined) });
 
 /** An array of which every element fits `guard`: one pass, no copy; the problem names the first misfit. */
 export function list<T>(what: string, value: unknown, guard: Guard<T>): Parsed<T[]> {
   if (!Array.isArray(value)) return bad(`${what} must be an array`);
   for (let i = 0; i < value.length; i++) if (!guard(value[i])) return bad(`${what}[${i}] is malformed`);
-  return ok(value as T[]);
+  return ok(value);
 }
 
 /**
- * The wire form of an error, loosely: a newer relay may send a code, reason or kind this SDK
- * does not know. Typed as {@link WireError}, read only through `SdkError.fromWire`, which
- * keeps an unknown code's string and drops an unknown reason or kind.
+ * An array of which every element fits `fit`: one pass, the array itself when no element needed
+ * a repair (no copy), else a copy with the repaired ones; the problem names the first misfit.
  */
-interface LooseWireError {
-  code: string;
-  message: string;
-  reason?: string;
-  kind?: string;
+export function fitList<T>(what: string, value: unknown, fit: (v: unknown) => T | Malformed): Parsed<T[]> {
+  if (!Array.isArray(value)) return bad(`${what} must be an array`);
+  let out: T[] | null = null;
+  for (let i = 0; i < value.length; i++) {
+    const element: unknown = value[i];
+    const fitted = fit(element);
+    if (fitted === MALFORMED) return bad(`${what}[${i}] is malformed`);
+    if (out) out.push(fitted);
+    else if (fitted !== element) (out = value.slice(0, i)).push(fitted);
+  }
+  return ok(out ?? value);
 }
-const WIRE_ERROR: Spec<LooseWireError> = { code: isString, message: isString, reason: optional(isString), kind: optional(isString) };
-export const isWireError = guard(WIRE_ERROR) as unknown as Guard<WireError>;
-export const parseWireError = record(WIRE_ERROR) as unknown as ValueParser<WireError>;
 
-export const TRACK_INFO: Spec<TrackInfo> = { source: isSource, kind: oneOf(['audio', 'video']), muted: isBoolean };
-export const PARTICIPANT_INFO: Spec<ParticipantInfo> = { id: isString, name: isString, joinedAt: isNumber, tracks: optional(arrayOf(guard(TRACK_INFO))) };
+/**
+ * A list whose members this SDK may not all know (a newer relay's source or track): the array
+ * itself when it knows them all (no copy), else a copy without the ones it does not know;
+ * MALFORMED when a member is not even `wellFormed`.
+ */
+export function knownMembers<T>(value: unknown, known: Guard<T>, wellFormed: Guard<unknown>): T[] | Malformed {
+  if (!Array.isArray(value)) return MALFORMED;
+  for (let i = 0; i < value.length; i++) if (!known(value[i])) return value.every(wellFormed) ? value.filter(known) : MALFORMED;
+  return value;
+}
+
+/** A kind this SDK does not know is taken from the code when it knows the code, else from the wire's kind, else `Request`. */
+const kindOfReceived = (code: string, kind: unknown): ErrorKind => (isErrorCode(code) ? kindOf(code) : isErrorKind(kind) ? kind : ErrorKind.Request);
+const optionalString = optional(isString);
+
+/**
+ * An error as a relay of any version sends it (in an error frame, a response, a failed output, a
+ * lobby decision, an aborted stream), normalised: the code kept as sent, the kind filled in
+ * (see {@link ReceivedError}), a reason this SDK does not know left out.
+ */
+export function parseReceivedError(v: unknown): Parsed<ReceivedError> {
+  if (!isRecord(v)) return bad('must be an object');
+  const { code, message, reason, kind } = v;
+  if (!isString(code)) return bad('code is malformed');
+  if (!isString(message)) return bad('message is malformed');
+  if (!optionalString(reason)) return bad('reason is malformed');
+  if (!optionalString(kind)) return bad('kind is malformed');
+  return ok(isErrorReason(reason) ? { code, message, reason, kind: kindOfReceived(code, kind) } : { code, message, kind: kindOfReceived(code, kind) });
+}
+export const receivedError: Fit<ReceivedError> = fitOf(parseReceivedError);
+
+export const TRACK_INFO: Spec<TrackInfo> = { source: isSource, kind: oneOf(TRACK_KINDS), muted: isBoolean };
+export const isTrackInfo = guard(TRACK_INFO);
+/** A track, of a source or kind this SDK may not know. */
+type AnyTrack = { source: string; kind: string; muted: boolean };
+const isAnyTrack = guard<AnyTrack>({ source: isString, kind: isString, muted: isBoolean });
+/** What a participant publishes: a track of a source or kind this SDK does not know is left out. */
+const knownTracks = (tracks: AnyTrack[] = []) => tracks.filter(isTrackInfo);
+const tracks: Fit<TrackInfo[] | undefined> = { fit: (v) => (v === undefined ? undefined : knownMembers(v, isTrackInfo, isAnyTrack)) };
+type LooseTracks<P> = Omit<P, 'tracks'> & { tracks?: AnyTrack[] };
+
+export const PARTICIPANT_INFO: Spec<ParticipantInfo> = { id: isString, name: isString, joinedAt: isNumber, tracks: optional(arrayOf(isTrackInfo)) };
 export const isParticipantInfo = guard(PARTICIPANT_INFO);
-export const isParticipantSummary = guard<ParticipantSummary>({ ...PARTICIPANT_INFO, tier: oneOf(['speaker', 'viewer']) });
+const isLooseParticipant = guard<LooseTracks<ParticipantInfo>>({ ...PARTICIPANT_INFO, tracks: optional(arrayOf(isAnyTrack)) });
+/** A participant in a list, checked in place; with a track this SDK does not know, a copy without it. */
+export const fitParticipant = (v: unknown): ParticipantInfo | Malformed =>
+  isParticipantInfo(v) ? v : isLooseParticipant(v) ? { ...v, tracks: knownTracks(v.tracks) } : MALFORMED;
+/** A participant, copied field by field (`participant-joined`). */
+export const parseParticipant = record<ParticipantInfo>({ ...PARTICIPANT_INFO, tracks });
+const TIERS = oneOf(['speaker', 'viewer']);
+export const isParticipantSummary = guard<ParticipantSummary>({ ...PARTICIPANT_INFO, tier: TIERS });
+const isLooseSummary = guard<LooseTracks<ParticipantSummary>>({ ...PARTICIPANT_INFO, tracks: optional(arrayOf(isAnyTrack)), tier: TIERS });
+/** An entry of a page of participants, checked in place; with a track this SDK does not know, a copy without it. */
+export const fitParticipantSummary = (v: unknown): ParticipantSummary | Malformed =>
+  isParticipantSummary(v) ? v : isLooseSummary(v) ? { ...v, tracks: knownTracks(v.tracks) } : MALFORMED;
+
 export const parseCounts = record<ParticipantCounts>({ speaker: isNumber, viewer: isNumber, total: isNumber });
 export const LOBBY_REQUEST: Spec<LobbyRequest> = { participantId: isString, name: isString, requestedAt: isNumber };
 export const isLobbyRequest = guard(LOBBY_REQUEST);
@@ -104,8 +194,14 @@ export const STREAM_INFO: Spec<StreamInfo> = {
   name: optional(isString),
 };
 
-export const isLobbyDecision = (v: unknown): v is LobbyDecision =>
-  isRecord(v) && isString(v.participantId) && (v.ok === true || (v.ok === false && isWireError(v.error)));
+const isAdmitted = guard<{ participantId: string; ok: true }>({ participantId: isString, ok: (v): v is true => v === true });
+/** A lobby decision: an admission checked in place, a refusal copied with its error normalised. */
+export function fitLobbyDecision(v: unknown): LobbyDecision | Malformed {
+  if (isAdmitted(v)) return v;
+  if (!isRecord(v) || !isString(v.participantId) || v.ok !== false) return MALFORMED;
+  const error = parseReceivedError(v.error);
+  return error.ok ? { participantId: v.participantId, ok: false, error: error.value } : MALFORMED;
+}
 
 const isNumbers = (v: unknown): v is number[] => {
   if (!Array.isArray(v)) return false;
@@ -126,12 +222,18 @@ const SHAPE_KINDS: { [K in ShapeInput['kind']]: (shape: Record<string, unknown>)
 export const isShape = (v: unknown): v is Shape =>
   isRecord(v) && isString(v.id) && isString(v.by) && (v.color === undefined || isString(v.color)) && has(SHAPE_KINDS, v.kind) && SHAPE_KINDS[v.kind](v);
 
-const isGrant = (v: unknown): v is EffectiveGrant => {
+type LooseGrant = Omit<EffectiveGrant, 'canPublishSources'> & { canPublishSources: string[] };
+const isLooseGrant = (v: unknown): v is LooseGrant => {
   if (!isRecord(v)) return false;
   for (const flag of GRANT_FLAGS) if (typeof v[flag] !== 'boolean') return false;
-  return arrayOf(isSource)(v.canPublishSources);
+  return arrayOf(isString)(v.canPublishSources);
 };
-export const parseSelf = record<SelfInfo>({ id: isString, name: isString, isViewer: isBoolean, grant: isGrant, joinedAt: isNumber });
+const isGrant = (v: unknown): v is EffectiveGrant => isLooseGrant(v) && v.canPublishSources.every(isSource);
+/** The grant itself; with a source this SDK does not know (a newer relay's), a copy without it. */
+const grant: Fit<EffectiveGrant> = {
+  fit: (v) => (isGrant(v) ? v : isLooseGrant(v) ? { ...v, canPublishSources: v.canPublishSources.filter(isSource) } : MALFORMED),
+};
+export const parseSelf = record<SelfInfo>({ id: isString, name: isString, isViewer: isBoolean, grant, joinedAt: isNumber });
 
 /** What each output tells about its product while active. */
 const OUTPUT_INFO: { [O in OutputName]: Guard<OutputInfo[O]> } = {
@@ -141,27 +243,66 @@ const OUTPUT_INFO: { [O in OutputName]: Guard<OutputInfo[O]> } = {
   transcription: guard({ language: isString }),
   whiteboard: guard({ maxBytes: isNumber }),
 };
-const STATES: readonly OutputState[] = ['stopped', 'starting', 'active', 'stopping', 'failed'];
-const status = <O extends OutputName>(info: Guard<OutputInfo[O]>) =>
-  record<OutputStatus<O>>({ state: oneOf(STATES), by: optional(isString), error: optional(isWireError), info: optional(info) });
-/** One status parser per output, each checking its own `info`. */
-const STATUS = Object.fromEntries(OUTPUTS.map((o) => [o, status(OUTPUT_INFO[o])])) as { [O in OutputName]: ValueParser<OutputStatus<O>> };
-/** The status of an output this SDK does not know (a newer relay): its `info` is not checked. */
-const OTHER_STATUS = status<OutputName>(isRecord as Guard<OutputInfo[OutputName]>);
+const OUTPUT_STATES: readonly OutputState[] = ['stopped', 'starting', 'active', 'stopping', 'failed'];
+const isOutputState = oneOf(OUTPUT_STATES);
+const isNewerState = newerThan(OUTPUT_STATES);
+const optionalError = optionalFit(receivedError);
 
-/** The status of `output`. */
-export function parseOutputStatus(output: string, value: unknown): Parsed<OutputStatus> {
-  return (has(STATUS, output) ? STATUS[output] : OTHER_STATUS)(value);
+/** An output's status: its `info` kept only when it fits the output (a relay of another version may shape it otherwise). */
+const statusSpec = <O extends OutputName>(output: O): RecordSpec<OutputStatus<O>> => ({
+  state: isOutputState,
+  by: optionalString,
+  error: optionalError,
+  info: ifFits(OUTPUT_INFO[output]),
+});
+const change = <O extends OutputName>(output: O) =>
+  record<OutputStatus<O> & { output: O }>({ output: (v): v is O => v === output, ...statusSpec(output) });
+/** One status parser per output, and one for its `output-changed`, each checking its own `info`. */
+const STATUS: { [O in OutputName]: ValueParser<OutputStatus<O>> } = {
+  recording: record(statusSpec('recording')),
+  hls: record(statusSpec('hls')),
+  livestream: record(statusSpec('livestream')),
+  transcription: record(statusSpec('transcription')),
+  whiteboard: record(statusSpec('whiteboard')),
+};
+const CHANGE: { [O in OutputName]: ValueParser<OutputStatus<O> & { output: O }> } = {
+  recording: change('recording'),
+  hls: change('hls'),
+  livestream: change('livestream'),
+  transcription: change('transcription'),
+  whiteboard: change('whiteboard'),
+};
+
+/** True when `value`'s state is one this SDK does not know (a newer relay's). */
+const hasNewerState = (value: unknown) => isRecord(value) && isNewerState(value.state);
+
+/** An `output-changed`; `null` (to ignore) for an output or a state this SDK does not know. */
+export function parseOutputChange(data: unknown): Parsed<OutputChange | null> {
+  if (!isRecord(data) || !isString(data.output)) return bad('output is malformed');
+  if (!has(CHANGE, data.output)) return ok(null);
+  const parsed: Parsed<OutputChange> = CHANGE[data.output](data);
+  return parsed.ok || !hasNewerState(data) ? parsed : ok(null);
 }
 
-/** The state of every output (each one this SDK knows must be there). */
+/**
+ * The status of `output` in `joined` or in an answer to `output.start`/`output.stop`. One in a
+ * state this SDK does not know (a newer relay's) is taken as `stopped`: this SDK cannot follow
+ * it until a state it knows comes.
+ */
+export function parseOutputStatus<O extends OutputName>(output: O, value: unknown): Parsed<OutputStatus<O>> {
+  const parsed = STATUS[output](value);
+  return parsed.ok || !hasNewerState(value) ? parsed : ok({ state: 'stopped' });
+}
+
+/** The state of every output this SDK knows (each must be there); outputs it does not know are left out. */
 export function parseOutputStatuses(value: unknown): Parsed<OutputStatuses> {
   if (!isRecord(value)) return bad('must be an object');
   const out: Partial<Record<OutputName, OutputStatus>> = {};
   for (const output of OUTPUTS) {
-    const parsed = STATUS[output](value[output]);
+    const parsed = parseOutputStatus(output, value[output]);
     if (!parsed.ok) return bad(`${output}: ${parsed.problem}`);
     out[output] = parsed.value;
   }
+  // every output was parsed above
   return ok(out as OutputStatuses);
 }

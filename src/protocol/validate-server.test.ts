@@ -71,9 +71,9 @@ const EVENT_MALFORMED: { [E in ServerEventName]: unknown } = {
   'stream.abort': { streamId: 1, error: { code: 'X' } },
   'stream.ack': { streamId: 1, seq: '4' },
   'lobby-request': { participantId: 'w', requestedAt: 1 },
-  'lobby-resolved': { participantId: 'w', outcome: 'maybe' },
-  'unpublish-requested': { source: 'webcam', by: 'a' },
-  'output-changed': { output: 'recording', state: 'active', info: { playlist: 'x' } },
+  'lobby-resolved': { participantId: 'w', outcome: 5 },
+  'unpublish-requested': { source: ['camera'], by: 'a' },
+  'output-changed': { output: 'recording', state: 'active', by: 1 },
   'whiteboard-shape': { kind: 'rect', x: 1, y: 2, w: 3, id: 's1', by: 'a' },
   'whiteboard-cleared': null,
   'track-published': { participantId: 'b', source: 'microphone', kind: 'audio' },
@@ -98,12 +98,13 @@ describe('parseServerFrame', () => {
     const cases: Array<[(j: typeof JOINED & Record<string, unknown>) => void, RegExp]> = [
       [(j) => delete (j as Record<string, unknown>).self, /self/],
       [(j) => ((j.self.grant as Record<string, unknown>).canModerate = 'yes'), /grant/],
-      [(j) => (j.self.grant.canPublishSources = ['camera', 'webcam']), /grant/],
+      [(j) => (j.self.grant.canPublishSources = ['camera', 5 as never]), /grant/],
       [(j) => (j.participants = [j.participants[0]!, { id: 'x' } as never]), /participants\[1\]/],
       [(j) => ((j.participants[0]!.tracks[0] as Record<string, unknown>).muted = 0), /participants\[0\]/],
       [(j) => ((j.counts as Record<string, unknown>).total = null), /counts/],
       [(j) => delete (j.outputs as Record<string, unknown>).whiteboard, /whiteboard/],
-      [(j) => ((j.outputs.hls.info as Record<string, unknown>).playlist = 1), /hls/],
+      [(j) => ((j.outputs.hls as Record<string, unknown>).by = 1), /hls/],
+      [(j) => ((j.outputs.recording as Record<string, unknown>).state = 1), /recording/],
       [(j) => ((j.outputs.transcription.error as Record<string, unknown>).message = undefined), /transcription/],
       [(j) => (j.lobby = {} as never), /lobby/],
       [(j) => delete (j as Record<string, unknown>).resume, /resume/],
@@ -120,15 +121,18 @@ describe('parseServerFrame', () => {
     }
   });
 
-  it('parses every other frame type, keeping codes, reasons and kinds this SDK does not know', () => {
+  it('parses every other frame type, keeping codes this SDK does not know and normalising kinds and reasons', () => {
     assert.deepEqual(parseServerFrame('{"type":"pong","x":1}'), { ok: true, value: { type: 'pong' } });
     assert.deepEqual(parseServerFrame('{"type":"lobby","requestedAt":5,"ttl":60}'), { ok: true, value: { type: 'lobby', requestedAt: 5, ttl: 60 } });
     assert.equal(parseServerFrame('{"type":"lobby","requestedAt":5}').ok, false);
     const future = { code: 'SHINY_NEW_CODE', message: 'm', reason: 'new-reason', kind: 'NewKind' };
-    assert.deepEqual(parseServerFrame(text({ type: 'join-error', error: future })), { ok: true, value: { type: 'join-error', error: future } });
+    assert.deepEqual(parseServerFrame(text({ type: 'join-error', error: future })), {
+      ok: true,
+      value: { type: 'join-error', error: { code: 'SHINY_NEW_CODE', message: 'm', kind: 'Request' } },
+    });
     assert.deepEqual(parseServerFrame(text({ type: 'error', error: { code: 'RATE_LIMITED', message: 'slow', extra: 1 } })), {
       ok: true,
-      value: { type: 'error', error: { code: 'RATE_LIMITED', message: 'slow' } },
+      value: { type: 'error', error: { code: 'RATE_LIMITED', message: 'slow', kind: 'Request' } },
     });
     for (const error of [null, 'boom', { code: 1, message: 'm' }, { code: 'X' }, { code: 'X', message: 'm', reason: 3 }, { code: 'X', message: 'm', kind: false }]) {
       assert.equal(parseServerFrame(text({ type: 'error', error })).ok, false, text(error));
@@ -140,7 +144,7 @@ describe('parseServerFrame', () => {
     assert.deepEqual(parseServerFrame('{"type":"response","id":3,"result":{"a":1}}'), { ok: true, value: { type: 'response', id: 3, result: { a: 1 } } });
     assert.deepEqual(parseServerFrame('{"type":"response","id":3,"error":{"code":"NOT_FOUND","message":"m"}}'), {
       ok: true,
-      value: { type: 'response', id: 3, error: { code: 'NOT_FOUND', message: 'm' } },
+      value: { type: 'response', id: 3, error: { code: 'NOT_FOUND', message: 'm', kind: 'Request' } },
     });
     const noResult = parseServerFrame('{"type":"response","id":4}');
     assert.ok(!noResult.ok && noResult.id === 4);
@@ -159,6 +163,127 @@ describe('parseServerFrame', () => {
     }
     const unknown = parseServerFrame('{"type":"hello"}');
     assert.ok(!unknown.ok && /unknown frame type "hello"/.test(unknown.problem));
+    // a type this SDK does not know is marked (a newer relay's frame: the handshake ignores it); not a missing or non-string one
+    for (const t of ['{"type":"hello"}', '{"type":"__proto__"}', '{"type":"toString"}']) assert.deepEqual((parseServerFrame(t) as { unknown?: true }).unknown, true, t);
+    for (const t of ['nope', '{}', '{"type":7}', '{"type":{"toString":1}}', '{"type":"joined"}']) assert.equal((parseServerFrame(t) as { unknown?: true }).unknown, undefined, t);
+  });
+});
+
+describe('compatibility: relays of neighbouring versions', () => {
+  const joined = (spoil: (j: typeof JOINED & Record<string, unknown>) => void) => {
+    const j = clone(JOINED) as typeof JOINED & Record<string, unknown>;
+    spoil(j);
+    return parseServerValue(j);
+  };
+  const event = (name: string, data: unknown) => parseEventFrame({ type: 'event', name, data });
+
+  it("an older relay's output info of another shape is left out of joined, never a failed join", () => {
+    const parsed = joined((j) => {
+      (j.outputs as Record<string, unknown>).whiteboard = { state: 'active', by: 'a', info: { maxBytes: '65536' } };
+      (j.outputs.hls.info as Record<string, unknown>).playlist = 1;
+    });
+    assert.ok(parsed.ok, parsed.ok ? '' : parsed.problem);
+    assert.ok(parsed.value?.type === 'joined');
+    assert.deepEqual(parsed.value.outputs.whiteboard, { state: 'active', by: 'a' });
+    assert.deepEqual(parsed.value.outputs.hls, { state: 'active', by: 'a' });
+  });
+
+  it('a joined with an output this SDK does not know keeps the known ones; an output in a state it does not know is taken as stopped', () => {
+    const parsed = joined((j) => {
+      (j.outputs as Record<string, unknown>).hologram = { state: 'active', info: { x: 1 } };
+      (j.outputs as Record<string, unknown>).recording = { state: 'paused', by: 'a' };
+    });
+    assert.ok(parsed.ok && parsed.value?.type === 'joined', parsed.ok ? '' : parsed.problem);
+    assert.deepEqual(Object.keys(parsed.value.outputs), ['recording', 'hls', 'livestream', 'transcription', 'whiteboard']);
+    assert.deepEqual(parsed.value.outputs.recording, { state: 'stopped' });
+    assert.deepEqual(parsed.value.outputs.hls, JOINED.outputs.hls);
+  });
+
+  it('a source this SDK does not know is left out of the grant; a grant it knows whole is not copied', () => {
+    const input = clone(JOINED);
+    const same = parseServerValue(input);
+    assert.ok(same.ok && same.value?.type === 'joined');
+    assert.equal(same.value.self.grant, input.self.grant, 'checked in place');
+    const parsed = joined((j) => (j.self.grant.canPublishSources = ['camera', 'hologram', 'microphone']));
+    assert.ok(parsed.ok && parsed.value?.type === 'joined', parsed.ok ? '' : parsed.problem);
+    assert.deepEqual(parsed.value.self.grant, { ...JOINED.self.grant, canPublishSources: ['camera', 'microphone'] });
+  });
+
+  it('a track of a source or kind this SDK does not know is left out of a participant; the others are kept, uncopied', () => {
+    const input = clone(JOINED);
+    const known = { id: 'c', name: 'C', joinedAt: 2, tracks: [{ source: 'microphone', kind: 'audio', muted: true }] };
+    input.participants = [
+      { id: 'b', name: 'Bob', joinedAt: 1, tracks: [{ source: 'camera', kind: 'video', muted: false }, { source: 'hologram', kind: 'video', muted: false }, { source: 'screen', kind: 'depth', muted: false }] },
+      known,
+    ];
+    const parsed = parseServerValue(input);
+    assert.ok(parsed.ok && parsed.value?.type === 'joined', parsed.ok ? '' : parsed.problem);
+    assert.deepEqual(parsed.value.participants, [{ id: 'b', name: 'Bob', joinedAt: 1, tracks: [{ source: 'camera', kind: 'video', muted: false }] }, known]);
+    assert.equal(parsed.value.participants[1], known, 'a participant this SDK knows whole is not copied');
+    assert.equal((input.participants[0]!.tracks as unknown[]).length, 3, 'the input is left alone');
+    // all known: the very array
+    const all = clone(JOINED);
+    const whole = parseServerValue(all);
+    assert.ok(whole.ok && whole.value?.type === 'joined');
+    assert.equal(whole.value.participants, all.participants, 'checked in place, not copied');
+    // a malformed track is still malformed
+    assert.equal(joined((j) => ((j.participants[0]!.tracks[0] as Record<string, unknown>).source = 5)).ok, false);
+    assert.deepEqual(event('participant-joined', { id: 'b', name: 'Bob', joinedAt: 1, tracks: [{ source: 'hologram', kind: 'video', muted: false }, { source: 'camera', kind: 'video', muted: true }] }), {
+      ok: true,
+      value: { type: 'event', name: 'participant-joined', data: { id: 'b', name: 'Bob', joinedAt: 1, tracks: [{ source: 'camera', kind: 'video', muted: true }] } },
+    });
+    assert.equal(event('participant-joined', { id: 'b', name: 'Bob', joinedAt: 1, tracks: [{ source: 'camera', kind: 'video' }] }).ok, false);
+  });
+
+  it('an event whose discriminating value this SDK does not know is ignored, silently; a malformed one is still malformed', () => {
+    const newer: Array<[ServerEventName, unknown]> = [
+      ['track-published', { participantId: 'b', source: 'hologram', kind: 'video', muted: false }],
+      ['track-published', { participantId: 'b', source: 'camera', kind: 'depth', muted: false }],
+      ['track-unpublished', { participantId: 'b', source: 'hologram' }],
+      ['track-mute', { participantId: 'b', source: 'hologram', muted: true }],
+      ['unpublish-requested', { source: 'hologram', by: 'a' }],
+      ['force-unpublished', { source: 'hologram', by: 'a' }],
+      ['lobby-resolved', { participantId: 'w', outcome: 'expired', by: 'a' }],
+      ['output-changed', { output: 'recording', state: 'paused' }],
+      ['output-changed', { output: 'hologram', state: 'active' }],
+    ];
+    for (const [name, data] of newer) assert.deepEqual(event(name, data), { ok: true, value: null }, `${name} ${text(data)}`);
+    const malformed: Array<[ServerEventName, unknown]> = [
+      ['track-published', { participantId: 'b', source: 1, kind: 'video', muted: false }],
+      ['track-published', { participantId: 'b', source: 'camera', kind: null, muted: false }],
+      ['lobby-resolved', { participantId: 'w', outcome: ['admitted'] }],
+      ['output-changed', { output: 'recording', state: null }],
+    ];
+    for (const [name, data] of malformed) assert.equal(event(name, data).ok, false, `${name} ${text(data)}`);
+  });
+
+  it('received errors are normalised: the code kept, the kind filled in, a reason this SDK does not know left out', () => {
+    const frameError = (error: unknown) => {
+      const parsed = parseServerValue({ type: 'error', error });
+      assert.ok(parsed.ok && parsed.value?.type === 'error', text(error));
+      return parsed.value.error;
+    };
+    // an older relay (no kind): the code's kind
+    assert.deepEqual(frameError({ code: 'INVALID_STATE', message: 'm', reason: 'output-not-active' }), { code: 'INVALID_STATE', message: 'm', reason: 'output-not-active', kind: 'State' });
+    assert.deepEqual(frameError({ code: 'INTERNAL_ERROR', message: 'm' }), { code: 'INTERNAL_ERROR', message: 'm', kind: 'Network' });
+    // a known code: its own kind, whatever the wire says
+    assert.deepEqual(frameError({ code: 'INVALID_TOKEN', message: 'm', kind: 'Lobby' }), { code: 'INVALID_TOKEN', message: 'm', kind: 'Auth' });
+    // a newer code: the wire's kind when known, else Request; a newer reason left out
+    assert.deepEqual(frameError({ code: 'ROOM_FROZEN', message: 'm', kind: 'State', reason: 'frozen' }), { code: 'ROOM_FROZEN', message: 'm', kind: 'State' });
+    assert.deepEqual(frameError({ code: 'ROOM_FROZEN', message: 'm', kind: 'Weather' }), { code: 'ROOM_FROZEN', message: 'm', kind: 'Request' });
+    assert.deepEqual(frameError({ code: 'ROOM_FROZEN', message: 'm' }), { code: 'ROOM_FROZEN', message: 'm', kind: 'Request' });
+    // in an aborted stream and a failed output too
+    assert.deepEqual(event('stream.abort', { streamId: 1, error: { code: 'CONNECTION_LOST', message: 'gone', reason: 'sender-vanished' } }), {
+      ok: true,
+      value: { type: 'event', name: 'stream.abort', data: { streamId: 1, error: { code: 'CONNECTION_LOST', message: 'gone', kind: 'Network' } } },
+    });
+    assert.deepEqual(event('output-changed', { output: 'hls', state: 'failed', error: { code: 'FFMPEG_EXPLODED', kind: 'Boom', message: 'x', reason: 'provider-failed' } }), {
+      ok: true,
+      value: { type: 'event', name: 'output-changed', data: { output: 'hls', state: 'failed', error: { code: 'FFMPEG_EXPLODED', kind: 'Request', message: 'x', reason: 'provider-failed' } } },
+    });
+    const failed = joined((j) => ((j.outputs.transcription as Record<string, unknown>).error = { code: 'INTERNAL_ERROR', message: 'boom' }));
+    assert.ok(failed.ok && failed.value?.type === 'joined');
+    assert.deepEqual(failed.value.outputs.transcription.error, { code: 'INTERNAL_ERROR', message: 'boom', kind: 'Network' });
   });
 });
 
@@ -188,12 +313,28 @@ describe('event data', () => {
     assert.equal(parseServerFrame('{"type":"event","name":5,"data":{}}').ok, false);
   });
 
-  it('output-changed: info checked per output; an output this SDK does not know passes (the room ignores it)', () => {
+  it('output-changed: info checked per output, left out when it does not fit; an output or a state this SDK does not know is ignored', () => {
     const change = (data: unknown) => parseEventFrame({ type: 'event', name: 'output-changed', data });
-    assert.ok(change({ output: 'hls', state: 'active', info: { playlist: '/p.m3u8' } }).ok);
-    assert.equal(change({ output: 'hls', state: 'active', info: { maxBytes: 5 } }).ok, false);
-    assert.equal(change({ output: 'hls', state: 'paused' }).ok, false);
-    assert.ok(change({ output: 'hologram', state: 'active', info: { anything: 1 } }).ok);
+    assert.deepEqual(change({ output: 'hls', state: 'active', info: { playlist: '/p.m3u8' } }), {
+      ok: true,
+      value: { type: 'event', name: 'output-changed', data: { output: 'hls', state: 'active', info: { playlist: '/p.m3u8' } } },
+    });
+    // an info of another shape (a relay of another version): the status without it, never a failed frame
+    assert.deepEqual(change({ output: 'hls', state: 'active', by: 'a', info: { maxBytes: 5 } }), {
+      ok: true,
+      value: { type: 'event', name: 'output-changed', data: { output: 'hls', state: 'active', by: 'a' } },
+    });
+    assert.deepEqual(change({ output: 'whiteboard', state: 'active', info: { maxBytes: '65536' } }), {
+      ok: true,
+      value: { type: 'event', name: 'output-changed', data: { output: 'whiteboard', state: 'active' } },
+    });
+    assert.deepEqual(change({ output: 'recording', state: 'stopped', info: 'x' }).ok, true);
+    // a newer relay's output or state: ignored, like an unknown event
+    assert.deepEqual(change({ output: 'hologram', state: 'active', info: { anything: 1 } }), { ok: true, value: null });
+    assert.deepEqual(change({ output: 'hls', state: 'paused' }), { ok: true, value: null });
+    assert.deepEqual(change({ output: 'toString', state: 'active' }), { ok: true, value: null });
+    // malformed
+    assert.equal(change({ output: 'hls', state: 3 }).ok, false);
     assert.equal(change({ output: 7, state: 'active' }).ok, false);
     assert.equal(change({ output: 'whiteboard', state: 'failed', error: { code: 'INTERNAL_ERROR' } }).ok, false);
   });

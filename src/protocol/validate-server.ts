@@ -2,23 +2,27 @@
  * Validation of inbound server frames, for the SDK: the mirror of `validate.ts`. Every text
  * frame from the relay goes through {@link parseServerFrame}, which returns a typed frame, says
  * what is wrong with it, or (`null`) says to ignore it: an event this SDK does not know, from a
- * newer relay. A response's `result` is checked against its method by `validate-results.ts`,
- * since only the request says which method it answers.
+ * newer relay. A frame of a type it does not know is a problem marked `unknown` (the handshake
+ * ignores it: a newer relay may send new frames before `joined`). A response's `result` is
+ * checked against its method by `validate-results.ts`, since only the request says which
+ * method it answers.
  */
+import type { ReceivedError } from './codes.ts';
 import type { JoinedFrame, ServerFrame } from './messages.ts';
 import { bad, isRecord, ok, type Parsed } from './parse.ts';
 import { parseEventFrame } from './validate-server-events.ts';
 import {
+  fitList,
+  fitParticipant,
   has,
   isLobbyRequest,
   isNumber,
-  isParticipantInfo,
   isString,
   list,
   parseCounts,
   parseOutputStatuses,
+  parseReceivedError,
   parseSelf,
-  parseWireError,
   record,
 } from './validate-server-values.ts';
 
@@ -39,7 +43,7 @@ export function parseJoinedFrame(frame: Record<string, unknown>): Parsed<JoinedF
   if (resumed !== undefined && typeof resumed !== 'boolean') return bad('joined: resumed must be a boolean');
   const self = parseSelf(frame.self);
   if (!self.ok) return bad(`joined: self ${self.problem}`);
-  const participants = list('participants', frame.participants, isParticipantInfo);
+  const participants = fitList('participants', frame.participants, fitParticipant);
   if (!participants.ok) return bad(`joined: ${participants.problem}`);
   const counts = parseCounts(frame.counts);
   if (!counts.ok) return bad(`joined: counts ${counts.problem}`);
@@ -66,40 +70,48 @@ export function parseJoinedFrame(frame: Record<string, unknown>): Parsed<JoinedF
   });
 }
 
-/** A `join-error` or `error` frame: its error checked, its code, reason and kind kept as sent. */
-function errorFrame<T extends 'join-error' | 'error'>(type: T) {
-  return (frame: Record<string, unknown>): Parsed<FrameOf<T>> => {
-    const error = parseWireError(frame.error);
-    return error.ok ? ok({ type, error: error.value } as FrameOf<T>) : bad(`${type}: error ${error.problem}`);
-  };
+/** The error of a `join-error`, `error` or `response` frame, normalised (its code kept as sent). */
+function frameError(type: FrameType, frame: Record<string, unknown>, id?: number): Parsed<ReceivedError> {
+  const error = parseReceivedError(frame.error);
+  return error.ok ? error : bad(`${type}: error ${error.problem}`, id);
 }
 
 /** One parser per frame type: the typed dispatch table of frame validation. */
 const FRAMES: { [T in FrameType]: (frame: Record<string, unknown>) => Parsed<FrameOf<T> | null> } = {
   joined: parseJoinedFrame,
   lobby: ({ requestedAt, ttl }) => (isNumber(requestedAt) && isNumber(ttl) ? ok({ type: 'lobby', requestedAt, ttl }) : bad('lobby: requestedAt and ttl must be numbers')),
-  'join-error': errorFrame('join-error'),
+  'join-error': (frame) => {
+    const error = frameError('join-error', frame);
+    return error.ok ? ok({ type: 'join-error', error: error.value }) : error;
+  },
   // the result is checked by the request's method (parseResult); a malformed answer keeps its id
   response: (frame) => {
     const id = frame.id;
     if (!Number.isSafeInteger(id)) return bad('response: id must be an integer');
     const rid = id as number;
     if (frame.error !== undefined) {
-      const error = parseWireError(frame.error);
-      return error.ok ? ok({ type: 'response', id: rid, error: error.value }) : bad(`response: error ${error.problem}`, rid);
+      const error = frameError('response', frame, rid);
+      return error.ok ? ok({ type: 'response', id: rid, error: error.value }) : error;
     }
     return frame.result === undefined ? bad('response: result or error is required', rid) : ok({ type: 'response', id: rid, result: frame.result });
   },
   event: parseEventFrame,
-  error: errorFrame('error'),
+  error: (frame) => {
+    const error = frameError('error', frame);
+    return error.ok ? ok({ type: 'error', error: error.value }) : error;
+  },
   pong: () => ok({ type: 'pong' }),
 };
 
-/** Parse a parsed JSON value as a server frame (`null`: a frame to ignore). */
+/**
+ * Parse a parsed JSON value as a server frame (`null`: a frame to ignore). A frame whose type is
+ * a string this SDK does not know is a problem marked `unknown`: a newer relay's frame.
+ */
 export function parseServerValue(frame: unknown): Parsed<ServerFrame | null> {
   if (!isRecord(frame)) return bad('frame must be a JSON object');
   const type = frame.type;
-  if (!has(FRAMES, type)) return bad(`unknown frame type ${isString(type) ? JSON.stringify(type).slice(0, 80) : typeof type}`);
+  if (isString(type) && !has(FRAMES, type)) return { ok: false, problem: `unknown frame type ${JSON.stringify(type).slice(0, 80)}`, unknown: true };
+  if (!has(FRAMES, type)) return bad(`frame type must be a string, not ${typeof type}`);
   return (FRAMES[type] as (frame: Record<string, unknown>) => Parsed<ServerFrame | null>)(frame);
 }
 
