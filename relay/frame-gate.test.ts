@@ -10,7 +10,7 @@ import { Budget } from './budget.ts';
 import { FrameGate, FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './frame-gate.ts';
 
 /** A scheduler on a fake clock whose deferred runs the test drives. */
-function harness(options: { sliceMs?: number; fastMs?: number; creditMs?: number } = {}) {
+function harness(options: { sliceMs?: number; fastMs?: number; creditMs?: number; quietMs?: number } = {}) {
   let clock = 0;
   const deferred: Array<() => void> = [];
   const scheduler = new FrameScheduler({ ...options, now: () => clock, defer: (fn) => void deferred.push(fn) });
@@ -64,6 +64,28 @@ describe('FrameScheduler: fairness across tokens', () => {
     h.scheduler.enqueue(speaker);
     h.tick();
     assert.equal(log[0], 'speaker', `served in order ${log.join(',')}`);
+  });
+
+  it('a flow that comes back at once gets no credit: a member that has really been quiet goes before it', () => {
+    const h = harness({ sliceMs: 4, creditMs: 4, quietMs: 50 });
+    const log: string[] = [];
+    // a flow with a backlog keeps the relay busy; a flooder's socket gives one cheap frame per read
+    h.scheduler.enqueue(new Flooder(h.scheduler.join('backlog'), 1, h.spend, log, 'backlog'));
+    const reader = new Flooder(h.scheduler.join('reader'), 0.1, h.spend, log, 'reader', 1);
+    const again = () => {
+      (reader as unknown as { remaining: number }).remaining = 1;
+      h.scheduler.enqueue(reader);
+    };
+    for (let i = 0; i < 20; i++) {
+      if (!reader.queued) again();
+      h.tick();
+    }
+    log.length = 0;
+    // the reader comes back first, then a member quiet until now: the member is served first
+    if (!reader.queued) again();
+    h.scheduler.enqueue(new Flooder(h.scheduler.join('member'), 0.1, h.spend, log, 'member', 1));
+    h.tick();
+    assert.ok(log.indexOf('member') >= 0 && log.indexOf('member') < log.indexOf('reader'), `served in order ${log.join(',')}`);
   });
 
   it('flooders that never stop all get turns: none waits behind the others for ever', () => {

@@ -26,8 +26,10 @@ export function rawLength(data: RawData): number {
   return data instanceof ArrayBuffer ? data.byteLength : data.length;
 }
 
-/** The flow of connections that have not joined yet (and of WebSocket upgrades): one share for all of them. */
+/** The flow of connections that have not joined yet: one share for all of them. */
 export const PRE_AUTH_FLOW = 'pre-auth';
+/** The flow of WebSocket upgrades (a join frame does not wait behind a crowd of new sockets). */
+export const UPGRADE_FLOW = 'upgrades';
 
 /**
  * Work the scheduler runs in turns: a connection's inbound frames, or a WebSocket upgrade.
@@ -59,6 +61,8 @@ export class Flow {
   order = 0;
   /** Connections using it. */
   users = 0;
+  /** When its last work ended (the scheduler's clock). */
+  lastActive = -Infinity;
 
   constructor(readonly key: string) {}
 
@@ -90,6 +94,8 @@ export interface SchedulerOptions {
   fastMs?: number;
   /** A flow that has been quiet starts this far behind the others (ms of work): a quiet member's frame goes first. */
   creditMs?: number;
+  /** How long a flow must have had nothing to do to count as quiet (ms): one that comes back at once gets no credit. */
+  quietMs?: number;
   now?: () => number;
   defer?: (fn: () => void) => void;
 }
@@ -102,7 +108,8 @@ export interface SchedulerOptions {
  * time each frame took): a flow of a hundred connections of one leaked token gets the share of
  * one member, a member that has been quiet is served before any flooder, and the time a frame
  * costs (a 64 KiB publish, a refusal, a fan-out to a thousand members) is what is counted, not
- * the number of frames. Within a flow, its connections take turns. Whenever nothing is left
+ * the number of frames. A flow that comes back after being quiet for a while starts a little
+ * ahead; one that comes back at once does not. Within a flow, its connections take turns. Whenever nothing is left
  * waiting, the relay has caught up and the accounts start again from zero.
  */
 export class FrameScheduler {
@@ -118,13 +125,15 @@ export class FrameScheduler {
   private readonly sliceMs: number;
   private readonly fastMs: number;
   private readonly creditMs: number;
+  private readonly quietMs: number;
   private readonly now: () => number;
   private readonly defer: (fn: () => void) => void;
 
   constructor(options: SchedulerOptions = {}) {
     this.sliceMs = options.sliceMs ?? 4;
     this.fastMs = options.fastMs ?? 2;
-    this.creditMs = options.creditMs ?? 4;
+    this.creditMs = options.creditMs ?? 1;
+    this.quietMs = options.quietMs ?? 50;
     this.now = options.now ?? (() => performance.now());
     this.defer = options.defer ?? ((fn) => void setImmediate(fn));
   }
@@ -160,11 +169,13 @@ export class FrameScheduler {
   /** Run `fn` now as work of `flow` (the caller checked {@link open}); its time is counted. */
   runNow(flow: Flow, fn: () => void): void {
     const t0 = this.now();
+    const start = this.startOf(flow, t0);
     fn();
-    const cost = this.now() - t0;
-    this.fastSpent += cost;
-    flow.finish = this.startOf(flow) + cost;
+    const t1 = this.now();
+    this.fastSpent += t1 - t0;
+    flow.finish = start + (t1 - t0);
     flow.epoch = this.epoch;
+    flow.lastActive = t1;
     if (!this.fastReset) {
       this.fastReset = true;
       this.defer(() => {
@@ -182,7 +193,7 @@ export class FrameScheduler {
     const flow = turn.flow;
     flow.push(turn);
     if (flow.index < 0) {
-      flow.start = this.startOf(flow);
+      flow.start = this.startOf(flow, this.now());
       flow.epoch = this.epoch;
       this.heapPush(flow);
     }
@@ -192,9 +203,13 @@ export class FrameScheduler {
     }
   }
 
-  /** Where a flow that gets work starts: where it finished, but not before the others' now less its credit. */
-  private startOf(flow: Flow): number {
-    const floor = this.virtual - this.creditMs;
+  /**
+   * Where a flow that gets work starts: where it finished, but not before the others' now, less
+   * a credit if it has been quiet (a flooder that comes back at once has none, or flows that
+   * send one frame per read would always go before those with a backlog).
+   */
+  private startOf(flow: Flow, now: number): number {
+    const floor = this.virtual - (now - flow.lastActive >= this.quietMs ? this.creditMs : 0);
     return flow.epoch === this.epoch && flow.finish > floor ? flow.finish : floor;
   }
 
@@ -215,6 +230,7 @@ export class FrameScheduler {
       const t1 = this.now();
       flow.finish = flow.start + (t1 - t0);
       flow.epoch = this.epoch;
+      flow.lastActive = t1;
       // a connection with more to do waits behind its flow's others; the flow goes where its use puts it
       if (more && turn.flow === flow && !turn.queued) {
         turn.queued = true;

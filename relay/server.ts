@@ -17,7 +17,7 @@ import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
-import { FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './frame-gate.ts';
+import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import type { KeyStore } from './token/keys.ts';
 
 /** Options of {@link startRelay}: the keys, plus any setting to override. */
@@ -82,9 +82,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   // the oldest gives its place to the newcomer (a flood of idle sockets cannot lock joiners out)
   const pending = new Set<Session>();
   const hooks = { authenticated: (s: Session) => pending.delete(s), ended: (s: Session) => (pending.delete(s), sessions.delete(s)) };
-  // upgrades are work of the flow of connections that have not joined: while the relay is busy
-  // they wait their turn like everyone's frames (a crowd of new sockets cannot starve members)
-  const preAuth = context.frames.join(PRE_AUTH_FLOW);
+  // upgrades are work of their own flow: while the relay is busy they wait their turn like
+  // everyone's frames (a crowd of new sockets cannot starve members, nor the join frames of
+  // connections already open)
+  const preAuth = context.frames.join(UPGRADE_FLOW);
   const upgrading = new Set<UpgradeTurn>();
   const refuse = (socket: Socket) => socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n');
   const accept = (req: IncomingMessage, socket: Socket, head: Buffer) => {
