@@ -85,7 +85,11 @@ export interface RelayConfig {
   maxConnections: number;
   /** Most connections that have not yet sent their join frame. */
   maxPendingConnections: number;
-  /** Connections the kernel queues for the relay to accept (the OS caps it, on Linux at net.core.somaxconn). */
+  /**
+   * Connections the kernel queues for the relay to accept (the OS caps it, on Linux at
+   * net.core.somaxconn). Node 20 accepts one connection per turn of its event loop, about a
+   * hundred a second when the relay is busy: a deeper queue is a longer wait, not more capacity.
+   */
   listenBacklog: number;
   /** Bytes of persisted pubsub history one room keeps (oldest dropped first). */
   historyBytesPerRoom: number;
@@ -164,7 +168,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   outputStartTimeoutMs: 15_000,
   maxConnections: 50_000,
   maxPendingConnections: 2048,
-  listenBacklog: 4096,
+  listenBacklog: 511,
   historyBytesPerRoom: 4 * 1024 * 1024,
   historyBytesTotal: 256 * 1024 * 1024,
   whiteboardBytes: 2 * 1024 * 1024,

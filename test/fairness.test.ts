@@ -68,8 +68,8 @@ describe('issue 11: upgrades take turns while the relay is busy', () => {
 });
 
 describe('--listen-backlog', () => {
-  it('is read from the command line and the environment, 4096 by default', () => {
-    assert.equal(parseCli([], {}).listenBacklog, 4096);
+  it('is read from the command line and the environment, 511 by default', () => {
+    assert.equal(parseCli([], {}).listenBacklog, 511);
     assert.equal(parseCli(['--listen-backlog', '1024'], {}).listenBacklog, 1024);
     assert.equal(parseCli([], { TESSERA_LISTEN_BACKLOG: '2048' }).listenBacklog, 2048);
     assert.throws(() => parseCli(['--listen-backlog', '0'], {}));
