@@ -270,7 +270,7 @@ export class Session implements MemberLink, LobbyJoiner {
     const outcome = enter(this.relay, verdict, this);
     if (!('member' in outcome)) {
       this.refuseJoin(outcome, verdict.frame);
-      return { code: outcome.code, kind: outcome.kind, message: outcome.message, reason: outcome.reason };
+      return wireError(outcome.code, outcome.message, outcome.reason);
     }
     const { member, room, joined } = outcome;
     this.becomeMember(member, room);
@@ -352,7 +352,7 @@ export class Session implements MemberLink, LobbyJoiner {
     refusals.set(refusal.code, (refusals.get(refusal.code) ?? 0) + 1);
     const who = frame === 'resume' ? { resume: true } : { room: frame.roomId, participant: frame.participantId };
     this.relay.log.info('join refused', { code: refusal.code, reason: refusal.reason, ...who });
-    this.send({ type: 'join-error', error: { code: refusal.code, kind: refusal.kind, message: refusal.message, ...(refusal.reason ? { reason: refusal.reason } : {}) } });
+    this.send({ type: 'join-error', error: wireError(refusal.code, refusal.message, refusal.reason) });
     this.setState('closed');
     this.gate.close();
     this.closeSoon(CloseCode.JOIN_REFUSED, refusal.code);

@@ -198,6 +198,8 @@ export class Connection {
   /** Frames that arrived before the room attached its handlers. */
   private early: Inbound[] = [];
   private credential = '';
+  /** `leave()` was called: calls that fail from now on fail because of it. */
+  private leaving = false;
   /** The relay's largest accepted frame (from `joined.limits`); larger requests are refused here. */
   private maxFrameBytes = Infinity;
   private lastFrameAt = Date.now();
@@ -347,6 +349,7 @@ export class Connection {
    * Resolves once it has (or after `timeoutMs` if the relay does not answer).
    */
   async leave(timeoutMs = 2000): Promise<void> {
+    this.leaving = true;
     if (this.state === 'open' && this.ws.readyState === 1) {
       await this.request('session.leave', {}, timeoutMs).catch(() => undefined);
     }
@@ -365,7 +368,8 @@ export class Connection {
 
   /** The error of a call that cannot complete because the session ended. */
   private endedError(what: string, inFlight: boolean): SdkError {
-    const reason = this.closedReason ?? 'connection-lost';
+    // while a deliberate leave is under way, what stops is stopped by the leave, not by a lost link
+    const reason = this.closedReason ?? (this.leaving ? 'left' : 'connection-lost');
     if (reason === 'room-ended') return new SdkError('ROOM_ENDED', `${what}: the room has ended`);
     if (inFlight && reason === 'connection-lost') return new SdkError('CONNECTION_LOST', `${what}: the connection was lost before the relay answered`);
     return new SdkError('NOT_CONNECTED', `${what}: not connected to the room (${reason})`, { reason });
@@ -396,7 +400,7 @@ export class Connection {
       pending.reject(new SdkError('CONNECTION_LOST', 'the connection was lost before the relay answered'));
       this.pending.delete(id);
     }
-    const retry = this.options.reconnect !== false && (reason === 'connection-lost' || reason === 'server-shutdown');
+    const retry = !this.leaving && this.options.reconnect !== false && (reason === 'connection-lost' || reason === 'server-shutdown');
     if (!retry) return this.finish(reason);
     this.state = 'reconnecting';
     this.handlers?.reconnecting();

@@ -1,10 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SdkError } from './errors.ts';
-import { CloseCode, ERROR_REASONS, ErrorCode, ErrorKind, kindOf, reasonForClose, wireError, type DisconnectReason } from './protocol/codes.ts';
+import { CloseCode, ERROR_REASONS, ErrorCode, ErrorKind, kindOf, reasonForClose, wireError, type DisconnectReason, type WireError } from './protocol/codes.ts';
 import { parseClientFrame } from './protocol/validate.ts';
 
 describe('the error model (issue 12)', () => {
+  it('a wire error whose kind is not its code\'s does not compile', () => {
+    // @ts-expect-error INVALID_TOKEN is of kind Auth
+    const wrong: WireError = { code: 'INVALID_TOKEN', kind: 'Network', message: '' };
+    const right: WireError = { code: 'INVALID_TOKEN', kind: 'Auth', message: '' };
+    assert.deepEqual(wireError('INVALID_TOKEN', ''), right);
+    assert.notDeepEqual(wrong, right);
+  });
+
   it('state conflicts are of kind State', () => {
     assert.equal(kindOf(ErrorCode.INVALID_STATE), ErrorKind.State);
     assert.equal(SdkError.fromWire(wireError('INVALID_STATE', 'already active', 'output-already-active')).kind, 'State');

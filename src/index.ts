@@ -37,6 +37,6 @@ export type {
 } from './protocol/control.ts';
 export type { JsonValue, PubSubMessage } from './protocol/messages.ts';
 export type { EffectiveGrant, Grant, GrantFlag, JoinPolicy, Source } from './protocol/grant.ts';
-export type { WireError } from './protocol/messages.ts';
+export type { ReceivedError, WireError } from './protocol/codes.ts';
 export type { ParticipantCounts, ParticipantSummary, Tier } from './protocol/messages.ts';
 export type { Listener } from './emitter.ts';

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { kindOf, type ErrorCode, type ErrorReason, type WireError } from '../../src/protocol/codes.ts';
+import { wireError, type ErrorCode, type ErrorReason, type WireError } from '../../src/protocol/codes.ts';
 import { claimShapeProblem, hasPrivilegedFlag, type TokenClaims } from '../../src/protocol/grant.ts';
 import { isRecord } from '../../src/protocol/parse.ts';
 import type { KeyStore } from './keys.ts';
@@ -27,7 +27,7 @@ export interface VerifyOptions {
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 const LEEWAY = 30;
 
-const refuse = (code: ErrorCode, reason: ErrorReason, message: string): Verified => ({ ok: false, code, kind: kindOf(code), reason, message });
+const refuse = (code: ErrorCode, reason: ErrorReason, message: string): Verified => ({ ok: false, ...wireError(code, message), reason });
 const malformed = (message: string): Verified => refuse('INVALID_TOKEN', 'malformed', message);
 
 function isBase64url(part: string): boolean {

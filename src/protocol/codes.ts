@@ -108,12 +108,12 @@ export const ERROR_REASONS = [
   'unknown-participant', 'not-configured', 'not-published',
   // state conflicts (INVALID_STATE)
   'waiting', 'already-joined', 'already-published', 'output-already-active', 'output-not-active',
-  'output-stopped', 'media-disabled', 'media-not-connected', 'already-read',
+  'output-stopped', 'media-disabled', 'already-read',
   // faults of the relay or its providers (INTERNAL_ERROR)
   'internal', 'provider-failed', 'write-failed', 'start-timeout', 'unsafe-storage', 'unreachable', 'refused',
   'rtmp-failed', 'rtmp-closed',
   // connections and streams (Network, NOT_CONNECTED)
-  'resume-unknown', 'no-websocket', 'connection-dropped', 'left', 'room-ended', 'connection-lost',
+  'resume-unknown', 'no-websocket', 'media-not-connected', 'connection-dropped', 'left', 'room-ended', 'connection-lost',
   'server-shutdown', 'sender-left', 'slow-recipient', 'stream-incomplete', 'truncated', 'out-of-order',
   // media in the browser
   'no-webrtc', 'no-devices', 'no-display-capture', 'no-track', 'no-sender', 'media-transport-failed', 'ended',
@@ -134,13 +134,16 @@ export function isErrorReason(value: unknown): value is ErrorReason {
  * An error as it travels on the wire. `kind` is the code's kind, sent so that a client that
  * does not know a newer code still knows its class.
  */
-export interface WireError {
-  code: ErrorCode;
-  message: string;
-  /** A machine-readable detail, e.g. `expired` or `bad-signature`. */
-  reason?: ErrorReason;
-  kind: ErrorKind;
-}
+export type WireError = {
+  [C in ErrorCode]: {
+    code: C;
+    /** Always the kind of `code` (the type ties them: a mismatch does not compile). */
+    kind: (typeof CODE_KINDS)[C];
+    message: string;
+    /** A machine-readable detail, e.g. `expired` or `bad-signature`. */
+    reason?: ErrorReason;
+  };
+}[ErrorCode];
 
 /**
  * An error as a client receives it: what a relay of any version may send, normalised by the
@@ -159,7 +162,9 @@ export interface ReceivedError {
 
 /** The wire form of an error: its kind filled in from its code. */
 export function wireError(code: ErrorCode, message: string, reason?: ErrorReason): WireError {
-  return reason === undefined ? { code, kind: CODE_KINDS[code], message } : { code, kind: CODE_KINDS[code], message, reason };
+  const error = { code, kind: CODE_KINDS[code], message } as WireError;
+  if (reason !== undefined) error.reason = reason;
+  return error;
 }
 
 /**
@@ -191,16 +196,15 @@ const CLOSES = {
   LEFT: { code: 4010, reason: 'left' },
   /** The client kept sending far beyond its rate limit. */
   FLOODING: { code: 4011, reason: 'connection-lost' },
-} as const satisfies Record<string, { code: number; reason: ErrorReason }>;
-
-type Closes = typeof CLOSES;
+} as const satisfies Record<string, { code: number; reason: DisconnectReason }>;
 
 /** Why a room session ended, as carried by the `disconnected` event. */
-export type DisconnectReason = Closes[keyof Closes]['reason'];
+export type DisconnectReason = 'left' | 'removed' | 'room-ended' | 'duplicate-identity' | 'server-shutdown' | 'connection-lost';
+
 
 /** WebSocket close codes used by the relay, by name. */
 export const CloseCode = Object.freeze(
-  Object.fromEntries(Object.entries(CLOSES).map(([name, { code }]) => [name, code])) as { readonly [N in keyof Closes]: Closes[N]['code'] },
+  Object.fromEntries(Object.entries(CLOSES).map(([name, { code }]) => [name, code])) as { readonly [N in keyof typeof CLOSES]: (typeof CLOSES)[N]['code'] },
 );
 /** One of the values of {@link CloseCode}. */
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
