@@ -1,7 +1,7 @@
 import { decodeChunkHeader, CHUNK_HEADER_BYTES, type ServerFrame, type StreamInfo, type StreamOpenParams, type WireError } from '../../src/protocol/messages.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
-import type { Member } from '../rooms/types.ts';
+import type { Member } from '../rooms/member.ts';
 
 /** Limits of data streams. */
 export interface StreamLimits {

@@ -3,7 +3,7 @@ import type { Budget } from '../budget.ts';
 import { eventFrame, objectOfArray } from './raw-json.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
-import type { Member } from '../rooms/types.ts';
+import type { Member } from '../rooms/member.ts';
 
 /** Limits of a room's topics. */
 export interface TopicLimits {

@@ -4,7 +4,7 @@ import { SOURCE_KIND, type LayerInfo, type PreferredSize, type TrackInfo, type T
 import type { ServerFrame } from '../../src/protocol/messages.ts';
 import { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { Member } from '../rooms/types.ts';
+import type { Member } from '../rooms/member.ts';
 import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource, type TransportStats } from './engine.ts';
 
 interface Publication {

@@ -4,7 +4,7 @@ import { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { TrackTap } from '../media/board.ts';
-import type { Member } from '../rooms/types.ts';
+import type { Member } from '../rooms/member.ts';
 import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import { DEFAULTS } from '../config.ts';
 

@@ -1,7 +1,5 @@
-import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import type { StreamBoard, StreamLimits } from '../data/streams.ts';
 import type { TopicBoard, TopicLimits } from '../data/topics.ts';
-import type { OutputName } from '../../src/protocol/control.ts';
 import type { Logger } from '../log.ts';
 import type { OutputBoard, ProviderFactories } from '../outputs/board.ts';
 import type { Lobby } from './lobby.ts';
@@ -9,53 +7,11 @@ import type { MediaBoard } from '../media/board.ts';
 import type { MediaEngine } from '../media/engine.ts';
 import type { Timeline } from './timeline.ts';
 import type { RelayBudgets } from '../budget.ts';
-import type { TokenBucket } from '../data/token-bucket.ts';
 import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFrame, Tier } from '../../src/protocol/messages.ts';
 
-/**
- * The relay's link to one connected participant. Rooms only see this: a room on another relay
- * node (through Redis, later) would hold a remote implementation of it.
- */
-export interface MemberLink {
-  /**
-   * Send a frame already serialised (fan-out serialises once per room, not once per member).
-   * `optional` traffic (pubsub, whiteboard) is skipped for a member that is not keeping up,
-   * rather than growing its queue until it is cut.
-   */
-  sendRaw(data: Buffer, optional?: boolean): void;
-  /** Send a binary frame (a stream chunk), as is. */
-  sendBinary(data: Uint8Array): void;
-  send(frame: ServerFrame): void;
-  close(code: number, reason: string): void;
-  /** Bytes queued for this member and not yet written to the network. */
-  readonly bufferedAmount: number;
-}
+import type { Member } from './member.ts';
 
-/** A participant inside a room. */
-export interface Member {
-  readonly id: string;
-  readonly name: string;
-  readonly tier: Tier;
-  readonly joinedAt: number;
-  readonly grant: EffectiveGrant;
-  /** Whether the token pinned this identity (decides duplicate-identity takeover). */
-  readonly pinned: boolean;
-  /** Expiry of the token the member joined with, unix seconds. */
-  readonly tokenExp: number;
-  /** What that token means (`tokenKey`): what a removal bans. */
-  readonly tokenKey: string;
-  /** The API key of its token (a resume with a revoked key is refused). */
-  readonly apiKey: string;
-  /** The project of that key. */
-  readonly project: string;
-  /** Its connection; replaced when the member resumes on a new one. */
-  link: MemberLink;
-  /**
-   * Bytes per second its sends may make the relay send to others (a message's bytes times its
-   * recipients): what it costs the relay, not what it costs the sender.
-   */
-  readonly fanout: TokenBucket;
-}
+export type { Member, MemberLink } from './member.ts';
 
 /** A position in a walk over one tier: the join sequence number of the last entry returned. */
 export interface TierCursor {
