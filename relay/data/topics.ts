@@ -1,6 +1,6 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
-import { eventFrame, objectOfArray } from './raw-json.ts';
+import { eventFrameOfJson, messageJson, objectOfArray } from './raw-json.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/member.ts';
@@ -117,10 +117,12 @@ export class TopicBoard {
     name: string,
     payload: PubSubMessage['payload'],
     options: { to?: readonly string[]; persist?: boolean },
+    /** `payload` as JSON, when the caller has it already (it was measured): not encoded twice. */
+    payloadJson: string = JSON.stringify(payload),
   ): { message: PubSubMessage; recipients: number } {
     if (!from.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
-    const { frame: data, json } = eventFrame('pubsub.message', message);
+    const { frame: data, json } = eventFrameOfJson('pubsub.message', messageJson(message, payloadJson));
     const to = options.to ? new Set(options.to) : undefined;
     if (options.persist && this.limits.historySize > 0) this.keep(name, json, from.id, to, data.length);
     // targeted messages are private: outputs (recordings, captions) only see public ones

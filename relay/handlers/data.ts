@@ -12,10 +12,11 @@ export function publish(scope: RequestScope, params: Params<'pubsub.publish'>): 
   requireFlag(scope.member, 'canPublishData', 'publishing data');
   checkTopic(scope, params.topic);
   const max = scope.relay.config.maxPayloadBytes;
-  const bytes = Buffer.byteLength(JSON.stringify(params.payload));
+  const json = JSON.stringify(params.payload);
+  const bytes = Buffer.byteLength(json);
   if (bytes > max) throw new RelayError('PAYLOAD_TOO_LARGE', `the payload is ${bytes} bytes; the limit is ${max} (use dataStream for large data)`, 'payload-too-large');
   spendBytes(scope, bytes);
-  const { message, recipients } = scope.room.topics.publish(scope.member, params.topic, params.payload, params);
+  const { message, recipients } = scope.room.topics.publish(scope.member, params.topic, params.payload, params, json);
   return { id: message.id, timestamp: message.timestamp, recipients };
 }
 
