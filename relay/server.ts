@@ -9,7 +9,6 @@ import { Bans } from './rooms/bans.ts';
 import { relayBudgets } from './budget.ts';
 import { MemoryRoomRegistry } from './rooms/memory-room.ts';
 import type { RoomRegistry } from './rooms/types.ts';
-import type { OutputName } from '../src/protocol/control.ts';
 import type { ProviderFactories } from './outputs/board.ts';
 import { localProviders } from './outputs/providers.ts';
 import type { MediaEngine } from './media/engine.ts';
