@@ -77,6 +77,8 @@ describe('issue 11: storage — one private directory per project and room, exac
         writeFileSync(path, `${participantId} ${source} ${Math.random()}`);
         return { stop: async () => undefined };
       },
+      rtp: () => () => undefined,
+      requestKeyFrame: () => undefined,
     });
     const tracks = [track('a.b', 'camera'), track('a_b', 'camera'), track('a_b', 'camera'), track('A_B', 'camera')];
     const ctx: OutputContext = {

@@ -21,7 +21,7 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
-const source = (kind: TrackKind): TrackSource => ({ kind, liveLayers: () => [], onPacket: () => () => undefined, requestKeyFrame: () => undefined });
+const source = (kind: TrackKind): TrackSource => ({ kind, liveLayers: () => [], onPacket: () => () => undefined, onRtp: () => () => undefined, requestKeyFrame: () => undefined });
 
 /** A publish transport the test drives: `connect()` announces it, `fail()` makes it fail to start. */
 class FakePublish implements PublishTransport {

@@ -64,6 +64,10 @@ export interface TappedTrack {
   kind: TrackKind;
   /** Record it (its largest flowing layer) to `path`. */
   record(path: string): Promise<{ stop(): Promise<void> }>;
+  /** Its RTP packets (its largest flowing layer, chosen now), as bytes; returns a function that stops. */
+  rtp(listener: (rtp: Buffer) => void): () => void;
+  /** Ask its publisher for a key frame (video; rate-limited by the engine). */
+  requestKeyFrame(): void;
 }
 
 /** Called for each publication with media; may return what to do when it ends. */
@@ -312,6 +316,8 @@ export class MediaBoard {
       source: p.source,
       kind: p.kind,
       record: (path) => engine.record(track, chooseLayer(p.layers, track.liveLayers()), path),
+      rtp: (listener) => track.onRtp(chooseLayer(p.layers, track.liveLayers()), listener),
+      requestKeyFrame: () => track.requestKeyFrame(chooseLayer(p.layers, track.liveLayers())),
     });
     if (cleanup) p.tapped.push(cleanup);
   }

@@ -19,6 +19,8 @@ export interface TrackSource {
   liveLayers(): string[];
   /** Receive the RTP packets of one layer; returns a function that stops. */
   onPacket(layer: string, listener: (packet: RtpPacketRef) => void): () => void;
+  /** Receive the RTP packets of one layer as bytes (for a process outside the engine, e.g. ffmpeg); returns a function that stops. */
+  onRtp(layer: string, listener: (rtp: Buffer) => void): () => void;
   /** Ask the publisher for a key frame on a layer (rate-limited by the engine). */
   requestKeyFrame(layer: string): void;
 }

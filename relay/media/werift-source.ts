@@ -50,6 +50,10 @@ export class WeriftSource implements TrackSource {
     return () => listeners.delete(listener as (packet: RtpPacket) => void);
   }
 
+  onRtp(rid: string, listener: (rtp: Buffer) => void): () => void {
+    return this.onPacket(rid, (packet) => listener((packet as RtpPacket).serialize()));
+  }
+
   deliver(rid: string, packet: RtpPacket): void {
     this.counters.packets++;
     this.counters.bytes += packet.payload.length;
