@@ -90,7 +90,7 @@ describe('the stage composite through ffmpeg: VP8 and Opus over RTP in, H.264 an
     return out;
   }
 
-  for (const [videos, audios] of [[0, 0], [1, 1], [3, 2]] as const) {
+  for (const [videos, audios] of [[0, 0], [1, 0], [1, 1], [3, 2]] as const) {
     it(`${videos} video and ${audios} audio tracks → one H.264 + AAC file of the time it ran`, { timeout: 60_000 }, async () => {
       const out = await composite(videos, audios, ["Ada '%{n}", 'Bo:b [x];', 'Cy\\']);
       const { streams, format } = probe(out);

@@ -78,7 +78,8 @@ export function compositeGraph(layout: CompositeLayout): CompositeGraph {
       parts.push(`${inputs}xstack=inputs=${n}:layout=${cells}:fill=${BACKGROUND},pad=${width}:${height}:(ow-iw)/2:(oh-ih)/2:color=${BACKGROUND}[vout]`);
     }
   }
-  if (layout.audios === 0) parts.push(`anullsrc=r=48000:cl=stereo${n === 0 ? ',arealtime' : ''}[aout]`);
+  // silence is generated: paced to the wall clock, or it would run ahead of the live video without end
+  if (layout.audios === 0) parts.push('anullsrc=r=48000:cl=stereo,arealtime[aout]');
   else {
     // wall-clock timestamps jitter: resampling with async closes the gaps between packets
     const inputs = Array.from({ length: layout.audios }, (_, i) => `[0:a:${i}]aresample=48000:async=1000[a${i}]`);
