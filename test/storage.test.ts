@@ -79,6 +79,7 @@ describe('issue 11: storage — one private directory per project and room, exac
       },
       rtp: () => () => undefined,
       requestKeyFrame: () => undefined,
+      flowing: () => true,
     });
     const tracks = [track('a.b', 'camera'), track('a_b', 'camera'), track('a_b', 'camera'), track('A_B', 'camera')];
     const ctx: OutputContext = {

@@ -68,6 +68,8 @@ export interface TappedTrack {
   rtp(listener: (rtp: Buffer) => void): () => void;
   /** Ask its publisher for a key frame (video; rate-limited by the engine). */
   requestKeyFrame(): void;
+  /** Whether packets arrived within the last second. */
+  flowing(): boolean;
 }
 
 /** Called for each publication with media; may return what to do when it ends. */
@@ -318,6 +320,7 @@ export class MediaBoard {
       record: (path) => engine.record(track, chooseLayer(p.layers, track.liveLayers()), path),
       rtp: (listener) => track.onRtp(chooseLayer(p.layers, track.liveLayers()), listener),
       requestKeyFrame: () => track.requestKeyFrame(chooseLayer(p.layers, track.liveLayers())),
+      flowing: () => track.liveLayers().length > 0,
     });
     if (cleanup) p.tapped.push(cleanup);
   }

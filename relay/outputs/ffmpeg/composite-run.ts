@@ -1,0 +1,253 @@
+/**
+ * A live composite of the stage that follows the stage: one ffmpeg process at a time, fed the
+ * room's tracks over loopback RTP; when a track is published or ends, the process is replaced
+ * by one with the new set of tracks (after a short debounce, so that camera and microphone
+ * published together cost one restart). Each process is a "run"; the caller decides what a run
+ * writes (an HLS muxer continuing its numbering, a part of a recording, an RTMP push).
+ *
+ * Only tracks whose packets flow go into a run: ffmpeg configures its filter graph once every
+ * input has given a frame, so a silent track at the start of a run would hold the whole
+ * composite back. The set is checked every second: a track that falls silent (muted with no
+ * packets, its publisher's network gone) leaves the composite, and comes back when it sends
+ * again. A track that falls silent during a run does not stall it meanwhile (ffmpeg keeps its
+ * last picture).
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { TappedTrack, TrackTap } from '../../media/board.ts';
+import type { Logger } from '../../log.ts';
+import { compositeGraph, encoderArgs } from './composite.ts';
+import { FfmpegProcess, type FfmpegExit } from './process.ts';
+import { feedSdp, freeRtpPorts, RtpFeed } from './rtp-feed.ts';
+
+/** Options of a {@link CompositeRun}. */
+export interface CompositeRunOptions {
+  /** The ffmpeg binary. */
+  ffmpeg: string;
+  /** A private directory of this run's own (SDP, label files). */
+  workDir: string;
+  width: number;
+  height: number;
+  fps: number;
+  videoKbps: number;
+  /** Shown when no video is on stage. */
+  roomName: string;
+  /** A TrueType font for names; `null` draws none. */
+  font: string | null;
+  /** The display name of a participant (for its tile's label). */
+  nameOf(participantId: string): string;
+  /** What run `n` (0, 1, 2...) writes: ffmpeg output arguments. */
+  output(run: number): string[];
+  /** ffmpeg ended on its own: the composite is over. */
+  failed(reason: string): void;
+  log: Logger;
+  /** Wait after a stage change before restarting (ms, default 400). */
+  settleMs?: number;
+}
+
+/** How often the set of flowing tracks is compared with the run's. */
+const CHECK_MS = 1000;
+/** Silence after which a track of a run leaves it. */
+const SILENT_MS = 2500;
+
+/** Longest label drawn on a tile. */
+const MAX_LABEL = 64;
+
+/** A name as a label: one line, printable, bounded. */
+export function labelText(name: string): string {
+  const line = name.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ').trim();
+  return ([...line].slice(0, MAX_LABEL).join('') || '?');
+}
+
+export class CompositeRun {
+  private readonly tracks: TappedTrack[] = [];
+  private untap: (() => void) | null = null;
+  private ffmpeg: FfmpegProcess | null = null;
+  private feed: RtpFeed | null = null;
+  private run = -1;
+  private timer: NodeJS.Timeout | null = null;
+  /** Restarts happen one after another. */
+  private chain: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private check: NodeJS.Timeout | null = null;
+  private restartQueued = false;
+  /** The tracks of the current run. */
+  private inRun: TappedTrack[] = [];
+  private producing: { resolve(wrote: boolean): void; promise: Promise<boolean> } | null = null;
+  /** When each track was last seen flowing. */
+  private readonly lastFlowing = new Map<TappedTrack, number>();
+  /** Seconds the current run has written. */
+  private written = 0;
+  /** The runs that ended, with the seconds each wrote (a run replaced before it wrote anything wrote 0). */
+  readonly ended: Array<{ run: number; seconds: number }> = [];
+
+  constructor(
+    private readonly tap: (tap: TrackTap) => () => void,
+    private readonly options: CompositeRunOptions,
+  ) {}
+
+  /** How many runs have started. */
+  get runs(): number {
+    return this.run + 1;
+  }
+
+  /** Tracks in the current run, in tile order: video then audio, each in publication order. */
+  get stage(): ReadonlyArray<Pick<TappedTrack, 'participantId' | 'source' | 'kind'>> {
+    return this.inRun;
+  }
+
+  /** Seconds of output the current run has written (from ffmpeg's progress). */
+  get seconds(): number {
+    return this.written;
+  }
+
+  /** Resolves once the current run writes output (`true`), or with `false` if it ended first. */
+  whenProducing(): Promise<boolean> {
+    return this.producing?.promise ?? Promise.resolve(false);
+  }
+
+  /** Start: the first run begins with the tracks on stage now. Rejects if ffmpeg cannot run. */
+  async start(): Promise<void> {
+    await mkdir(this.options.workDir, { recursive: true, mode: 0o700 });
+    this.untap = this.tap((track) => {
+      this.tracks.push(track);
+      if (this.run >= 0) this.schedule();
+      return () => {
+        const at = this.tracks.indexOf(track);
+        if (at >= 0) this.tracks.splice(at, 1);
+        this.lastFlowing.delete(track);
+        this.schedule();
+      };
+    });
+    await this.enqueue(() => this.next());
+    this.check = setInterval(() => {
+      const now = this.ordered();
+      if (now.length !== this.inRun.length || now.some((t, i) => t !== this.inRun[i])) this.schedule();
+    }, CHECK_MS);
+    this.check.unref();
+  }
+
+  /** Stop the current run (its muxer finishes) and stop following the stage. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.check) clearInterval(this.check);
+    this.untap?.();
+    this.untap = null;
+    await this.enqueue(() => this.end());
+  }
+
+  private schedule(): void {
+    if (this.stopped || this.timer || this.restartQueued) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      // one restart waits at most: changes while it waits are seen when it runs
+      this.restartQueued = true;
+      void this.enqueue(() => {
+        this.restartQueued = false;
+        return this.next();
+      }).catch((err: Error) => this.fail(err.message));
+    }, this.options.settleMs ?? 400);
+  }
+
+  private enqueue(job: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(job);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * The tracks a run would take now: those whose packets flow, video first. A track of the
+   * current run stays until it has been silent for `SILENT_MS` (a camera that sends a few frames
+   * a second must not flap in and out).
+   */
+  private ordered(): TappedTrack[] {
+    const now = Date.now();
+    const flowing = this.tracks.filter((t) => {
+      if (t.flowing()) this.lastFlowing.set(t, now);
+      const last = this.lastFlowing.get(t);
+      return last !== undefined && (last === now || (this.inRun.includes(t) && now - last < SILENT_MS));
+    });
+    return [...flowing.filter((t) => t.kind === 'video'), ...flowing.filter((t) => t.kind === 'audio')];
+  }
+
+  /** End the current run, start the next with the stage as it is now. */
+  private async next(): Promise<void> {
+    await this.end();
+    if (this.stopped) return;
+    const run = ++this.run;
+    const tracks = this.ordered();
+    this.inRun = tracks;
+    this.written = 0;
+    let resolve!: (wrote: boolean) => void;
+    this.producing = { resolve: (wrote) => resolve(wrote), promise: new Promise<boolean>((r) => (resolve = r)) };
+    const dir = this.options.workDir;
+    const videos = tracks.filter((t) => t.kind === 'video');
+    const labels = await Promise.all(
+      videos.map(async (track, i) => {
+        const file = join(dir, `label-${run}-${i}.txt`);
+        const name = this.options.nameOf(track.participantId);
+        await writeFile(file, labelText(track.source === 'screen' ? `${name} (screen)` : name), { mode: 0o600 });
+        return file;
+      }),
+    );
+    const placeholder = join(dir, 'room.txt');
+    await writeFile(placeholder, labelText(this.options.roomName), { mode: 0o600 });
+    const graph = compositeGraph({ width: this.options.width, height: this.options.height, fps: this.options.fps, labels, audios: tracks.length - videos.length, placeholder, font: this.options.font });
+    const ports = await freeRtpPorts(tracks.length);
+    let input: string[] = [];
+    if (tracks.length > 0) {
+      const sdp = join(dir, `run-${run}.sdp`);
+      await writeFile(sdp, feedSdp(tracks.map((t, i) => ({ kind: t.kind, port: ports[i]! }))), { mode: 0o600 });
+      // the SDP names every codec; a keyframe's worth of probing is enough (5 s by default delays the run)
+      input = ['-protocol_whitelist', 'file,udp,rtp', '-analyzeduration', '1000000', '-use_wallclock_as_timestamps', '1', '-i', sdp];
+    }
+    const producing = this.producing;
+    const ffmpeg = await FfmpegProcess.start({
+      ffmpeg: this.options.ffmpeg,
+      stdin: true,
+      stderrLine: (line) => this.options.log.warn('composite: ffmpeg says', { run, line }),
+      stdout: (chunk) => {
+        const us = /out_time_us=(\d+)/.exec(chunk.toString('latin1'));
+        if (!us || this.producing !== producing) return;
+        this.written = Number(us[1]) / 1e6;
+        if (this.written > 0) producing.resolve(true);
+      },
+      args: ['-loglevel', 'warning', '-nostats', '-progress', 'pipe:1', ...input, '-filter_complex', graph.filter, '-map', graph.video, '-map', graph.audio, ...encoderArgs(this.options.fps, this.options.videoKbps), ...this.options.output(run)],
+    });
+    this.ffmpeg = ffmpeg;
+    void ffmpeg.exited.then((exit) => this.exited(ffmpeg, exit));
+    // ffmpeg binds its ports while it reads the SDP; what is sent before is lost, key frames are asked again
+    this.feed = new RtpFeed(tracks.map((track, i) => ({ track, port: ports[i]! })));
+    this.options.log.debug('composite run started', { run, videos: videos.length, audios: tracks.length - videos.length });
+  }
+
+  private async end(): Promise<void> {
+    const ffmpeg = this.ffmpeg;
+    const feed = this.feed;
+    this.ffmpeg = null;
+    this.feed = null;
+    this.producing?.resolve(false);
+    if (ffmpeg) {
+      // fed until it has finished: ffmpeg reads its stdin (the "q") only while packets come in;
+      // a run that wrote nothing has nothing to finish (and reads no stdin while it waits for its inputs)
+      await ffmpeg.stop(this.written > 0 ? 5000 : 0);
+      this.ended.push({ run: this.run, seconds: this.written });
+    }
+    if (feed) this.options.log.debug('composite run ended', { run: this.run, packets: feed.sent.join(' ') });
+    feed?.stop();
+  }
+
+  private exited(ffmpeg: FfmpegProcess, exit: FfmpegExit): void {
+    if (exit.stopped || this.ffmpeg !== ffmpeg) return;
+    this.fail(exit.reason);
+  }
+
+  private fail(reason: string): void {
+    if (this.stopped) return;
+    this.options.log.warn('composite failed', { reason });
+    void this.stop();
+    this.options.failed(reason);
+  }
+}
