@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createSocket } from 'node:dgram';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { MediaStreamTrack as WeriftTrack, RtpPacket } from 'werift';
 import { CompositeRun, labelText } from '../relay/outputs/ffmpeg/composite-run.ts';
 import { findExecutable } from '../relay/outputs/ffmpeg/process.ts';
 import { createLogger } from '../relay/log.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { nodePlatform } from './media-helpers.ts';
+import { realTrack, type RealTrack } from './real-media.ts';
 import { unrefLibraryDelays } from './media-fixtures.ts';
 
 const FFMPEG = findExecutable('ffmpeg');
@@ -27,33 +26,22 @@ describe('labels', () => {
 describe('a composite that follows the stage (issue 13)', { skip: FFMPEG ? false : 'ffmpeg is not installed', timeout: 120_000 }, () => {
   let t: TestRelay;
   const dir = mkdtempSync(join(tmpdir(), 'tessera-composite-run-'));
-  const senders: Array<{ kill(): void }> = [];
+  const senders: RealTrack[] = [];
   before(async () => {
     unrefLibraryDelays();
     t = await startTestRelay();
   });
   after(async () => {
-    for (const s of senders) s.kill();
+    for (const s of senders) s.stop();
     await t.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A werift track carrying ffmpeg's encoding of a test source; `kill()` stops its packets (the track stays published). */
-  async function realTrack(kind: 'video' | 'audio'): Promise<{ track: MediaStreamTrack; kill(): void }> {
-    const track = new WeriftTrack({ kind });
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-    socket.on('message', (msg) => track.writeRtp(RtpPacket.deSerialize(msg)));
-    const { port } = socket.address();
-    const args =
-      kind === 'video'
-        ? ['-re', '-f', 'lavfi', '-i', 'testsrc=size=320x180:rate=15', '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-g', '15', '-payload_type', '96', '-f', 'rtp', `rtp://127.0.0.1:${port}?pkt_size=1200`]
-        : ['-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-ac', '2', '-c:a', 'libopus', '-payload_type', '111', '-f', 'rtp', `rtp://127.0.0.1:${port}`];
-    const child: ChildProcess = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', ...args]);
-    const handle = { track: track as unknown as MediaStreamTrack, kill: () => (child.kill('SIGKILL'), socket.close()) };
-    senders.push({ kill: () => { try { handle.kill(); } catch { /* already */ } } });
-    return handle;
-  }
+  const real = async (kind: 'video' | 'audio') => {
+    const media = await realTrack(kind);
+    senders.push(media);
+    return media;
+  };
 
   const probe = (file: string) =>
     JSON.parse(execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_name,width:format=duration', '-of', 'json', file]).toString()) as { streams: Array<{ codec_name: string; width?: number }>; format: { duration: string } };
@@ -61,7 +49,7 @@ describe('a composite that follows the stage (issue 13)', { skip: FFMPEG ? false
   it('restarts with the new stage when tracks are published, fall silent or are unpublished; each run is H.264 + AAC', async () => {
     const token = (id: string) => t.token({ roomId: 'run', participantId: id, grant: { canPublish: true, canSubscribe: true } });
     const ada = await t.join({ token: token('ada'), name: 'Ada', media: nodePlatform });
-    await ada.localParticipant.publish('camera', (await realTrack('video')).track);
+    await ada.localParticipant.publish('camera', (await real('video')).track);
     const room = t.relay.context.rooms.get('default', 'run')!;
     const failures: string[] = [];
     const composite = new CompositeRun((tap) => room.media.tap(tap), {
@@ -88,14 +76,14 @@ describe('a composite that follows the stage (issue 13)', { skip: FFMPEG ? false
 
     // a second speaker publishes camera and microphone at once: one restart
     const bo = await t.join({ token: token('bo'), name: 'Bo', media: nodePlatform });
-    const boCamera = await realTrack('video');
-    await Promise.all([bo.localParticipant.publish('camera', boCamera.track), bo.localParticipant.publish('microphone', (await realTrack('audio')).track)]);
+    const boCamera = await real('video');
+    await Promise.all([bo.localParticipant.publish('camera', boCamera.track), bo.localParticipant.publish('microphone', (await real('audio')).track)]);
     await writing('ada:camera bo:camera bo:microphone', 'the composite follows the stage');
     await new Promise((r) => setTimeout(r, 1000));
     // Bo's camera goes silent (still published): it leaves the composite, the rest goes on
-    boCamera.kill();
+    boCamera.stop();
     await writing('ada:camera bo:microphone', 'the silent camera leaves the composite');
-    // Ada unpublishes: another run, Bo's microphone alone (the placeholder picture)
+    // Ada unpublishes: another run, Bo's microphone alone (the card with the room's name)
     await ada.localParticipant.unpublish('camera');
     await writing('bo:microphone', 'the unpublished camera leaves the composite');
     await new Promise((r) => setTimeout(r, 1000));

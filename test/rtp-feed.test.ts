@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createSocket } from 'node:dgram';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { MediaStreamTrack as WeriftTrack, RtpPacket } from 'werift';
 import { compositeGraph, encoderArgs } from '../relay/outputs/ffmpeg/composite.ts';
 import { FfmpegProcess, findExecutable } from '../relay/outputs/ffmpeg/process.ts';
 import { feedSdp, freeRtpPorts, RtpFeed, type FeedTrack } from '../relay/outputs/ffmpeg/rtp-feed.ts';
 import type { TappedTrack } from '../relay/media/board.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { nodePlatform } from './media-helpers.ts';
+import { realTrack } from './real-media.ts';
 import { unrefLibraryDelays } from './media-fixtures.ts';
 
 const FFMPEG = findExecutable('ffmpeg');
@@ -25,37 +24,27 @@ const FONT = '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf';
 describe('the relay feeds forwarded tracks to ffmpeg (issue 13)', { skip: FFMPEG ? false : 'ffmpeg is not installed', timeout: 90_000 }, () => {
   let t: TestRelay;
   const dir = mkdtempSync(join(tmpdir(), 'tessera-feed-'));
-  const children: ChildProcess[] = [];
+  const stops: Array<() => void> = [];
   before(async () => {
     unrefLibraryDelays();
     t = await startTestRelay();
   });
   after(async () => {
-    for (const c of children) c.kill('SIGKILL');
+    for (const stop of stops) stop();
     await t.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A werift track carrying what ffmpeg encodes from a test source, as RTP. */
-  async function realTrack(kind: 'video' | 'audio'): Promise<MediaStreamTrack> {
-    const track = new WeriftTrack({ kind });
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-    socket.on('message', (msg) => track.writeRtp(RtpPacket.deSerialize(msg)));
-    const { port } = socket.address();
-    const args =
-      kind === 'video'
-        ? ['-re', '-f', 'lavfi', '-i', 'testsrc=size=320x180:rate=15', '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-g', '15', '-payload_type', '96', '-f', 'rtp', `rtp://127.0.0.1:${port}?pkt_size=1200`]
-        : ['-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-ac', '2', '-c:a', 'libopus', '-payload_type', '111', '-f', 'rtp', `rtp://127.0.0.1:${port}`];
-    children.push(spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', ...args]));
-    children.push({ kill: () => socket.close() } as unknown as ChildProcess);
-    return track as unknown as MediaStreamTrack;
-  }
+  const real = async (kind: 'video' | 'audio') => {
+    const media = await realTrack(kind);
+    stops.push(media.stop);
+    return media.track;
+  };
 
   it('camera and microphone of a publisher, composited: H.264 + AAC, the video in the picture', async () => {
     const room = await t.join({ token: t.token({ roomId: 'feed', participantId: 'ada', grant: { canPublish: true, canSubscribe: true } }), media: nodePlatform });
-    await room.localParticipant.publish('camera', await realTrack('video'));
-    await room.localParticipant.publish('microphone', await realTrack('audio'));
+    await room.localParticipant.publish('camera', await real('video'));
+    await room.localParticipant.publish('microphone', await real('audio'));
     const media = t.relay.context.rooms.get('default', 'feed')!.media;
     const tapped: TappedTrack[] = [];
     const untap = media.tap((track) => void tapped.push(track));
@@ -66,9 +55,9 @@ describe('the relay feeds forwarded tracks to ffmpeg (issue 13)', { skip: FFMPEG
     writeFileSync(sdp, feedSdp(ordered.map((track, i) => ({ kind: track.kind, port: ports[i]! }))));
     const label = join(dir, 'ada.txt');
     writeFileSync(label, 'Ada');
-    const placeholder = join(dir, 'room.txt');
-    writeFileSync(placeholder, 'feed');
-    const graph = compositeGraph({ width: 640, height: 360, fps: 15, labels: [label], audios: 1, placeholder, font: existsSync(FONT) ? FONT : null });
+    const roomCard = join(dir, 'room.txt');
+    writeFileSync(roomCard, 'feed');
+    const graph = compositeGraph({ width: 640, height: 360, fps: 15, labels: [label], audios: 1, roomCard, font: existsSync(FONT) ? FONT : null });
     const out = join(dir, 'out.mp4');
     const ffmpeg = await FfmpegProcess.start({
       ffmpeg: 'ffmpeg',
@@ -83,7 +72,7 @@ describe('the relay feeds forwarded tracks to ffmpeg (issue 13)', { skip: FFMPEG
     assert.ok(feed.sent.every((n) => n > 20), `packets fed: ${feed.sent.join(', ')}`);
     const probe = JSON.parse(execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_name:format=duration', '-of', 'json', out]).toString()) as { streams: Array<{ codec_name: string }>; format: { duration: string } };
     assert.deepEqual(probe.streams.map((s) => s.codec_name).sort(), ['aac', 'h264']);
-    // the picture is the test source (bright colour bars), not the dark placeholder background
+    // the picture is the test source (bright colour bars), not the dark roomCard background
     const stats = execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-ss', '3', '-i', out, '-frames:v', '1', '-vf', 'signalstats,metadata=print:key=lavfi.signalstats.YAVG:file=-', '-f', 'null', '-']).toString();
     const yavg = Number(/YAVG=([\d.]+)/.exec(stats)?.[1]);
     assert.ok(yavg > 60, `mean luma ${yavg}: the publisher's video is in the picture`);

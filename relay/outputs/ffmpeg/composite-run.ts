@@ -192,9 +192,9 @@ export class CompositeRun {
         return file;
       }),
     );
-    const placeholder = join(dir, 'room.txt');
-    await writeFile(placeholder, labelText(this.options.roomName), { mode: 0o600 });
-    const graph = compositeGraph({ width: this.options.width, height: this.options.height, fps: this.options.fps, labels, audios: tracks.length - videos.length, placeholder, font: this.options.font });
+    const roomCard = join(dir, 'room.txt');
+    await writeFile(roomCard, labelText(this.options.roomName), { mode: 0o600 });
+    const graph = compositeGraph({ width: this.options.width, height: this.options.height, fps: this.options.fps, labels, audios: tracks.length - videos.length, roomCard, font: this.options.font });
     const ports = await freeRtpPorts(tracks.length);
     let input: string[] = [];
     if (tracks.length > 0) {

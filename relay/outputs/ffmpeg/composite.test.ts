@@ -19,12 +19,12 @@ describe('the stage composite graph (issue 13)', () => {
   });
 
   it('labels go through files with drawtext expansion off; a path that would need quoting is refused', () => {
-    const g = compositeGraph({ width: 1280, height: 720, fps: 30, labels: ['/tmp/a.txt', '/tmp/b.txt'], audios: 2, placeholder: '/tmp/room.txt', font: '/f.ttf' });
+    const g = compositeGraph({ width: 1280, height: 720, fps: 30, labels: ['/tmp/a.txt', '/tmp/b.txt'], audios: 2, roomCard: '/tmp/room.txt', font: '/f.ttf' });
     assert.match(g.filter, /textfile=\/tmp\/a\.txt:expansion=none/);
     assert.match(g.filter, /xstack=inputs=2:layout=0_0\|640_0/);
     assert.match(g.filter, /amix=inputs=2/);
-    assert.throws(() => compositeGraph({ width: 640, height: 360, fps: 15, labels: ["/tmp/it's:[x].txt"], audios: 0, placeholder: '/tmp/r.txt', font: '/f.ttf' }));
-    const empty = compositeGraph({ width: 640, height: 360, fps: 15, labels: [], audios: 0, placeholder: '/tmp/r.txt', font: null });
+    assert.throws(() => compositeGraph({ width: 640, height: 360, fps: 15, labels: ["/tmp/it's:[x].txt"], audios: 0, roomCard: '/tmp/r.txt', font: '/f.ttf' }));
+    const empty = compositeGraph({ width: 640, height: 360, fps: 15, labels: [], audios: 0, roomCard: '/tmp/r.txt', font: null });
     assert.match(empty.filter, /^color=.*realtime\[vout\];anullsrc=.*arealtime\[aout\]$/);
   });
 });
@@ -69,10 +69,10 @@ describe('the stage composite through ffmpeg: VP8 and Opus over RTP in, H.264 an
     for (let j = 0; j < audios; j++) sdp += `m=audio ${ports[videos + j]} RTP/AVP 111\na=rtpmap:111 opus/48000/2\n`;
     const sdpFile = join(dir, `in-${videos}-${audios}.sdp`);
     writeFileSync(sdpFile, sdp);
-    const placeholder = join(dir, 'room.txt');
-    writeFileSync(placeholder, "the room's name: %{localtime} ;[x]");
+    const roomCard = join(dir, 'room.txt');
+    writeFileSync(roomCard, "the room's name: %{localtime} ;[x]");
     const out = join(dir, `out-${videos}-${audios}.mp4`);
-    const graph = compositeGraph({ width: 640, height: 360, fps: 15, labels, audios, placeholder, font });
+    const graph = compositeGraph({ width: 640, height: 360, fps: 15, labels, audios, roomCard, font });
     const inputs = videos + audios > 0 ? ['-protocol_whitelist', 'file,udp,rtp', '-use_wallclock_as_timestamps', '1', '-i', sdpFile] : [];
     const started = Date.now();
     const ffmpeg = await FfmpegProcess.start({ ffmpeg: 'ffmpeg', args: ['-loglevel', 'error', ...inputs, '-filter_complex', graph.filter, '-map', graph.video, '-map', graph.audio, ...encoderArgs(15, 800), '-t', '3', '-y', out] });

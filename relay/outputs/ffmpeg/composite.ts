@@ -1,7 +1,7 @@
 /**
  * The stage composite as an ffmpeg filter graph: every on-stage video in a grid (each tile
  * labelled with its participant's name), every microphone mixed, H.264 + AAC; a room with no
- * video shows a placeholder with the room's name. Pure: it only builds arguments.
+ * video shows a card with the room's name. Pure: it only builds arguments.
  *
  * The inputs are the streams of one SDP input (input 0): its video streams first, in tile
  * order, then its audio streams. Names reach ffmpeg only through text files the relay writes
@@ -18,9 +18,9 @@ export interface CompositeLayout {
   labels: readonly string[];
   /** How many audio streams follow the video streams in the input. */
   audios: number;
-  /** The text file of the placeholder shown when there is no video (the room's name). */
-  placeholder: string;
-  /** A TrueType font for the labels; without one, tiles and placeholder carry no text. */
+  /** The text file of the card shown when there is no video (the room's name). */
+  roomCard: string;
+  /** A TrueType font for the labels; without one, tiles and the card carry no text. */
   font: string | null;
 }
 
@@ -60,7 +60,7 @@ export function compositeGraph(layout: CompositeLayout): CompositeGraph {
   if (n === 0) {
     const size = Math.round(height / 12);
     // generated, so paced to the wall clock like the live inputs it stands for
-    parts.push(`color=c=${BACKGROUND}:s=${width}x${height}:r=${fps}${layout.font ? `,drawtext=fontfile=${safePath(layout.font)}:textfile=${safePath(layout.placeholder)}:expansion=none:fontsize=${size}:fontcolor=white:x=(w-tw)/2:y=(h-th)/2` : ''},format=yuv420p,realtime[vout]`);
+    parts.push(`color=c=${BACKGROUND}:s=${width}x${height}:r=${fps}${layout.font ? `,drawtext=fontfile=${safePath(layout.font)}:textfile=${safePath(layout.roomCard)}:expansion=none:fontsize=${size}:fontcolor=white:x=(w-tw)/2:y=(h-th)/2` : ''},format=yuv420p,realtime[vout]`);
   } else {
     const { cols, rows } = gridOf(n);
     const w = even(width / cols);

@@ -1,0 +1,37 @@
+import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { MediaStreamTrack as WeriftTrack, RtpPacket } from 'werift';
+
+/** A publisher's real media in Node: ffmpeg's encoding of a test source, written into a werift track as RTP. */
+export interface RealTrack {
+  track: MediaStreamTrack;
+  /** Stop its packets (the track stays published: a silent publisher). */
+  stop(): void;
+}
+
+/**
+ * A werift track carrying what ffmpeg encodes from a test source (VP8 test pattern at 15 fps,
+ * or an Opus 440 Hz tone), for tests that need media a decoder can decode.
+ */
+export async function realTrack(kind: 'video' | 'audio'): Promise<RealTrack> {
+  const track = new WeriftTrack({ kind });
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  socket.on('message', (msg) => track.writeRtp(RtpPacket.deSerialize(msg)));
+  const { port } = socket.address();
+  const args =
+    kind === 'video'
+      ? ['-re', '-f', 'lavfi', '-i', 'testsrc=size=320x180:rate=15', '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-g', '15', '-payload_type', '96', '-f', 'rtp', `rtp://127.0.0.1:${port}?pkt_size=1200`]
+      : ['-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-ac', '2', '-c:a', 'libopus', '-payload_type', '111', '-f', 'rtp', `rtp://127.0.0.1:${port}`];
+  const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', ...args], { stdio: 'ignore' });
+  let stopped = false;
+  return {
+    track: track as unknown as MediaStreamTrack,
+    stop: () => {
+      if (stopped) return;
+      stopped = true;
+      child.kill('SIGKILL');
+      socket.close();
+    },
+  };
+}
