@@ -75,6 +75,8 @@ export interface RelayConfig {
   hlsSegmentSeconds: number;
   /** The external transcription service's URL, if any. */
   transcriptionUrl?: string;
+  /** The ffmpeg the media outputs run: a path, or a name looked up on `PATH`. */
+  ffmpeg: string;
   /** Bearer token `/metrics` asks for; without it, `/metrics` answers only on a loopback listener. */
   metricsToken?: string;
   /** Let `livestream` push to loopback and private addresses (tests, a local RTMP server). */
@@ -163,6 +165,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   recordingsDir: join(homedir(), '.tessera', 'recordings'),
   hlsDir: join(homedir(), '.tessera', 'hls'),
   hlsSegmentSeconds: 2,
+  ffmpeg: 'ffmpeg',
   recordingTimelineBytes: 64 * 1024 * 1024,
   allowPrivateRtmp: false,
   outputStartTimeoutMs: 15_000,
@@ -248,6 +251,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--recordings-dir', env: 'TESSERA_RECORDINGS_DIR', help: `where recordings are written (default ${DEFAULTS.recordingsDir})`, apply: (c, v) => void (c.recordingsDir = v) },
   { flag: '--recording-timeline-bytes', env: 'TESSERA_RECORDING_TIMELINE_BYTES', help: `bytes of messages one recording's timeline keeps (default ${DEFAULTS.recordingTimelineBytes})`, apply: (c, v) => void (c.recordingTimelineBytes = integer('--recording-timeline-bytes', v, 0)) },
   { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },
+  { flag: '--ffmpeg', env: 'TESSERA_FFMPEG', help: `the ffmpeg media outputs run (default ${DEFAULTS.ffmpeg}, found on PATH)`, apply: (c, v) => void (c.ffmpeg = v) },
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'the external transcription service (POSTed start/stop as JSON); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
   { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },

@@ -19,6 +19,7 @@ function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
     roomId: 'r',
     timeline: new Timeline(),
     log: createLogger('silent'),
+    nameOf: (id) => id,
     broadcast: (frame) => {
       for (const m of all) sent.push({ to: m.id, frame });
     },

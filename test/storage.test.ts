@@ -87,6 +87,7 @@ describe('issue 11: storage — one private directory per project and room, exac
       roomId: 'tracks',
       timeline: new Timeline(),
       log: createLogger('silent'),
+      nameOf: (id) => id,
       broadcast: () => undefined,
       broadcastRaw: () => undefined,
       broadcastSplit: () => undefined,

@@ -14,6 +14,8 @@ export interface OutputContext {
   readonly project: string;
   readonly roomId: string;
   readonly timeline: Timeline;
+  /** The display name of a participant (its id when it is not in the room). */
+  nameOf(participantId: string): string;
   readonly log: Logger;
   /** Send a frame to everyone in the room (`optional`: skipped for members not keeping up). */
   broadcast(frame: ServerFrame, optional?: boolean): void;

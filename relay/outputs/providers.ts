@@ -13,6 +13,8 @@ export interface ProviderSettings {
   hlsDir: string;
   hlsSegmentSeconds: number;
   transcriptionUrl?: string;
+  /** The ffmpeg of the media outputs (a path, or a name on `PATH`; default `ffmpeg`). */
+  ffmpeg?: string;
   /** Bytes of shapes one whiteboard keeps. */
   whiteboardBytes: number;
   /** Bytes of messages one recording's timeline keeps. */

@@ -54,7 +54,7 @@ export class MemoryRoom implements Room {
     this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
     this.lobby = new Lobby((frame) => this.toModerators(frame), budgets.lobby);
     this.outputs = new OutputBoard(
-      { project, roomId: id, timeline: this.timeline, log, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap) },
+      { project, roomId: id, timeline: this.timeline, log, nameOf: (participantId) => this.get(participantId)?.name ?? participantId, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap) },
       providers,
       { startTimeoutMs: limits.outputStartTimeoutMs },
     );
