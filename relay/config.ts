@@ -77,6 +77,8 @@ export interface RelayConfig {
   transcriptionUrl?: string;
   /** The ffmpeg the media outputs run: a path, or a name looked up on `PATH`. */
   ffmpeg: string;
+  /** The picture of the stage composite that recording, HLS and livestream carry. */
+  composite: { width: number; height: number; fps: number; videoKbps: number };
   /** Bearer token `/metrics` asks for; without it, `/metrics` answers only on a loopback listener. */
   metricsToken?: string;
   /** Let `livestream` push to loopback and private addresses (tests, a local RTMP server). */
@@ -166,6 +168,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   hlsDir: join(homedir(), '.tessera', 'hls'),
   hlsSegmentSeconds: 2,
   ffmpeg: 'ffmpeg',
+  composite: compositeSize('1280x720@25'),
   recordingTimelineBytes: 64 * 1024 * 1024,
   allowPrivateRtmp: false,
   outputStartTimeoutMs: 15_000,
@@ -218,6 +221,18 @@ export interface CliConfig extends RelayConfig {
 /** Node's timers hold at most 2^31-1 ms; any wait the relay arms stays below it. */
 export const MAX_TIMER_SECONDS = 2_000_000;
 
+/** `WIDTHxHEIGHT[@FPS]`, e.g. `1280x720@25`: even sizes (H.264 4:2:0), within 160x90..1920x1080, 5..60 fps; the bitrate follows the size. */
+function compositeSize(value: string): RelayConfig['composite'] {
+  const m = /^(\d{3,4})x(\d{2,4})(?:@(\d{1,2}))?$/.exec(value);
+  const [width, height, fps] = m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 25)] : [0, 0, 0];
+  if (!m || width % 2 || height % 2 || width < 160 || height < 90 || width > 1920 || height > 1080 || fps < 5 || fps > 60) {
+    throw new Error(`--composite must be WIDTHxHEIGHT[@FPS] with even sizes from 160x90 to 1920x1080 and 5..60 fps, got "${value}"`);
+  }
+  // about 0.1 bit per pixel at 25 fps: 2.5 Mbps at 720p, 0.6 Mbps at 360p
+  const videoKbps = Math.max(300, Math.round((width * height * fps * 0.1) / 1000 / 100) * 100);
+  return { width, height, fps, videoKbps };
+}
+
 function integer(name: string, value: string, min: number): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got "${value}"`);
@@ -252,6 +267,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--recording-timeline-bytes', env: 'TESSERA_RECORDING_TIMELINE_BYTES', help: `bytes of messages one recording's timeline keeps (default ${DEFAULTS.recordingTimelineBytes})`, apply: (c, v) => void (c.recordingTimelineBytes = integer('--recording-timeline-bytes', v, 0)) },
   { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },
   { flag: '--ffmpeg', env: 'TESSERA_FFMPEG', help: `the ffmpeg media outputs run (default ${DEFAULTS.ffmpeg}, found on PATH)`, apply: (c, v) => void (c.ffmpeg = v) },
+  { flag: '--composite', env: 'TESSERA_COMPOSITE', help: `the stage composite's picture, WIDTHxHEIGHT[@FPS] (default ${DEFAULTS.composite.width}x${DEFAULTS.composite.height}@${DEFAULTS.composite.fps})`, apply: (c, v) => void (c.composite = compositeSize(v)) },
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'the external transcription service (POSTed start/stop as JSON); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
   { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },

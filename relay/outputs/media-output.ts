@@ -51,8 +51,8 @@ export interface CompositeSize {
   videoKbps: number;
 }
 
-/** 720p at 25 fps, 2.5 Mbps: what players and RTMP services expect by default. */
-export const DEFAULT_COMPOSITE: CompositeSize = { width: 1280, height: 720, fps: 25, videoKbps: 2500 };
+/** 720p at 25 fps, 2.3 Mbps (the relay's `--composite` default): what players and RTMP services expect. */
+export const DEFAULT_COMPOSITE: CompositeSize = { width: 1280, height: 720, fps: 25, videoKbps: 2300 };
 
 /**
  * The room's stage composite (see {@link CompositeRun}) with the room's names and card, ffmpeg

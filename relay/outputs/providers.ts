@@ -6,6 +6,7 @@ import { RecordingProvider } from './recording.ts';
 import { TranscriptionProvider } from './transcription.ts';
 import { WhiteboardProvider } from './whiteboard.ts';
 import { Budget } from '../budget.ts';
+import type { CompositeSize } from './media-output.ts';
 
 /** Where the local providers put what they produce. */
 export interface ProviderSettings {
@@ -15,6 +16,8 @@ export interface ProviderSettings {
   transcriptionUrl?: string;
   /** The ffmpeg of the media outputs (a path, or a name on `PATH`; default `ffmpeg`). */
   ffmpeg?: string;
+  /** The stage composite's picture (`--composite`; default 720p at 25 fps). */
+  composite?: CompositeSize;
   /** Bytes of shapes one whiteboard keeps. */
   whiteboardBytes: number;
   /** Bytes of messages one recording's timeline keeps. */

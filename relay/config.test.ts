@@ -1,0 +1,19 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseCli } from './config.ts';
+
+describe('relay flags of the media outputs', () => {
+  it('--composite reads WIDTHxHEIGHT[@FPS] and derives the bitrate; absurd sizes are refused', () => {
+    assert.deepEqual(parseCli([], {}).composite, { width: 1280, height: 720, fps: 25, videoKbps: 2300 });
+    assert.deepEqual(parseCli(['--composite', '640x360'], {}).composite, { width: 640, height: 360, fps: 25, videoKbps: 600 });
+    assert.deepEqual(parseCli([], { TESSERA_COMPOSITE: '1920x1080@30' }).composite, { width: 1920, height: 1080, fps: 30, videoKbps: 6200 });
+    for (const bad of ['640x361', '99999x99999', '4000x2000', '640x360@0', '640x360@100', '640*360', '', 'x', '100x50']) {
+      assert.throws(() => parseCli(['--composite', bad], {}), /--composite/, bad);
+    }
+  });
+
+  it('--ffmpeg names the binary (a path or a name on PATH)', () => {
+    assert.equal(parseCli([], {}).ffmpeg, 'ffmpeg');
+    assert.equal(parseCli(['--ffmpeg', '/opt/ffmpeg/bin/ffmpeg'], {}).ffmpeg, '/opt/ffmpeg/bin/ffmpeg');
+  });
+});
