@@ -9,6 +9,7 @@ import type { KeyStore } from './token/keys.ts';
 import type { TokenBucket } from './data/token-bucket.ts';
 import type { RelayBudgets } from './budget.ts';
 import type { FrameScheduler } from './frame-gate.ts';
+import type { Delivery } from './delivery.ts';
 
 /** Counters the relay keeps for `/metrics`. */
 export interface RelayCounters {
@@ -36,6 +37,8 @@ export interface RelayContext {
   readonly budgets: RelayBudgets;
   /** Turns of inbound frames across connections while the relay is busy. */
   readonly frames: FrameScheduler;
+  /** Outbound frames queued while a fan-out is delivered in slices (a flow of the same scheduler). */
+  readonly delivery: Delivery;
   readonly seats: Seats;
   readonly log: Logger;
 }

@@ -128,6 +128,40 @@ describe('FrameScheduler: fairness across tokens', () => {
     assert.ok(Math.abs(heavyMs - lightMs) <= 10, `heavy used ${heavyMs} ms, light ${lightMs} ms`);
   });
 
+  it('a flow of weight 4 gets four times the time of a flow of weight 1 while both have work', () => {
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    const heavy = new Flooder(h.scheduler.join('weighted', 4), 1, h.spend, log, 'weighted');
+    const plain = new Flooder(h.scheduler.join('plain'), 1, h.spend, log, 'plain');
+    h.scheduler.enqueue(heavy);
+    h.scheduler.enqueue(plain);
+    for (let i = 0; i < 500; i++) h.tick();
+    const ratio = heavy.steps / plain.steps;
+    assert.ok(ratio > 3.8 && ratio < 4.2, `weighted ${heavy.steps} frames, plain ${plain.steps}`);
+  });
+
+  it('time a step excuses (written to an audience at once) is not charged to its flow', () => {
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    const flooder = new Flooder(h.scheduler.join('flooder'), 1, h.spend, log, 'flooder');
+    const sender: Turn = {
+      flow: h.scheduler.join('sender'),
+      queued: false,
+      step: () => {
+        h.spend(1);
+        h.spend(9);
+        h.scheduler.excuse(9);
+        log.push('sender');
+        return true;
+      },
+    };
+    h.scheduler.enqueue(flooder);
+    h.scheduler.enqueue(sender);
+    for (let i = 0; i < 500; i++) h.tick();
+    const senderSteps = log.filter((n) => n === 'sender').length;
+    assert.ok(Math.abs(senderSteps - flooder.steps) <= 1, `sender ${senderSteps} frames, flooder ${flooder.steps}`);
+  });
+
   it('work arriving while nothing waits runs at once, but only up to the fast budget per turn of the event loop', () => {
     const h = harness({ fastMs: 2 });
     const flow = h.scheduler.join('member');

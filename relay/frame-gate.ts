@@ -64,7 +64,11 @@ export class Flow {
   /** When its last work ended (the scheduler's clock). */
   lastActive = -Infinity;
 
-  constructor(readonly key: string) {}
+  /** @param weight its share against a flow of weight 1 when both have work waiting */
+  constructor(
+    readonly key: string,
+    readonly weight = 1,
+  ) {}
 
   get waiting(): number {
     return this.turns.length - this.head;
@@ -122,6 +126,8 @@ export class FrameScheduler {
   private scheduled = false;
   private fastSpent = 0;
   private fastReset = false;
+  /** Time within the work running now that is not its flow's (see {@link excuse}). */
+  private excused = 0;
   private readonly sliceMs: number;
   private readonly fastMs: number;
   private readonly creditMs: number;
@@ -148,10 +154,10 @@ export class FrameScheduler {
     return this.flows.size;
   }
 
-  /** The flow of `key`, one more user of it. */
-  join(key: string): Flow {
+  /** The flow of `key`, one more user of it; `weight` is its share when it is created. */
+  join(key: string, weight = 1): Flow {
     let flow = this.flows.get(key);
-    if (!flow) this.flows.set(key, (flow = new Flow(key)));
+    if (!flow) this.flows.set(key, (flow = new Flow(key, weight)));
     flow.users++;
     return flow;
   }
@@ -166,14 +172,23 @@ export class FrameScheduler {
     return this.heap.length === 0 && this.fastSpent < this.fastMs;
   }
 
+  /**
+   * Within the work running now, `ms` were spent on someone else's behalf (frames written to
+   * an audience at once): not charged to the flow of that work.
+   */
+  excuse(ms: number): void {
+    this.excused += ms;
+  }
+
   /** Run `fn` now as work of `flow` (the caller checked {@link open}); its time is counted. */
   runNow(flow: Flow, fn: () => void): void {
     const t0 = this.now();
     const start = this.startOf(flow, t0);
+    this.excused = 0;
     fn();
     const t1 = this.now();
     this.fastSpent += t1 - t0;
-    flow.finish = start + (t1 - t0);
+    flow.finish = start + Math.max(0, t1 - t0 - this.excused) / flow.weight;
     flow.epoch = this.epoch;
     flow.lastActive = t1;
     if (!this.fastReset) {
@@ -209,7 +224,8 @@ export class FrameScheduler {
    * send one frame per read would always go before those with a backlog).
    */
   private startOf(flow: Flow, now: number): number {
-    const floor = this.virtual - (now - flow.lastActive >= this.quietMs ? this.creditMs : 0);
+    // the credit is in the flow's own work: a weighted flow's virtual time runs slower
+    const floor = this.virtual - (now - flow.lastActive >= this.quietMs ? this.creditMs / flow.weight : 0);
     return flow.epoch === this.epoch && flow.finish > floor ? flow.finish : floor;
   }
 
@@ -226,9 +242,10 @@ export class FrameScheduler {
       turn.queued = false;
       if (flow.start > this.virtual) this.virtual = flow.start;
       const t0 = this.now();
+      this.excused = 0;
       const more = turn.step();
       const t1 = this.now();
-      flow.finish = flow.start + (t1 - t0);
+      flow.finish = flow.start + Math.max(0, t1 - t0 - this.excused) / flow.weight;
       flow.epoch = this.epoch;
       flow.lastActive = t1;
       // a connection with more to do waits behind its flow's others; the flow goes where its use puts it

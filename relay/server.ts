@@ -17,6 +17,7 @@ import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
 import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
+import { Delivery } from './delivery.ts';
 import type { KeyStore } from './token/keys.ts';
 
 /** Options of {@link startRelay}: the keys, plus any setting to override. */
@@ -30,6 +31,8 @@ export type RelayOptions = Partial<RelayConfig> & {
   media?: MediaEngine | null;
   /** The scheduler of inbound work (tests give one whose turns they run). */
   frames?: FrameScheduler;
+  /** The delivery of outbound frames, on `frames` (tests give one with their own allowance). */
+  delivery?: Delivery;
 };
 
 /** A running relay. */
@@ -51,6 +54,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const config: RelayConfig = { ...DEFAULTS, mediaIp: defaultMediaIp(), ...stripUndefined(options) };
   const log = options.logger ?? createLogger(config.logLevel);
   const budgets = relayBudgets(config);
+  const frames = options.frames ?? new FrameScheduler();
   const context: RelayContext = {
     counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0, faults: 0 },
     config,
@@ -67,7 +71,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       }),
     bans: new Bans(),
     lobbyCooldowns: new Bans(),
-    frames: options.frames ?? new FrameScheduler(),
+    frames,
+    delivery: options.delivery ?? new Delivery(frames),
     seats: new Seats(),
     log,
   };

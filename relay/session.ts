@@ -9,6 +9,7 @@ import type { LogFields } from './log.ts';
 import { HANDLERS, type Handler } from './handlers/index.ts';
 import { enter, judge, snapshot, type Verdict } from './join.ts';
 import { FrameGate, rawLength } from './frame-gate.ts';
+import { Outbox, type OutFrame } from './delivery.ts';
 import { waitInLobby, type LobbyJoiner } from './lobby-wait.ts';
 import { AwayLink } from './seats.ts';
 import type { Waiting } from './rooms/lobby.ts';
@@ -63,6 +64,8 @@ export class Session implements MemberLink, LobbyJoiner {
   private refusals = 0;
   private refusalWindow = 0;
   private readonly gate: FrameGate;
+  /** What is sent to this connection, in order: a fan-out is delivered in slices. */
+  private readonly outbox: Outbox;
   /** Bytes read from the socket before the join was accepted. */
   private preAuthBytes = 0;
   private readonly countPreAuth: (chunk: Buffer) => void;
@@ -77,6 +80,7 @@ export class Session implements MemberLink, LobbyJoiner {
   ) {
     const { config } = relay;
     const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
+    this.outbox = new Outbox(relay.delivery, (frames) => this.write(frames));
     this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrameGuarded(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames);
     limitPayload(ws, config.maxJoinFrameBytes);
     // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
@@ -114,6 +118,7 @@ export class Session implements MemberLink, LobbyJoiner {
 
   /** A socket refused before it joined gets a moment for the closing handshake, not the 30 s ws would wait. */
   private closeSoon(code: number, reason: string): void {
+    this.outbox.flush();
     this.ws.close(code, reason);
     setTimeout(() => this.ws.terminate(), 1000).unref();
   }
@@ -127,16 +132,26 @@ export class Session implements MemberLink, LobbyJoiner {
     this.sendRaw(Buffer.from(JSON.stringify(frame)));
   }
 
+  /** Unsent bytes: queued for the delivery, and in the socket. */
   get bufferedAmount(): number {
-    return this.ws.bufferedAmount;
+    return this.ws.bufferedAmount + this.outbox.pendingBytes;
   }
 
   sendRaw(data: Buffer, optional = false): void {
-    if (this.admitSend(optional)) this.ws.send(data, { binary: false });
+    if (this.admitSend(optional)) this.outbox.send(data, false);
   }
 
   sendBinary(data: Uint8Array): void {
-    if (this.admitSend(false)) this.ws.send(data, { binary: true });
+    if (this.admitSend(false)) this.outbox.send(data, true);
+  }
+
+  /** Frames the outbox lets go, in one write to the socket when there are several. */
+  private write(frames: readonly OutFrame[]): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    const socket = frames.length > 1 ? this.socket : undefined;
+    socket?.cork();
+    for (const { data, binary } of frames) this.ws.send(data, { binary });
+    socket?.uncork();
   }
 
   /**
@@ -147,7 +162,7 @@ export class Session implements MemberLink, LobbyJoiner {
    */
   private admitSend(optional: boolean): boolean {
     if (this.state === 'closed') return false;
-    const queued = this.ws.bufferedAmount;
+    const queued = this.bufferedAmount;
     const { sendSoftLimitBytes, maxBufferedBytes } = this.relay.config;
     if (optional && queued > sendSoftLimitBytes) {
       this.relay.counters.dropped++;
@@ -173,6 +188,8 @@ export class Session implements MemberLink, LobbyJoiner {
     this.leaveRoom();
     this.setState('closed');
     this.gate.close();
+    // what was sent before the close frame arrives before it
+    this.outbox.flush();
     this.ws.close(code, reason);
   }
 
@@ -344,6 +361,7 @@ export class Session implements MemberLink, LobbyJoiner {
     this.scope = null;
     this.setState('closed');
     this.gate.close();
+    this.outbox.clear();
     this.ws.terminate();
   }
 
@@ -494,6 +512,7 @@ export class Session implements MemberLink, LobbyJoiner {
   private ended(code: number): void {
     this.clearJoinTimer();
     this.gate.close();
+    this.outbox.clear();
     this.socket?.off('data', this.countPreAuth);
     // 1006: no closing handshake, the network or the peer died; anything else was meant
     if (!(this.state === 'joined' && code === 1006 && this.holdSeat())) this.leaveRoom();

@@ -1,0 +1,179 @@
+/**
+ * Outbound frames delivered in slices (issue 11, fan-out): order per connection, fan-outs
+ * between other work, and fan-out time charged to the delivery rather than to the sender. A
+ * fake clock (each write "takes" the time it says) and deferrals the test runs by hand.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Delivery, Outbox } from './delivery.ts';
+import { FrameScheduler, type Flow, type Turn } from './frame-gate.ts';
+
+function harness(options: { directMs?: number; writeMs?: number; sliceMs?: number } = {}) {
+  let clock = 0;
+  const scheduled: Array<() => void> = [];
+  const resets: Array<() => void> = [];
+  const now = () => clock;
+  const scheduler = new FrameScheduler({ sliceMs: options.sliceMs ?? 4, now, defer: (fn) => void scheduled.push(fn) });
+  const delivery = new Delivery(scheduler, { directMs: options.directMs ?? 1, now, defer: (fn) => void resets.push(fn) });
+  const writeMs = options.writeMs ?? 0.3;
+  /** Everything written, in order: [connection, frame]. */
+  const wire: Array<[number, string]> = [];
+  const outboxes = (n: number) =>
+    Array.from({ length: n }, (_, i) =>
+      new Outbox(delivery, (frames) => {
+        for (const f of frames) {
+          clock += writeMs;
+          wire.push([i, Buffer.from(f.data).toString()]);
+        }
+      }),
+    );
+  const received = (i: number) => wire.filter(([c]) => c === i).map(([, f]) => f);
+  return {
+    scheduler,
+    delivery,
+    wire,
+    outboxes,
+    received,
+    spend: (ms: number) => void (clock += ms),
+    /** The event loop's next check phase: the direct-write allowance is back. */
+    newTurn: () => {
+      for (const fn of resets.splice(0)) fn();
+    },
+    /** One run of the scheduler (a slice). */
+    tick: () => {
+      for (const fn of scheduled.splice(0)) fn();
+    },
+    drain: () => {
+      for (let i = 0; i < 100_000 && (scheduled.length > 0 || resets.length > 0); i++) {
+        for (const fn of resets.splice(0)) fn();
+        for (const fn of scheduled.splice(0)) fn();
+      }
+    },
+  };
+}
+
+const frame = (text: string) => Buffer.from(text);
+
+describe('Delivery: a fan-out in slices, in order per connection', () => {
+  it('a frame sent to a connection with frames still queued waits behind them, even once writing time is back', () => {
+    const h = harness({ directMs: 1, writeMs: 0.3 });
+    const boxes = h.outboxes(10);
+    // a broadcast: the first four fit in this turn's allowance, the other six wait
+    for (const box of boxes) box.send(frame('broadcast'), false);
+    assert.equal(h.wire.length, 4, 'written at once within the allowance');
+    assert.equal(h.delivery.backlog, 6);
+    h.newTurn();
+    // a response to a connection whose broadcast still waits, and one to a connection that has it
+    boxes[9]!.send(frame('response'), false);
+    boxes[0]!.send(frame('response'), false);
+    assert.deepEqual(h.received(0), ['broadcast', 'response'], 'nothing waited for connection 0: written at once');
+    assert.deepEqual(h.received(9), [], 'connection 9 still waits for its broadcast');
+    h.drain();
+    for (let i = 0; i < 10; i++) {
+      assert.deepEqual(h.received(i), i === 0 || i === 9 ? ['broadcast', 'response'] : ['broadcast'], `connection ${i}`);
+    }
+  });
+
+  it('many fan-outs and direct frames interleaved: every connection gets its frames in the order they were sent', () => {
+    const h = harness({ directMs: 0.5, writeMs: 0.1 });
+    const boxes = h.outboxes(50);
+    const expected: string[][] = boxes.map(() => []);
+    const send = (i: number, text: string) => {
+      boxes[i]!.send(frame(text), false);
+      expected[i]!.push(text);
+    };
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let round = 0; round < 200; round++) {
+      const r = random();
+      if (r < 0.3) for (let i = 0; i < boxes.length; i++) send(i, `b${round}`);
+      else if (r < 0.7) send(Math.floor(random() * boxes.length), `d${round}`);
+      else if (r < 0.85) h.newTurn();
+      else h.tick();
+    }
+    h.drain();
+    for (let i = 0; i < boxes.length; i++) assert.deepEqual(h.received(i), expected[i], `connection ${i}`);
+  });
+
+  it('a connection with several frames waiting gets them in one write', () => {
+    const h = harness({ directMs: 0 });
+    const writes: number[] = [];
+    const box = new Outbox(h.delivery, (frames) => void writes.push(frames.length));
+    box.send(frame('a'), false);
+    box.send(frame('b'), true);
+    box.send(frame('c'), false);
+    assert.equal(box.pendingBytes, 3);
+    h.drain();
+    assert.deepEqual(writes, [3]);
+    assert.equal(box.pendingBytes, 0);
+  });
+
+  it('a fan-out to a thousand connections runs in slices: work of other flows runs before it ends', () => {
+    const h = harness({ directMs: 1, writeMs: 0.02, sliceMs: 4 });
+    const boxes = h.outboxes(1000);
+    for (const box of boxes) box.send(frame('chat'), false);
+    const log: string[] = [];
+    const member: Turn = { flow: h.scheduler.join('member'), queued: false, step: () => (log.push(`member after ${h.wire.length} writes`), false) };
+    h.tick();
+    h.scheduler.enqueue(member);
+    h.drain();
+    assert.equal(h.wire.length, 1000);
+    assert.equal(log.length, 1);
+    const after = Number(/after (\d+)/.exec(log[0]!)![1]);
+    assert.ok(after < 1000, log[0]);
+  });
+});
+
+/** A connection that always has another frame, each taking `costMs`. */
+class Flooder implements Turn {
+  queued = false;
+  steps = 0;
+  constructor(
+    readonly flow: Flow,
+    private readonly costMs: number,
+    private readonly spend: (ms: number) => void,
+  ) {}
+
+  step(): boolean {
+    this.spend(this.costMs);
+    this.steps++;
+    return true;
+  }
+}
+
+describe('Delivery: fan-out time is not the sender\'s', () => {
+  it('a speaker\'s request after its chat to a thousand members is served ahead of the flooders\' backlog', () => {
+    const h = harness({ directMs: 1, writeMs: 0.02, sliceMs: 4 });
+    const flooders = ['a', 'b', 'c', 'd'].map((name) => new Flooder(h.scheduler.join(name), 1, h.spend));
+    for (const f of flooders) h.scheduler.enqueue(f);
+    for (let i = 0; i < 5; i++) h.tick();
+    const boxes = h.outboxes(1000);
+    const served: string[] = [];
+    let frames = ['chat', 'request'];
+    const speaker: Turn & { more: () => void } = {
+      flow: h.scheduler.join('speaker'),
+      queued: false,
+      step: () => {
+        const next = frames.shift()!;
+        served.push(next);
+        if (next === 'chat') for (const box of boxes) box.send(frame('chat'), false);
+        return false;
+      },
+      more: () => h.scheduler.enqueue(speaker),
+    };
+    speaker.more();
+    h.newTurn();
+    h.tick();
+    assert.deepEqual(served, ['chat']);
+    // the chat's fan-out (1,000 × 0.02 ms) is the delivery's: the speaker was charged the allowance at most
+    assert.ok(speaker.flow.finish - speaker.flow.start <= 1.1, `charged ${speaker.flow.finish - speaker.flow.start} ms`);
+    const before = flooders.reduce((n, f) => n + f.steps, 0);
+    speaker.more();
+    frames = ['request'];
+    h.tick();
+    const flooderSteps = flooders.reduce((n, f) => n + f.steps, 0) - before;
+    assert.deepEqual(served, ['chat', 'request']);
+    // served within one slice of its arrival, whatever the fan-out it caused cost
+    assert.ok(flooderSteps <= flooders.length, `${flooderSteps} flooder frames went first`);
+  });
+});

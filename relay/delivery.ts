@@ -1,0 +1,161 @@
+import type { Flow, FrameScheduler, Turn } from './frame-gate.ts';
+
+/** A frame on its way to one connection. */
+export interface OutFrame {
+  readonly data: Uint8Array;
+  readonly binary: boolean;
+}
+
+/** The flow outbound frames are delivered in: never a token's, so no sender pays for its audience. */
+export const DELIVERY_FLOW = 'delivery';
+/**
+ * Its share against one token's flow when both have work waiting. Sending is what the members
+ * who are already in are owed: it gets most of a busy relay, not one flooder's share.
+ */
+export const DELIVERY_WEIGHT = 8;
+
+/** Tunables of the delivery (tests give their own clock). */
+export interface DeliveryOptions {
+  /** Time spent writing at once, per turn of the event loop, before frames wait for the delivery's turns (ms). */
+  directMs?: number;
+  now?: () => number;
+  defer?: (fn: () => void) => void;
+}
+
+/**
+ * Frames to one connection, in the order they were sent: written at once while the delivery
+ * has time left in this turn of the event loop and nothing of this connection waits, else
+ * queued behind what waits. So a fan-out to a thousand members is never one long step, and no
+ * frame ever overtakes one sent to the same connection before it (a response never overtakes
+ * a broadcast, a broadcast never a `joined`).
+ */
+export class Outbox {
+  private frames: OutFrame[] = [];
+  private bytes = 0;
+  /** Whether it is in the delivery's queue (it belongs to the delivery). */
+  scheduled = false;
+
+  /**
+   * @param write writes frames to the connection, in order, at once (one batch: it may cork the socket)
+   */
+  constructor(
+    private readonly delivery: Delivery,
+    private readonly write: (frames: readonly OutFrame[]) => void,
+  ) {}
+
+  /** Bytes queued here and not yet handed to the socket. */
+  get pendingBytes(): number {
+    return this.bytes;
+  }
+
+  send(data: Uint8Array, binary: boolean): void {
+    if (this.frames.length === 0 && !this.scheduled && this.delivery.mayWriteNow()) {
+      this.delivery.timed(() => this.write([{ data, binary }]));
+      return;
+    }
+    this.frames.push({ data, binary });
+    this.bytes += data.length;
+    this.delivery.schedule(this);
+  }
+
+  /** Write everything queued now, in order (the delivery's turn, or before a close frame). */
+  flush(): void {
+    if (this.frames.length === 0) return;
+    const frames = this.frames;
+    this.frames = [];
+    this.bytes = 0;
+    this.write(frames);
+  }
+
+  /** The connection is gone: what waits is dropped. */
+  clear(): void {
+    this.frames = [];
+    this.bytes = 0;
+  }
+}
+
+/**
+ * The relay's outbound work, sliced: connections with queued frames wait in order and each
+ * turn of the scheduler writes one connection's frames (in one batch). The time it takes is
+ * the delivery flow's, not the sender's: a speaker's next request does not wait behind its own
+ * chat's fan-out, and a fan-out runs between other work instead of in front of it.
+ */
+export class Delivery implements Turn {
+  queued = false;
+  readonly flow: Flow;
+  private waiting: Array<Outbox | undefined> = [];
+  private head = 0;
+  private spent = 0;
+  private resetting = false;
+  private readonly directMs: number;
+  private readonly now: () => number;
+  private readonly defer: (fn: () => void) => void;
+
+  constructor(
+    private readonly scheduler: FrameScheduler,
+    options: DeliveryOptions = {},
+  ) {
+    this.flow = scheduler.join(DELIVERY_FLOW, DELIVERY_WEIGHT);
+    this.directMs = options.directMs ?? 1;
+    this.now = options.now ?? (() => performance.now());
+    this.defer = options.defer ?? ((fn) => void setImmediate(fn));
+  }
+
+  /** Connections with frames waiting (for tests and metrics). */
+  get backlog(): number {
+    return this.waiting.length - this.head;
+  }
+
+  /** Whether a frame may be written at once: this turn of the event loop has writing time left. */
+  mayWriteNow(): boolean {
+    return this.spent < this.directMs;
+  }
+
+  /**
+   * Write at once, counting the time against this turn's allowance and not against the work
+   * that sent it: a sender is not charged for its audience (the allowance bounds this).
+   */
+  timed(fn: () => void): void {
+    const t0 = this.now();
+    fn();
+    const ms = this.now() - t0;
+    this.spent += ms;
+    this.scheduler.excuse(ms);
+    if (!this.resetting) {
+      this.resetting = true;
+      this.defer(() => {
+        this.resetting = false;
+        this.spent = 0;
+      });
+    }
+  }
+
+  /** `outbox` has frames waiting: it gets a turn, behind those already waiting. */
+  schedule(outbox: Outbox): void {
+    if (outbox.scheduled) return;
+    outbox.scheduled = true;
+    this.waiting.push(outbox);
+    this.scheduler.enqueue(this);
+  }
+
+  /** The scheduler's turn: one connection's frames. */
+  step(): boolean {
+    const outbox = this.shift();
+    if (outbox) {
+      outbox.scheduled = false;
+      outbox.flush();
+    }
+    return this.backlog > 0;
+  }
+
+  private shift(): Outbox | undefined {
+    if (this.head >= this.waiting.length) return undefined;
+    const outbox = this.waiting[this.head];
+    this.waiting[this.head++] = undefined;
+    if (this.head >= 1024 && this.head * 2 >= this.waiting.length) {
+      this.waiting = this.waiting.slice(this.head);
+      this.head = 0;
+    }
+    return outbox;
+  }
+}
