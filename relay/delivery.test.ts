@@ -59,13 +59,13 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
     const h = harness({ directMs: 1, writeMs: 0.3 });
     const boxes = h.outboxes(10);
     // a broadcast: the first four fit in this turn's allowance, the other six wait
-    for (const box of boxes) box.send(frame('broadcast'), false);
+    for (const box of boxes) box.send(frame('broadcast'), false, true);
     assert.equal(h.wire.length, 4, 'written at once within the allowance');
     assert.equal(h.delivery.backlog, 6);
     h.newTurn();
     // a response to a connection whose broadcast still waits, and one to a connection that has it
-    boxes[9]!.send(frame('response'), false);
-    boxes[0]!.send(frame('response'), false);
+    boxes[9]!.send(frame('response'), false, false);
+    boxes[0]!.send(frame('response'), false, false);
     assert.deepEqual(h.received(0), ['broadcast', 'response'], 'nothing waited for connection 0: written at once');
     assert.deepEqual(h.received(9), [], 'connection 9 still waits for its broadcast');
     h.drain();
@@ -78,8 +78,8 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
     const h = harness({ directMs: 0.5, writeMs: 0.1 });
     const boxes = h.outboxes(50);
     const expected: string[][] = boxes.map(() => []);
-    const send = (i: number, text: string) => {
-      boxes[i]!.send(frame(text), false);
+    const send = (i: number, text: string, fanout = true) => {
+      boxes[i]!.send(frame(text), false, fanout);
       expected[i]!.push(text);
     };
     let seed = 7;
@@ -87,7 +87,8 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
     for (let round = 0; round < 200; round++) {
       const r = random();
       if (r < 0.3) for (let i = 0; i < boxes.length; i++) send(i, `b${round}`);
-      else if (r < 0.7) send(Math.floor(random() * boxes.length), `d${round}`);
+      else if (r < 0.5) send(Math.floor(random() * boxes.length), `d${round}`);
+      else if (r < 0.7) send(Math.floor(random() * boxes.length), `own${round}`, false);
       else if (r < 0.85) h.newTurn();
       else h.tick();
     }
@@ -99,9 +100,9 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
     const h = harness({ directMs: 0 });
     const writes: number[] = [];
     const box = new Outbox(h.delivery, (frames) => void writes.push(frames.length));
-    box.send(frame('a'), false);
-    box.send(frame('b'), true);
-    box.send(frame('c'), false);
+    box.send(frame('a'), false, true);
+    box.send(frame('b'), true, true);
+    box.send(frame('c'), false, true);
     assert.equal(box.pendingBytes, 3);
     h.drain();
     assert.deepEqual(writes, [3]);
@@ -111,7 +112,7 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
   it('a fan-out to a thousand connections runs in slices: work of other flows runs before it ends', () => {
     const h = harness({ directMs: 1, writeMs: 0.02, sliceMs: 4 });
     const boxes = h.outboxes(1000);
-    for (const box of boxes) box.send(frame('chat'), false);
+    for (const box of boxes) box.send(frame('chat'), false, true);
     const log: string[] = [];
     const member: Turn = { flow: h.scheduler.join('member'), queued: false, step: () => (log.push(`member after ${h.wire.length} writes`), false) };
     h.tick();
@@ -156,7 +157,7 @@ describe('Delivery: fan-out time is not the sender\'s', () => {
       step: () => {
         const next = frames.shift()!;
         served.push(next);
-        if (next === 'chat') for (const box of boxes) box.send(frame('chat'), false);
+        if (next === 'chat') for (const box of boxes) box.send(frame('chat'), false, true);
         return false;
       },
       more: () => h.scheduler.enqueue(speaker),

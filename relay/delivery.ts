@@ -23,9 +23,9 @@ export interface DeliveryOptions {
 }
 
 /**
- * Frames to one connection, in the order they were sent: written at once while the delivery
- * has time left in this turn of the event loop and nothing of this connection waits, else
- * queued behind what waits. So a fan-out to a thousand members is never one long step, and no
+ * Frames to one connection, in the order they were sent: written at once when nothing of this
+ * connection waits (a copy of a fan-out only while the delivery has time left in this turn of
+ * the event loop), else queued behind what waits. So a fan-out to a thousand members is never one long step, and no
  * frame ever overtakes one sent to the same connection before it (a response never overtakes
  * a broadcast, a broadcast never a `joined`).
  */
@@ -48,10 +48,15 @@ export class Outbox {
     return this.bytes;
   }
 
-  send(data: Uint8Array, binary: boolean): void {
-    if (this.frames.length === 0 && !this.scheduled && this.delivery.mayWriteNow()) {
-      this.delivery.timed(() => this.write([{ data, binary }]));
-      return;
+  /**
+   * @param fanout a copy of a frame sent to many (its time is the delivery's, within the
+   *   allowance); otherwise a frame for this connection alone (an answer, `joined`), written at
+   *   once when nothing waits, its time the sender's
+   */
+  send(data: Uint8Array, binary: boolean, fanout: boolean): void {
+    if (this.frames.length === 0 && !this.scheduled) {
+      if (!fanout) return this.write([{ data, binary }]);
+      if (this.delivery.mayWriteNow()) return this.delivery.timed(() => this.write([{ data, binary }]));
     }
     this.frames.push({ data, binary });
     this.bytes += data.length;

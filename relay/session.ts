@@ -129,7 +129,12 @@ export class Session implements MemberLink, LobbyJoiner {
   }
 
   send(frame: ServerFrame): void {
-    this.sendRaw(Buffer.from(JSON.stringify(frame)));
+    this.sendOwn(Buffer.from(JSON.stringify(frame)));
+  }
+
+  /** A frame for this connection alone (an answer, an event of its own): not part of a fan-out. */
+  private sendOwn(data: Buffer): void {
+    if (this.admitSend(false)) this.outbox.send(data, false, false);
   }
 
   /** Unsent bytes: queued for the delivery, and in the socket. */
@@ -138,11 +143,11 @@ export class Session implements MemberLink, LobbyJoiner {
   }
 
   sendRaw(data: Buffer, optional = false): void {
-    if (this.admitSend(optional)) this.outbox.send(data, false);
+    if (this.admitSend(optional)) this.outbox.send(data, false, true);
   }
 
   sendBinary(data: Uint8Array): void {
-    if (this.admitSend(false)) this.outbox.send(data, true);
+    if (this.admitSend(false)) this.outbox.send(data, true, true);
   }
 
   /** Frames the outbox lets go, in one write to the socket when there are several. */
@@ -417,7 +422,7 @@ export class Session implements MemberLink, LobbyJoiner {
       if (!(err instanceof RelayError)) this.fault('request failed', err, { method: request.method });
       return;
     }
-    if (result instanceof Serialized) this.sendRaw(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
+    if (result instanceof Serialized) this.sendOwn(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
     else this.send({ type: 'response', id: request.id, result });
     for (const fn of deferred) fn();
   }
