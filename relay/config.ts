@@ -77,6 +77,8 @@ export interface RelayConfig {
   transcriptionUrl?: string;
   /** The ffmpeg the media outputs run: a path, or a name looked up on `PATH`. */
   ffmpeg: string;
+  /** Media peer connections (publications and subscriptions) the relay holds at once. */
+  maxMediaTransports: number;
   /** The picture of the stage composite that recording, HLS and livestream carry. */
   composite: { width: number; height: number; fps: number; videoKbps: number };
   /** Bearer token `/metrics` asks for; without it, `/metrics` answers only on a loopback listener. */
@@ -168,6 +170,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   hlsDir: join(homedir(), '.tessera', 'hls'),
   hlsSegmentSeconds: 2,
   ffmpeg: 'ffmpeg',
+  maxMediaTransports: 1000,
   composite: compositeSize('1280x720@25'),
   recordingTimelineBytes: 64 * 1024 * 1024,
   allowPrivateRtmp: false,
@@ -267,6 +270,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--recording-timeline-bytes', env: 'TESSERA_RECORDING_TIMELINE_BYTES', help: `bytes of messages one recording's timeline keeps (default ${DEFAULTS.recordingTimelineBytes})`, apply: (c, v) => void (c.recordingTimelineBytes = integer('--recording-timeline-bytes', v, 0)) },
   { flag: '--hls-dir', env: 'TESSERA_HLS_DIR', help: `where HLS playlists and segments are written (default ${DEFAULTS.hlsDir})`, apply: (c, v) => void (c.hlsDir = v) },
   { flag: '--ffmpeg', env: 'TESSERA_FFMPEG', help: `the ffmpeg media outputs run (default ${DEFAULTS.ffmpeg}, found on PATH)`, apply: (c, v) => void (c.ffmpeg = v) },
+  { flag: '--max-media-transports', env: 'TESSERA_MAX_MEDIA_TRANSPORTS', help: `media peer connections (publications + subscriptions) the relay holds at once (default ${DEFAULTS.maxMediaTransports})`, apply: (c, v) => void (c.maxMediaTransports = integer('--max-media-transports', v, 1)) },
   { flag: '--composite', env: 'TESSERA_COMPOSITE', help: `the stage composite's picture, WIDTHxHEIGHT[@FPS] (default ${DEFAULTS.composite.width}x${DEFAULTS.composite.height}@${DEFAULTS.composite.fps})`, apply: (c, v) => void (c.composite = compositeSize(v)) },
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'the external transcription service (POSTed start/stop as JSON); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },

@@ -66,7 +66,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         limits: config,
         providers: options.providers ?? localProviders(config, budgets.whiteboard),
         log,
-        media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp }) : options.media,
+        media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp, maxTransports: config.maxMediaTransports }) : options.media,
         budgets,
       }),
     bans: new Bans(),

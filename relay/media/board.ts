@@ -5,7 +5,7 @@ import type { ServerFrame } from '../../src/protocol/messages.ts';
 import { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Member } from '../rooms/member.ts';
-import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource, type TransportStats } from './engine.ts';
+import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource, type TransportStats } from './engine.ts';
 
 interface Publication {
   /** Cleanups of the taps that saw it. */
@@ -40,6 +40,9 @@ const FAILURES: ReadonlySet<EndReason> = new Set(['transport-failed', 'not-conne
 interface Negotiation {
   cancelled: boolean;
 }
+/** The refusal when the relay holds its most media transports. */
+const full = (err: TransportsFull) => new RelayError('RATE_LIMITED', `${err.message}: try again later`, 'media-full');
+
 /** Subscriptions one participant may hold at once: each is a peer connection on the relay. */
 export const MAX_SUBSCRIPTIONS = 100;
 
@@ -136,7 +139,7 @@ export class MediaBoard {
     let transport: PublishTransport;
     try {
       transport = await engine.publish(kind, offer).catch((err: Error) => {
-        throw new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
+        throw err instanceof TransportsFull ? full(err) : new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
       });
     } finally {
       const now = this.negotiating.get(member);
@@ -204,7 +207,11 @@ export class MediaBoard {
     const mine = this.bySubscriber.get(subscriber) ?? new Set<Subscription>();
     if (mine.size >= MAX_SUBSCRIPTIONS) throw new RelayError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions at once`, 'too-many-subscriptions');
     const generation = this.generation.get(subscriber) ?? 0;
-    const transport = await this.engineOrFail().subscribe(p.kind);
+    const transport = await this.engineOrFail()
+      .subscribe(p.kind)
+      .catch((err: Error) => {
+        throw err instanceof TransportsFull ? full(err) : err;
+      });
     // the engine's await is a window: the publication may have ended, the subscriber left
     const track = p.track;
     if (this.published.get(p.member)?.get(source) !== p || (this.generation.get(subscriber) ?? 0) !== generation) {

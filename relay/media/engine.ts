@@ -52,6 +52,13 @@ export class PublishFailure extends Error {
   }
 }
 
+/** The engine holds as many transports as it may (`--max-media-transports`): nothing new until some close. */
+export class TransportsFull extends Error {
+  constructor(readonly limit: number) {
+    super(`the relay holds its most media transports (${limit})`);
+  }
+}
+
 /** Receives one published track. */
 export interface PublishTransport {
   /** The relay's SDP answer to the client's offer. */

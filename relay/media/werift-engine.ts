@@ -12,7 +12,7 @@ import {
 } from 'werift';
 import type { TrackKind } from '../../src/protocol/media.ts';
 import { MediaRecorder } from 'werift/nonstandard';
-import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackRecorder, type TrackSource, type TransportStats } from './engine.ts';
+import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackRecorder, type TrackSource, type TransportStats } from './engine.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
 import { WeriftSource } from './werift-source.ts';
 
@@ -48,7 +48,16 @@ export interface WeriftOptions {
    * the SDK's own 10 s, so that the relay's verdict, logged with its reason, comes first).
    */
   connectTimeoutMs?: number;
+  /**
+   * Peer connections the engine holds at once, publications and subscriptions of every room
+   * together (default 1000): each holds a UDP socket, DTLS and SRTP state and buffers (a few MiB),
+   * so that members, each within its own limits, cannot together exhaust the relay's memory.
+   */
+  maxTransports?: number;
 }
+
+/** The default of {@link WeriftOptions.maxTransports}. */
+export const MAX_TRANSPORTS = 1000;
 
 const REMB_INTERVAL_MS = 1000;
 
@@ -82,6 +91,8 @@ export class WeriftEngine implements MediaEngine {
   private readonly open = new Set<RTCPeerConnection>();
 
   private peer(): RTCPeerConnection {
+    const limit = this.options.maxTransports ?? MAX_TRANSPORTS;
+    if (this.open.size >= limit) throw new TransportsFull(limit);
     const ip = this.options.mediaIp;
     const pc = new RTCPeerConnection({
       iceLite: true,
