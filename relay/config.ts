@@ -170,7 +170,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   hlsDir: join(homedir(), '.tessera', 'hls'),
   hlsSegmentSeconds: 2,
   ffmpeg: 'ffmpeg',
-  maxMediaTransports: 1000,
+  maxMediaTransports: 500,
   composite: compositeSize('1280x720@25'),
   recordingTimelineBytes: 64 * 1024 * 1024,
   allowPrivateRtmp: false,

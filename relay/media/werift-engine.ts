@@ -50,14 +50,14 @@ export interface WeriftOptions {
   connectTimeoutMs?: number;
   /**
    * Peer connections the engine holds at once, publications and subscriptions of every room
-   * together (default 1000): each holds a UDP socket, DTLS and SRTP state and buffers (a few MiB),
+   * together (default 500): each holds a UDP socket, DTLS and SRTP state and buffers (a few MiB),
    * so that members, each within its own limits, cannot together exhaust the relay's memory.
    */
   maxTransports?: number;
 }
 
 /** The default of {@link WeriftOptions.maxTransports}. */
-export const MAX_TRANSPORTS = 1000;
+export const MAX_TRANSPORTS = 500;
 
 const REMB_INTERVAL_MS = 1000;
 
