@@ -131,6 +131,14 @@ export interface RelayConfig {
   lobbyCooldownSec: number;
   /** Rooms of one project that domain-wide tokens may open (room-scoped tokens have the rest). */
   maxDomainRoomsPerProject: number;
+  /** Largest `exp - now` of a server-API token (`admin: true`), seconds. */
+  maxTtlAdmin: number;
+  /** Server-API requests one API key may make per second (twice that in a burst). */
+  apiRate: number;
+  /** Where the relay POSTs webhooks of projects that name no `webhookUrl` of their own. */
+  webhookUrl?: string;
+  /** Let webhooks go to loopback and private addresses (tests, a local receiver). */
+  allowPrivateWebhooks: boolean;
 }
 
 /** The defaults, each documented in `docs/relay.md`. */
@@ -195,6 +203,9 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   maxLobbyTtl: 3600,
   lobbyCooldownSec: 30,
   maxDomainRoomsPerProject: 100,
+  maxTtlAdmin: 600,
+  apiRate: 20,
+  allowPrivateWebhooks: false,
 });
 
 /** The first non-internal IPv4 address, else loopback. */
@@ -234,6 +245,12 @@ function compositeSize(value: string): RelayConfig['composite'] {
   // about 0.1 bit per pixel at 25 fps: 2.5 Mbps at 720p, 0.6 Mbps at 360p
   const videoKbps = Math.max(300, Math.round((width * height * fps * 0.1) / 1000 / 100) * 100);
   return { width, height, fps, videoKbps };
+}
+
+/** An `http://` or `https://` URL without user info (checked again, and its address, at each delivery). */
+export function webhookUrl(name: string, value: string): string {
+  if (!/^https?:\/\/[^/@\s]+(\/\S*)?$/i.test(value) || value.length > 2048) throw new Error(`${name} must be an http:// or https:// URL, got "${value.slice(0, 80)}"`);
+  return value;
 }
 
 function integer(name: string, value: string, min: number): number {
@@ -298,6 +315,10 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-lobby-ttl', env: 'TESSERA_MAX_LOBBY_TTL', help: `longest lobby wait, seconds; larger ttls are clamped (default ${DEFAULTS.maxLobbyTtl})`, apply: (c, v) => void (c.maxLobbyTtl = Math.min(MAX_TIMER_SECONDS, integer('--max-lobby-ttl', v, 1))) },
   { flag: '--lobby-cooldown', env: 'TESSERA_LOBBY_COOLDOWN', help: `seconds a denied joiner waits before asking again (default ${DEFAULTS.lobbyCooldownSec})`, apply: (c, v) => void (c.lobbyCooldownSec = integer('--lobby-cooldown', v, 0)) },
   { flag: '--max-domain-rooms', env: 'TESSERA_MAX_DOMAIN_ROOMS', help: `rooms per project that domain-wide tokens may open (default ${DEFAULTS.maxDomainRoomsPerProject})`, apply: (c, v) => void (c.maxDomainRoomsPerProject = integer('--max-domain-rooms', v, 0)) },
+  { flag: '--max-ttl-admin', env: 'TESSERA_MAX_TTL_ADMIN', help: `largest exp-now of a server-API token, seconds (default ${DEFAULTS.maxTtlAdmin})`, apply: (c, v) => void (c.maxTtlAdmin = Math.min(3600, integer('--max-ttl-admin', v, 1))) },
+  { flag: '--api-rate', env: 'TESSERA_API_RATE', help: `server-API requests per second per API key, twice that in a burst (default ${DEFAULTS.apiRate})`, apply: (c, v) => void (c.apiRate = integer('--api-rate', v, 1)) },
+  { flag: '--webhook-url', env: 'TESSERA_WEBHOOK_URL', help: 'where webhooks go (http or https), for projects without a "webhookUrl" in the keys file; none by default', apply: (c, v) => void (c.webhookUrl = webhookUrl('--webhook-url', v)) },
+  { flag: '--allow-private-webhooks', env: 'TESSERA_ALLOW_PRIVATE_WEBHOOKS', boolean: true, help: 'let webhooks go to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateWebhooks = v === '1' || v === 'true') },
   { flag: '--media-ip', env: 'TESSERA_MEDIA_IP', help: 'address announced in ICE candidates (default: first non-internal IPv4, else 127.0.0.1)', apply: (c, v) => void (c.mediaIp = v) },
   {
     flag: '--log-level', env: 'TESSERA_LOG_LEVEL', help: `${LOG_LEVELS.join('|')} (default ${DEFAULTS.logLevel})`,

@@ -9,6 +9,7 @@ import type { KeyStore } from './token/keys.ts';
 import type { TokenBucket } from './data/token-bucket.ts';
 import type { RelayBudgets } from './budget.ts';
 import type { FrameScheduler } from './frame-gate.ts';
+import type { WebhookStats } from './webhooks/queue.ts';
 import type { Delivery } from './delivery.ts';
 
 /** Counters the relay keeps for `/metrics`. */
@@ -22,6 +23,8 @@ export interface RelayCounters {
   cut: number;
   /** Faults of the relay's own (a frame whose handling threw); each is logged at `error`. */
   faults: number;
+  /** Webhook deliveries: delivered, given up, dropped, waiting. */
+  readonly webhooks: { readonly stats: WebhookStats; readonly queued: number };
 }
 
 /** What every part of the relay shares. */

@@ -2,6 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream';
+import { bearer } from './api/auth.ts';
+import { serveApi } from './api/index.ts';
 import type { RelayContext } from './context.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
@@ -102,7 +104,8 @@ function route(segments: readonly string[]): Handler | null {
 }
 
 /**
- * The relay's HTTP side: `/healthz`, `/metrics`, `/recordings`, `/hls`. Total: any method,
+ * The relay's HTTP side: `/healthz`, `/metrics`, `/recordings`, `/hls`, and the server API
+ * under `/api` (`api/index.ts`). Total: any method,
  * target and header gets an answer (400 for targets that are not paths, 405 with `Allow` for a
  * wrong method, 404 under a known prefix), never a throw. Returns false for paths it does not
  * serve, which the caller answers.
@@ -112,6 +115,10 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
     const target = parseTarget(req.url);
     if (!('segments' in target)) {
       refuse(req, res, target);
+      return true;
+    }
+    if (target.segments[0] === 'api') {
+      serveApi(req, res, relay, target.segments.slice(1));
       return true;
     }
     const handler = route(target.segments);
@@ -141,14 +148,6 @@ function failed(req: IncomingMessage, res: ServerResponse, relay: RelayContext, 
   } catch {
     res.destroy();
   }
-}
-
-/** The token of `Authorization: Bearer <token>`, or `null`. */
-function bearer(req: IncomingMessage): string | null {
-  const header = req.headers.authorization;
-  if (typeof header !== 'string' || header.length > 16 * 1024) return null;
-  const match = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(header);
-  return match ? match[1]! : null;
 }
 
 /**
@@ -301,6 +300,9 @@ function metrics(relay: RelayContext, connections: number): string {
   metric('tessera_optional_frames_dropped_total', 'counter', 'Optional frames (pubsub, whiteboard) not sent to members over their soft send limit.', [['', relay.counters.dropped]]);
   metric('tessera_connections_cut_total', 'counter', 'Connections cut for being slow, flooding, or over the relay-wide send budget.', [['', relay.counters.cut]]);
   metric('tessera_faults_total', 'counter', 'Faults of the relay itself: frames whose handling threw (each logged at error). Should stay 0.', [['', relay.counters.faults]]);
+  const hooks = relay.counters.webhooks;
+  metric('tessera_webhooks_total', 'counter', 'Webhook events by outcome: delivered, failed (given up after their attempts), dropped (their queue was full).', [['{outcome="delivered"}', hooks.stats.delivered], ['{outcome="failed"}', hooks.stats.failed], ['{outcome="dropped"}', hooks.stats.dropped]]);
+  metric('tessera_webhooks_queued', 'gauge', 'Webhook events waiting to be delivered.', [['', hooks.queued]]);
   const budgets = Object.entries(relay.budgets);
   metric('tessera_budget_in_use', 'gauge', 'What members make the relay hold, relay-wide, by budget (history and whiteboard in bytes).', budgets.map(([name, b]) => [`{budget="${name}"}`, b.inUse] as [string, number]));
   metric('tessera_budget_limit', 'gauge', 'The relay-wide ceiling of each budget.', budgets.map(([name, b]) => [`{budget="${name}"}`, b.limit] as [string, number]));

@@ -19,6 +19,12 @@ import { OVERSIZE_FACTOR, Session } from './session.ts';
 import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import { Delivery } from './delivery.ts';
 import type { KeyStore } from './token/keys.ts';
+import { WebhookObserver } from './webhooks/events.ts';
+import { postWebhook } from './webhooks/post.ts';
+import { QUEUE_LIMITS, WebhookQueues, type QueueLimits } from './webhooks/queue.ts';
+
+/** How long one webhook attempt may take, the receiver's answer included. */
+const WEBHOOK_TIMEOUT_MS = 5000;
 
 /** Options of {@link startRelay}: the keys, plus any setting to override. */
 export type RelayOptions = Partial<RelayConfig> & {
@@ -29,6 +35,8 @@ export type RelayOptions = Partial<RelayConfig> & {
   providers?: ProviderFactories;
   /** Replace the media engine; `null` runs without media. Default: werift. */
   media?: MediaEngine | null;
+  /** Bounds of webhook delivery (tests shorten the backoff). */
+  webhookLimits?: Partial<QueueLimits>;
   /** The scheduler of inbound work (tests give one whose turns they run). */
   frames?: FrameScheduler;
   /** The delivery of outbound frames, on `frames` (tests give one with their own allowance). */
@@ -55,8 +63,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const log = options.logger ?? createLogger(config.logLevel);
   const budgets = relayBudgets(config);
   const frames = options.frames ?? new FrameScheduler();
+  const webhooks = new WebhookQueues((url, body, authorization) => postWebhook(url, body, authorization, WEBHOOK_TIMEOUT_MS, config.allowPrivateWebhooks), log, { ...QUEUE_LIMITS, ...options.webhookLimits });
   const context: RelayContext = {
-    counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0, faults: 0 },
+    counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0, faults: 0, webhooks },
     config,
     keys: options.keys,
     budgets,
@@ -68,6 +77,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         log,
         media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp, maxTransports: config.maxMediaTransports }) : options.media,
         budgets,
+        observer: new WebhookObserver(options.keys, config.webhookUrl, webhooks),
       }),
     bans: new Bans(),
     lobbyCooldowns: new Bans(),
@@ -168,6 +178,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         clearInterval(sendSweep);
         for (const session of [...sessions]) session.close(CloseCode.SERVER_SHUTDOWN, 'server-shutdown');
         for (const room of [...context.rooms]) context.rooms.delete(room);
+        webhooks.close();
         context.seats.dispose();
         // sockets that do not complete the closing handshake in time are cut
         const deadline = setTimeout(() => {

@@ -38,6 +38,9 @@ interface Stored {
 
 
 
+/** Who publishes: a member, or the server API acting for its project. */
+export type Sender = Pick<Member, 'id' | 'fanout'>;
+
 interface Topic {
   subscribers: Set<Member>;
   history: Stored[];
@@ -113,7 +116,7 @@ export class TopicBoard {
    * all of it happens or, refused, none of it.
    */
   publish(
-    from: Member,
+    from: Sender,
     name: string,
     payload: PubSubMessage['payload'],
     options: { to?: readonly string[]; persist?: boolean },

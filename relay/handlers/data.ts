@@ -1,28 +1,38 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { requireFlag, Serialized, spend, spendBytes, type RequestScope } from '../context.ts';
+import { requireFlag, Serialized, spend, spendBytes, type RelayContext, type RequestScope } from '../context.ts';
+import type { Sender } from '../data/topics.ts';
+import type { Room } from '../rooms/types.ts';
 import { RelayError } from '../errors.ts';
 
-function checkTopic(scope: RequestScope, topic: string): void {
-  const max = scope.relay.config.maxTopicLength;
+/** Refuse a topic name over the relay's length limit. */
+export function checkTopic(relay: RelayContext, topic: string): void {
+  const max = relay.config.maxTopicLength;
   if (topic.length > max) throw new RelayError('INVALID_ARGUMENT', `topic names are at most ${max} characters`, 'topic-too-long');
 }
 
-
-export function publish(scope: RequestScope, params: Params<'pubsub.publish'>): Result<'pubsub.publish'> {
-  requireFlag(scope.member, 'canPublishData', 'publishing data');
-  checkTopic(scope, params.topic);
-  const max = scope.relay.config.maxPayloadBytes;
+/**
+ * Publish to a room's topic, whoever sends (a member, the server API): the topic and payload
+ * limits, then `pay` for the payload's bytes (the sender's budgets), then the topic board.
+ */
+export function publishFrom(relay: RelayContext, room: Room, from: Sender, params: Params<'pubsub.publish'>, pay: (bytes: number) => void): Result<'pubsub.publish'> {
+  checkTopic(relay, params.topic);
+  const max = relay.config.maxPayloadBytes;
   const json = JSON.stringify(params.payload);
   const bytes = Buffer.byteLength(json);
   if (bytes > max) throw new RelayError('PAYLOAD_TOO_LARGE', `the payload is ${bytes} bytes; the limit is ${max} (use dataStream for large data)`, 'payload-too-large');
-  spendBytes(scope, bytes);
-  const { message, recipients } = scope.room.topics.publish(scope.member, params.topic, params.payload, params, json);
+  pay(bytes);
+  const { message, recipients } = room.topics.publish(from, params.topic, params.payload, params, json);
   return { id: message.id, timestamp: message.timestamp, recipients };
+}
+
+export function publish(scope: RequestScope, params: Params<'pubsub.publish'>): Result<'pubsub.publish'> {
+  requireFlag(scope.member, 'canPublishData', 'publishing data');
+  return publishFrom(scope.relay, scope.room, scope.member, params, (bytes) => spendBytes(scope, bytes));
 }
 
 export function subscribe(scope: RequestScope, params: Params<'pubsub.subscribe'>): Result<'pubsub.subscribe'> {
   requireFlag(scope.member, 'canSubscribeData', 'subscribing to data');
-  checkTopic(scope, params.topic);
+  checkTopic(scope.relay, params.topic);
   spend(scope);
   scope.room.topics.subscribe(scope.member, params.topic);
   return {};
@@ -37,7 +47,7 @@ export function unsubscribe(scope: RequestScope, params: Params<'pubsub.unsubscr
 /** The answer is charged to the reader's byte budget: a few megabytes of history is not free to ask for in a loop. */
 export function history(scope: RequestScope, params: Params<'pubsub.history'>): Serialized<Result<'pubsub.history'>> {
   requireFlag(scope.member, 'canSubscribeData', 'reading data history');
-  checkTopic(scope, params.topic);
+  checkTopic(scope.relay, params.topic);
   const json = scope.room.topics.history(scope.member, params.topic, params.limit ?? scope.relay.config.historySize);
   spendBytes(scope, json.length);
   return new Serialized(json);
@@ -45,7 +55,7 @@ export function history(scope: RequestScope, params: Params<'pubsub.history'>): 
 
 export function openStream(scope: RequestScope, params: Params<'stream.open'>): Result<'stream.open'> {
   requireFlag(scope.member, 'canPublishData', 'sending a data stream');
-  if (params.topic !== undefined) checkTopic(scope, params.topic);
+  if (params.topic !== undefined) checkTopic(scope.relay, params.topic);
   // what the announcement carries to its recipients is charged like a payload
   spendBytes(scope, (params.name?.length ?? 0) + (params.mimeType?.length ?? 0) + (params.topic?.length ?? 0) + 64);
   return scope.room.streams.open(scope.member, params);

@@ -1,19 +1,35 @@
 import { CloseCode } from '../../src/protocol/codes.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { requireFlag, type RequestScope } from '../context.ts';
+import { requireFlag, type RelayContext, type RequestScope } from '../context.ts';
 import { RelayError } from '../errors.ts';
+import type { Member, Room } from '../rooms/types.ts';
+
+/**
+ * End a room, whoever asks (a moderator, the server API): it is gone from the registry at once,
+ * its lobby refused; `later` runs the closing of every session (a moderator's own included,
+ * after its answer).
+ */
+export function endRoomFor(relay: RelayContext, room: Room, by: string, later: (fn: () => void) => void): void {
+  relay.log.info('room ended', { room: room.id, by });
+  relay.rooms.delete(room);
+  room.lobby.clear({ code: 'ENTRY_DENIED', kind: 'Lobby', message: 'the room has ended', reason: 'room-ended' });
+  later(() => {
+    for (const m of [...room.members()]) m.link.close(CloseCode.ROOM_ENDED, 'room-ended');
+  });
+}
+
+/** Remove a member, whoever asks; its token cannot bring it back, pinned or not. */
+export function removeMemberFor(relay: RelayContext, room: Room, target: Member, by: string): void {
+  // pinned or not: an unpinned token would otherwise come straight back under a new id
+  relay.bans.add(room.project, room.id, target.tokenKey, target.tokenExp + relay.config.tokenLeeway);
+  relay.log.info('participant removed', { participant: target.id, room: room.id, by });
+  target.link.close(CloseCode.REMOVED, 'removed');
+}
 
 /** `room.end`: close every session of the room; the next join starts a new session of it. */
 export function endRoom(scope: RequestScope): Result<'room.end'> {
   requireFlag(scope.member, 'canModerate', 'ending the room');
-  const { relay, room, member } = scope;
-  relay.log.info('room ended', { room: room.id, by: member.id });
-  relay.rooms.delete(room);
-  room.lobby.clear({ code: 'ENTRY_DENIED', kind: 'Lobby', message: 'the room has ended', reason: 'room-ended' });
-  // after the response: the caller's own session is closed too
-  scope.after(() => {
-    for (const m of [...room.members()]) m.link.close(CloseCode.ROOM_ENDED, 'room-ended');
-  });
+  endRoomFor(scope.relay, scope.room, scope.member.id, (fn) => scope.after(fn));
   return {};
 }
 
@@ -24,10 +40,7 @@ export function removeParticipant(scope: RequestScope, params: Params<'participa
   if (params.participantId === member.id) throw new RelayError('INVALID_ARGUMENT', 'you cannot remove yourself; leave the room instead', 'self');
   const target = room.get(params.participantId);
   if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`, 'unknown-participant');
-  // pinned or not: an unpinned token would otherwise come straight back under a new id
-  relay.bans.add(room.project, room.id, target.tokenKey, target.tokenExp + relay.config.tokenLeeway);
-  relay.log.info('participant removed', { participant: target.id, room: room.id, by: member.id });
-  target.link.close(CloseCode.REMOVED, 'removed');
+  removeMemberFor(relay, room, target, member.id);
   return {};
 }
 

@@ -2,7 +2,7 @@ import type { Tier } from '../../src/protocol/messages.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
 import { spendBytes, type RequestScope } from '../context.ts';
 import { RelayError } from '../errors.ts';
-import type { TierCursor } from '../rooms/types.ts';
+import type { Room, TierCursor } from '../rooms/types.ts';
 
 /** Default page size of `participants.list`. */
 export const DEFAULT_PAGE = 100;
@@ -25,8 +25,8 @@ export function decodeCursor(text: string): TierCursor | null {
   return { tier, position };
 }
 
-/** `participants.list`: one page of a tier, in join order. */
-export function listParticipants(scope: RequestScope, params: Params<'participants.list'>): Result<'participants.list'> {
+/** One page of a tier of a room, in join order, whoever asks (a member, the server API). */
+export function tierPage(room: Room, params: Params<'participants.list'>): Result<'participants.list'> {
   let after: TierCursor | null = null;
   if (params.cursor !== undefined && params.cursor !== null) {
     const found = decodeCursor(params.cursor);
@@ -34,10 +34,20 @@ export function listParticipants(scope: RequestScope, params: Params<'participan
     if (found.tier !== params.tier) throw new RelayError('INVALID_ARGUMENT', 'this cursor belongs to a walk over another tier', 'bad-cursor');
     after = found;
   }
-  const page = scope.room.page(params.tier, after, params.limit ?? DEFAULT_PAGE);
-  // a page of 1,000 is hundreds of kilobytes: the asker's byte budget pays for it
+  const page = room.page(params.tier, after, params.limit ?? DEFAULT_PAGE);
+  return { participants: page.participants, nextCursor: page.next ? encodeCursor(page.next) : null };
+}
+
+/** What a page costs to send: a page of 1,000 is hundreds of kilobytes. */
+export function pageBytes(page: Result<'participants.list'>): number {
   let bytes = 0;
   for (const p of page.participants) bytes += p.id.length + p.name.length + 64;
-  spendBytes(scope, bytes);
-  return { participants: page.participants, nextCursor: page.next ? encodeCursor(page.next) : null };
+  return bytes;
+}
+
+/** `participants.list`: one page of a tier, in join order; the asker's byte budget pays for it. */
+export function listParticipants(scope: RequestScope, params: Params<'participants.list'>): Result<'participants.list'> {
+  const page = tierPage(scope.room, params);
+  spendBytes(scope, pageBytes(page));
+  return page;
 }

@@ -25,6 +25,8 @@ export interface OutputContext {
   broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void;
   /** The room's published tracks, now and later. */
   tapMedia(tap: TrackTap): () => void;
+  /** Told of every change after the members (webhooks). */
+  changed?(change: OutputChange): void;
 }
 
 /**
@@ -166,12 +168,17 @@ export class OutputBoard {
     return this.status[output];
   }
 
-  /** Stop everything (the room is gone); nobody is told, nobody is left. */
+  /** Stop everything (the room is gone); no member is told, nobody is left, only `changed` hears of each stop. */
   async dispose(): Promise<void> {
     const running = [...this.running];
     this.running.clear();
     for (const cancel of this.cancels.values()) cancel(new RelayError('INVALID_STATE', 'the room ended', 'output-stopped'));
-    await Promise.allSettled(running.map(([output, provider]) => this.stopProvider(output, provider)));
+    await Promise.allSettled(
+      running.map(async ([output, provider]) => {
+        await this.stopProvider(output, provider);
+        this.ctx.changed?.({ output, state: 'stopped' } as OutputChange);
+      }),
+    );
   }
 
   /**
@@ -209,5 +216,6 @@ export class OutputBoard {
     const frame = (s: OutputStatus<O>): ServerFrame => ({ type: 'event', name: 'output-changed', data: { output, ...s } as OutputChange });
     if (status.info && output === 'hls') this.ctx.broadcastSplit(frame(status), frame(withoutInfo(status)), (member) => seesInfo(output, member.grant));
     else this.ctx.broadcast(frame(status));
+    this.ctx.changed?.({ output, ...status } as OutputChange);
   }
 }

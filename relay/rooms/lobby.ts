@@ -30,6 +30,8 @@ export class Lobby {
   constructor(
     private readonly toModerators: (frame: ServerFrame) => void,
     private readonly budget: Budget,
+    /** Told of each new request, after the moderators. */
+    private readonly requested: (request: LobbyRequest) => void = () => {},
   ) {}
 
   get size(): number {
@@ -55,6 +57,7 @@ export class Lobby {
     timer.unref?.();
     this.held.set(id, { ...waiting, timer });
     this.toModerators({ type: 'event', name: 'lobby-request', data: waiting.request });
+    this.requested(waiting.request);
     return true;
   }
 

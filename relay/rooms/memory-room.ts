@@ -8,7 +8,7 @@ import { Lobby } from './lobby.ts';
 import { Timeline } from './timeline.ts';
 import { Budget } from '../budget.ts';
 import { MemberList } from './member-list.ts';
-import type { Member, Opener, Room, RoomRegistry, RoomServices, TierCursor, TierPage } from './types.ts';
+import type { Member, Opener, Room, RoomObserver, RoomRegistry, RoomServices, TierCursor, TierPage } from './types.ts';
 
 interface Entry {
   member: Member;
@@ -32,13 +32,16 @@ export class MemoryRoom implements Room {
   readonly outputs: OutputBoard;
   readonly timeline = new Timeline();
   readonly media: MediaBoard;
+  readonly createdAt = Date.now();
+  private readonly observer: RoomObserver | undefined;
 
   constructor(
     readonly project: string,
     readonly id: string,
     readonly opener: Opener,
-    { limits, providers, log, media, budgets }: RoomServices,
+    { limits, providers, log, media, budgets, observer }: RoomServices,
   ) {
+    this.observer = observer;
     this.media = new MediaBoard(media, { broadcast: (frame, exceptId) => this.broadcast(frame, exceptId), log });
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
@@ -52,9 +55,9 @@ export class MemoryRoom implements Room {
       this.timeline,
     );
     this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
-    this.lobby = new Lobby((frame) => this.toModerators(frame), budgets.lobby);
+    this.lobby = new Lobby((frame) => this.toModerators(frame), budgets.lobby, (request) => this.observer?.lobbyRequest(this, request));
     this.outputs = new OutputBoard(
-      { project, roomId: id, timeline: this.timeline, log, nameOf: (participantId) => this.get(participantId)?.name ?? participantId, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap) },
+      { project, roomId: id, timeline: this.timeline, log, nameOf: (participantId) => this.get(participantId)?.name ?? participantId, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap), changed: (change) => this.observer?.outputChanged(this, change) },
       providers,
       { startTimeoutMs: limits.outputStartTimeoutMs },
     );
@@ -89,6 +92,7 @@ export class MemoryRoom implements Room {
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
     if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
     this.coalescer.changed();
+    if (!this.disposed) this.observer?.participantJoined(this, member);
   }
 
   remove(member: Member): boolean {
@@ -103,6 +107,7 @@ export class MemoryRoom implements Room {
     this.timeline.emit({ type: 'participant-left', participantId: member.id, tier: member.tier });
     if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
     this.coalescer.changed();
+    if (!this.disposed) this.observer?.participantLeft(this, member);
     return true;
   }
 
@@ -163,6 +168,7 @@ export class MemoryRoom implements Room {
 /** Rooms held in memory, created on first join, keyed by project and room id. */
 export class MemoryRoomRegistry implements RoomRegistry {
   private readonly rooms = new Map<string, MemoryRoom>();
+  private readonly byProject = new Map<string, Set<MemoryRoom>>();
   private readonly domainOpened = new Map<string, number>();
   private domainTotal = 0;
 
@@ -190,6 +196,10 @@ export class MemoryRoomRegistry implements RoomRegistry {
     if (!room) {
       room = new MemoryRoom(project, roomId, opener, this.services);
       this.rooms.set(key, room);
+      let mine = this.byProject.get(project);
+      if (!mine) this.byProject.set(project, (mine = new Set()));
+      mine.add(room);
+      this.services.observer?.roomStarted(room);
       if (opener === 'domain') {
         this.domainOpened.set(project, this.openedByDomain(project) + 1);
         this.domainTotal++;
@@ -203,6 +213,9 @@ export class MemoryRoomRegistry implements RoomRegistry {
     const held = this.rooms.get(key);
     if (held !== room) return;
     this.rooms.delete(key);
+    const mine = this.byProject.get(room.project);
+    mine?.delete(held);
+    if (mine?.size === 0) this.byProject.delete(room.project);
     if (held.opener === 'domain') {
       this.domainTotal--;
       const n = this.openedByDomain(room.project) - 1;
@@ -210,6 +223,11 @@ export class MemoryRoomRegistry implements RoomRegistry {
       else this.domainOpened.delete(room.project);
     }
     held.dispose();
+    this.services.observer?.roomFinished(held);
+  }
+
+  inProject(project: string): IterableIterator<Room> {
+    return (this.byProject.get(project) ?? new Set<MemoryRoom>()).values();
   }
 
   [Symbol.iterator](): IterableIterator<Room> {

@@ -8,6 +8,7 @@ import type { MediaEngine } from '../media/engine.ts';
 import type { Timeline } from './timeline.ts';
 import type { RelayBudgets } from '../budget.ts';
 import type { ParticipantCounts, ParticipantInfo, ParticipantSummary, ServerFrame, Tier } from '../../src/protocol/messages.ts';
+import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
 
 import type { Member } from './member.ts';
 
@@ -34,6 +35,8 @@ export interface Room {
   readonly id: string;
   /** The project whose keys opened it: rooms of two projects never meet, whatever their ids. */
   readonly project: string;
+  /** Unix milliseconds at which it was opened. */
+  readonly createdAt: number;
   /** Pubsub subscriptions and history. */
   readonly topics: TopicBoard;
   /** Data streams in flight. */
@@ -92,6 +95,22 @@ export interface RoomServices {
   media: MediaEngine | null;
   /** Relay-wide ceilings the room's budgets charge too. */
   budgets: RelayBudgets;
+  /** Told of the room's life (webhooks); absent, nobody is. */
+  observer?: RoomObserver;
+}
+
+/**
+ * What happens to rooms, for those outside them (the webhooks). Called synchronously on the
+ * room's own path: an implementation queues and returns, it never waits. A room that is gone
+ * (`roomFinished`) reports nothing more: the members it still held left with it.
+ */
+export interface RoomObserver {
+  roomStarted(room: Room): void;
+  roomFinished(room: Room): void;
+  participantJoined(room: Room, member: Member): void;
+  participantLeft(room: Room, member: Member): void;
+  lobbyRequest(room: Room, request: LobbyRequest): void;
+  outputChanged(room: Room, change: OutputChange): void;
 }
 
 /** Who opens a room: a room-scoped token, or a domain-wide one (with its own, smaller quota). */
@@ -107,5 +126,7 @@ export interface RoomRegistry {
   readonly size: number;
   /** Rooms open now that domain-wide tokens opened: of one project, or of all. */
   openedByDomain(project?: string): number;
+  /** The rooms of one project (in no particular order). */
+  inProject(project: string): IterableIterator<Room>;
   [Symbol.iterator](): IterableIterator<Room>;
 }

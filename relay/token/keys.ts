@@ -12,8 +12,18 @@ export type KeyStatus = { state: 'active'; key: KeyObject; project: string } | {
 export interface ProjectKeys {
   keys: Record<string, string>;
   revoked: string[];
-  /** Where the relay POSTs this project's webhooks (server API issue). */
+  /** Where the relay POSTs this project's webhooks (else `--webhook-url`). */
   webhookUrl?: string;
+  /** Send `participant-joined` / `participant-left` for the audience too (off: on-stage only). */
+  webhookViewers?: boolean;
+}
+
+/** What the relay needs to send a project's webhooks. */
+export interface ProjectHooks {
+  webhookUrl?: string;
+  webhookViewers: boolean;
+  /** The API key webhooks are signed with (`iss`) and its secret: the project's first active key. */
+  signer: { apiKey: string; key: KeyObject } | null;
 }
 
 /**
@@ -23,6 +33,7 @@ export interface ProjectKeys {
 export class KeyStore {
   private keys = new Map<string, { key: KeyObject; project: string }>();
   private revoked = new Set<string>();
+  private projects = new Map<string, ProjectHooks>();
 
   /** One project (`default`): the flat form of the keys file. */
   constructor(keys: Record<string, string> = {}, revoked: Iterable<string> = []) {
@@ -45,8 +56,23 @@ export class KeyStore {
       }
       for (const apiKey of entry.revoked) revoked.add(apiKey);
     }
+    const hooks = new Map<string, ProjectHooks>();
+    for (const [project, entry] of Object.entries(projects)) {
+      const apiKey = Object.keys(entry.keys).find((k) => !revoked.has(k));
+      hooks.set(project, {
+        ...(entry.webhookUrl ? { webhookUrl: entry.webhookUrl } : {}),
+        webhookViewers: entry.webhookViewers === true,
+        signer: apiKey === undefined ? null : { apiKey, key: next.get(apiKey)!.key },
+      });
+    }
     this.keys = next;
     this.revoked = revoked;
+    this.projects = hooks;
+  }
+
+  /** A project's webhook settings and signing key, as of the last (re)load. */
+  hooks(project: string): ProjectHooks | undefined {
+    return this.projects.get(project);
   }
 
   /** Look an API key up. A revoked key is revoked even if its secret is still listed. */
@@ -89,14 +115,17 @@ function readProject(path: string, where: string, data: Record<string, unknown>)
     throw new Error(`keys file ${path}: ${where}"revoked" must be an array of strings`);
   }
   const webhookUrl = data.webhookUrl;
-  if (webhookUrl !== undefined && typeof webhookUrl !== 'string') throw new Error(`keys file ${path}: ${where}"webhookUrl" must be a string`);
-  return { keys, revoked, ...(webhookUrl ? { webhookUrl } : {}) };
+  if (webhookUrl !== undefined && (typeof webhookUrl !== 'string' || !/^https?:\/\/[^/@\s]+(\/\S*)?$/i.test(webhookUrl))) throw new Error(`keys file ${path}: ${where}"webhookUrl" must be an http:// or https:// URL`);
+  const webhookViewers = data.webhookViewers;
+  if (webhookViewers !== undefined && typeof webhookViewers !== 'boolean') throw new Error(`keys file ${path}: ${where}"webhookViewers" must be true or false`);
+  return { keys, revoked, ...(webhookUrl ? { webhookUrl } : {}), ...(webhookViewers ? { webhookViewers } : {}) };
 }
 
 /**
  * Read and check a keys file, in either form:
  * `{ "keys": { "<apiKey>": "<secret>" }, "revoked": [...] }` (one project, `default`), or
- * `{ "projects": { "<name>": { "keys": {...}, "revoked": [...], "webhookUrl"?: "..." } } }`.
+ * `{ "projects": { "<name>": { "keys": {...}, "revoked": [...], "webhookUrl"?: "...", "webhookViewers"?: true } } }`
+ * (the flat form may carry `webhookUrl` and `webhookViewers` too).
  * Throws an `Error` naming the file and the problem.
  */
 export function readKeysFile(path: string): KeysFile {

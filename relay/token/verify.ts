@@ -27,8 +27,9 @@ export interface VerifyOptions {
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 const LEEWAY = 30;
 
-const refuse = (code: ErrorCode, reason: ErrorReason, message: string): Verified => ({ ok: false, ...wireError(code, message), reason });
-const malformed = (message: string): Verified => refuse('INVALID_TOKEN', 'malformed', message);
+const refusal = (code: ErrorCode, reason: ErrorReason, message: string): { ok: false } & Refusal => ({ ok: false, ...wireError(code, message), reason });
+const refuse: (code: ErrorCode, reason: ErrorReason, message: string) => Verified = refusal;
+const malformed = (message: string) => refusal('INVALID_TOKEN', 'malformed', message);
 
 function isBase64url(part: string): boolean {
   return part.length % 4 !== 1 && BASE64URL.test(part);
@@ -44,19 +45,19 @@ function decodeJsonObject(part: string): Record<string, unknown> | null {
 }
 
 // Almost every token carries one of a handful of header strings; remember their verdicts.
-const headerVerdicts = new Map<string, Verified | null>();
+const headerVerdicts = new Map<string, ({ ok: false } & Refusal) | null>();
 const MAX_REMEMBERED_HEADERS = 64;
 
-function checkHeader(part: string): Verified | null {
+function checkHeader(part: string): ({ ok: false } & Refusal) | null {
   const known = headerVerdicts.get(part);
   if (known !== undefined) return known;
   const header = decodeJsonObject(part);
-  let verdict: Verified | null = null;
+  let verdict: ({ ok: false } & Refusal) | null = null;
   if (!header) verdict = malformed('the token header is not a JSON object');
   else if (header.alg !== 'HS256') {
-    verdict = refuse('INVALID_TOKEN', 'unsupported-algorithm', `alg must be HS256, got ${JSON.stringify(header.alg ?? null)}`);
+    verdict = refusal('INVALID_TOKEN', 'unsupported-algorithm', `alg must be HS256, got ${JSON.stringify(header.alg ?? null)}`);
   } else if (header.crit !== undefined) {
-    verdict = refuse('INVALID_TOKEN', 'unsupported-header', 'the crit header is not supported');
+    verdict = refusal('INVALID_TOKEN', 'unsupported-header', 'the crit header is not supported');
   }
   if (headerVerdicts.size < MAX_REMEMBERED_HEADERS) headerVerdicts.set(part, verdict);
   return verdict;
@@ -64,54 +65,69 @@ function checkHeader(part: string): Verified | null {
 
 const isFiniteNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 
+/** A token whose signature, issuer and time are good: its payload, not yet read further. */
+type Signed = { ok: true; payload: Record<string, unknown>; exp: number; now: number; project: string; apiKey: string };
+
 /**
- * Verify a token, steps 1–8 of DECISIONS.md ("Token validation"); the first failing step
- * decides the code. Steps 9 and 10 depend on the room and identity being joined and live in
- * {@link checkScope}.
+ * Steps 1–4 of DECISIONS.md ("Token validation"), shared by every kind of token: shape,
+ * issuer (and its project), signature in constant time, time with the leeway.
  */
-export function verifyToken(token: unknown, options: VerifyOptions): Verified {
+function verifySigned(token: unknown, options: VerifyOptions): Signed | ({ ok: false } & Refusal) {
   // 1. shape
-  if (typeof token !== 'string' || token.length === 0) return refuse('INVALID_TOKEN', 'missing', 'no token was given');
+  if (typeof token !== 'string' || token.length === 0) return refusal('INVALID_TOKEN', 'missing', 'no token was given');
   const first = token.indexOf('.');
   const second = token.indexOf('.', first + 1);
   if (first < 0 || second < 0 || token.indexOf('.', second + 1) >= 0) {
-    return malformed('a token has three dot-separated parts');
+    return refusal('INVALID_TOKEN', 'malformed', 'a token has three dot-separated parts');
   }
   const headerPart = token.slice(0, first);
   const payloadPart = token.slice(first + 1, second);
   const signaturePart = token.slice(second + 1);
   if (!isBase64url(headerPart) || !isBase64url(payloadPart) || !isBase64url(signaturePart)) {
-    return malformed('each part of a token is base64url without padding');
+    return refusal('INVALID_TOKEN', 'malformed', 'each part of a token is base64url without padding');
   }
   const headerVerdict = checkHeader(headerPart);
   if (headerVerdict) return headerVerdict;
   const payload = decodeJsonObject(payloadPart);
-  if (!payload) return malformed('the token payload is not a JSON object');
+  if (!payload) return refusal('INVALID_TOKEN', 'malformed', 'the token payload is not a JSON object');
 
   // 2. issuer
   const iss = payload.iss;
-  if (typeof iss !== 'string' || iss.length === 0) return refuse('INVALID_TOKEN', 'missing-issuer', 'iss (the API key) is missing');
+  if (typeof iss !== 'string' || iss.length === 0) return refusal('INVALID_TOKEN', 'missing-issuer', 'iss (the API key) is missing');
   const status = options.keys.status(iss);
-  if (status.state === 'revoked') return refuse('INVALID_API_KEY', 'revoked-api-key', 'the API key has been revoked');
-  if (status.state === 'unknown') return refuse('INVALID_API_KEY', 'unknown-api-key', 'the API key is not known to this relay');
+  if (status.state === 'revoked') return refusal('INVALID_API_KEY', 'revoked-api-key', 'the API key has been revoked');
+  if (status.state === 'unknown') return refusal('INVALID_API_KEY', 'unknown-api-key', 'the API key is not known to this relay');
 
   // 3. signature, compared in constant time
   const expected = createHmac('sha256', status.key).update(token.slice(0, second)).digest();
   const given = Buffer.from(signaturePart, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    return refuse('INVALID_TOKEN', 'bad-signature', 'the token signature does not match');
+    return refusal('INVALID_TOKEN', 'bad-signature', 'the token signature does not match');
   }
 
   // 4. time
   const now = options.now ?? Date.now() / 1000;
   const leeway = options.leeway ?? LEEWAY;
   const { exp, nbf } = payload;
-  if (!isFiniteNumber(exp)) return refuse('INVALID_TOKEN', 'malformed', 'exp must be a number of unix seconds');
-  if (now > exp + leeway) return refuse('INVALID_TOKEN', 'expired', 'the token has expired');
+  if (!isFiniteNumber(exp)) return refusal('INVALID_TOKEN', 'malformed', 'exp must be a number of unix seconds');
+  if (now > exp + leeway) return refusal('INVALID_TOKEN', 'expired', 'the token has expired');
   if (nbf !== undefined) {
-    if (!isFiniteNumber(nbf)) return refuse('INVALID_TOKEN', 'malformed', 'nbf must be a number of unix seconds');
-    if (nbf > now + leeway) return refuse('INVALID_TOKEN', 'not-yet-valid', 'the token is not valid yet (nbf)');
+    if (!isFiniteNumber(nbf)) return refusal('INVALID_TOKEN', 'malformed', 'nbf must be a number of unix seconds');
+    if (nbf > now + leeway) return refusal('INVALID_TOKEN', 'not-yet-valid', 'the token is not valid yet (nbf)');
   }
+  return { ok: true, payload, exp, now, project: status.project, apiKey: iss };
+}
+
+/**
+ * Verify a token, steps 1–8 of DECISIONS.md ("Token validation"); the first failing step
+ * decides the code. Steps 9 and 10 depend on the room and identity being joined and live in
+ * {@link checkScope}. A server-API token (`admin: true`) is never a participant's.
+ */
+export function verifyToken(token: unknown, options: VerifyOptions): Verified {
+  const signed = verifySigned(token, options);
+  if (!signed.ok) return signed;
+  const { payload, exp, now } = signed;
+  if (payload.admin === true) return refuse('INVALID_TOKEN', 'admin-token', 'a server-API token (admin) cannot join a room or download from it');
 
   // 5. claim shapes
   const problem = claimShapeProblem(payload);
@@ -142,7 +158,7 @@ export function verifyToken(token: unknown, options: VerifyOptions): Verified {
   if (claims.joinPolicy?.mode === 'ask' && claims.grant.canModerate === true) {
     return refuse('INVALID_ENTRY_CLAIM', 'ask-with-moderate', "joinPolicy mode 'ask' cannot be combined with canModerate");
   }
-  return { ok: true, claims, project: status.project };
+  return { ok: true, claims, project: signed.project };
 }
 
 /**
@@ -161,4 +177,20 @@ export function checkScope(claims: TokenClaims, roomId: string, participantId: s
     };
   }
   return null;
+}
+
+/** A server-API token that passed: the project it acts for and the API key that signed it. */
+export type AdminVerified = { ok: true; project: string; apiKey: string } | ({ ok: false } & Refusal);
+
+/**
+ * Verify a server-API token: steps 1–4 as for any token (revoked keys, signature, leeway),
+ * then `admin: true` (a participant's token is refused with `INVALID_PERMISSIONS`) and a
+ * lifetime of at most `maxTtl` seconds.
+ */
+export function verifyAdminToken(token: unknown, options: Omit<VerifyOptions, 'maxTtlRoom' | 'maxTtlDomain'> & { maxTtl: number }): AdminVerified {
+  const signed = verifySigned(token, { ...options, maxTtlRoom: options.maxTtl, maxTtlDomain: options.maxTtl });
+  if (!signed.ok) return signed;
+  if (signed.payload.admin !== true) return refusal('INVALID_PERMISSIONS', 'admin-required', 'the server API needs a server-API token (admin: true), not a participant token');
+  if (signed.exp - signed.now > options.maxTtl) return refusal('INVALID_TOKEN', 'lifetime-too-long', `a server-API token may live at most ${options.maxTtl} s`);
+  return { ok: true, project: signed.project, apiKey: signed.apiKey };
 }

@@ -118,6 +118,9 @@ export const ERROR_REASONS = [
   // media in the browser
   'no-webrtc', 'no-devices', 'no-display-capture', 'no-track', 'no-sender', 'media-transport-failed', 'ended',
   'force-unpublished',
+  // the server API and webhooks (`tessera/server`, `/api/v1`)
+  'admin-token', 'admin-required', 'bad-body-hash', 'unknown-room', 'unknown-route', 'method-not-allowed',
+  'bad-content-type', 'body-too-large', 'body-timeout', 'bad-body', 'bad-query', 'api-rate', 'bad-response',
 ] as const;
 
 /** One of {@link ERROR_REASONS}. */

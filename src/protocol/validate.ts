@@ -118,6 +118,11 @@ export function isMethod(name: unknown): name is Method {
   return typeof name === 'string' && Object.prototype.hasOwnProperty.call(PARAMS, name);
 }
 
+/** Validate one method's parameters (the relay's server API reuses the frames' parsers). */
+export function parseParams<M extends Method>(method: M, params: Record<string, unknown>): Parsed<Params<M>> {
+  return (PARAMS[method] as ParamsParser<M>)(params);
+}
+
 /** Validate a join frame. */
 export function parseJoinFrame(frame: Record<string, unknown>): Parsed<JoinFrame> {
   if (frame.type !== 'join') return bad('the first frame must be a join frame');

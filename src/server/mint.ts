@@ -1,5 +1,5 @@
-import { createHmac } from 'node:crypto';
 import { SdkError } from '../errors.ts';
+import { signJwt } from './jwt.ts';
 import { claimShapeProblem, hasPrivilegedFlag, type Grant, type JoinPolicy, type TokenClaims } from '../protocol/grant.ts';
 
 /** What {@link mintToken} needs: your API key and secret, the claims, and a lifetime. */
@@ -43,9 +43,6 @@ export function parseTtl(ttl: number | string): number {
   }
   throw new SdkError('INVALID_ARGUMENT', `ttl must be a positive number of seconds or a string like '15m' or '1h', got ${JSON.stringify(ttl)}`);
 }
-
-const encode = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
-const HEADER = encode({ alg: 'HS256', typ: 'JWT' });
 
 /**
  * Mint a Tessera access token (HS256) on your backend. Refuses, with an {@link SdkError}
@@ -100,7 +97,5 @@ export function mintToken(options: MintOptions): string {
       reason: 'ask-with-moderate',
     });
   }
-  const signingInput = `${HEADER}.${encode(claims)}`;
-  const signature = createHmac('sha256', options.secret).update(signingInput).digest('base64url');
-  return `${signingInput}.${signature}`;
+  return signJwt(claims as unknown as Record<string, unknown>, options.secret);
 }

@@ -1,0 +1,249 @@
+import type { JsonValue } from '../protocol/messages.ts';
+import type { OutputName, OutputOptions, OutputStatus } from '../protocol/control.ts';
+import { API_PREFIX, type ParticipantPage, type PublishResult, type RoomPage, type RoomSummary } from '../protocol/server-api.ts';
+import { isRecord } from '../protocol/parse.ts';
+import { SdkError } from '../errors.ts';
+import { signJwt } from './jwt.ts';
+
+/** What {@link RoomService} needs: where the relay is, and a key of your project. */
+export interface RoomServiceOptions {
+  /**
+   * The relay: its `ws://`/`wss://` URL (as given to `Sdk.join`) or its `http://`/`https://` one.
+   * Several URLs (nodes of one cluster): a call that cannot reach one goes to the next.
+   */
+  url: string | readonly string[];
+  /** Your API key: the `iss` of the tokens the service mints. */
+  apiKey: string;
+  /** Its secret; never leaves your backend. */
+  secret: string;
+  /** How long a call may take (ms); default 20,000 (an output may take 15 s to start). */
+  timeoutMs?: number;
+  /** Lifetime of the tokens it mints for itself, seconds; default 60 (the relay's ceiling is 600). */
+  tokenTtl?: number;
+}
+
+/** Options of {@link RoomService.listParticipants}: the SDK's `participants.list`, with the same cursors. */
+export interface ListParticipantsOptions {
+  /** `speaker` (on stage, the default) or `viewer` (the audience). */
+  tier?: 'speaker' | 'viewer';
+  /** 1 to 1000; default 100. */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string | null;
+}
+
+/** Options of {@link RoomService.publishData}, as `room.pubsub.publish`'s. */
+export interface PublishDataOptions {
+  /** Only these participant ids (viewers included) receive it. */
+  to?: string[];
+  /** Keep it in the topic's history for later joiners. */
+  persist?: boolean;
+}
+
+/** Largest answer read from the relay. */
+const MAX_ANSWER = 16 * 1024 * 1024;
+
+function httpBase(url: string): string {
+  const m = /^(ws|wss|http|https):\/\/([^/?#]+)\/*$/i.exec(url.trim());
+  if (!m) throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws://, wss://, http:// or https:// address, got ${JSON.stringify(url)}`, { reason: 'bad-url' });
+  const scheme = m[1]!.toLowerCase();
+  return `${scheme === 'ws' ? 'http' : scheme === 'wss' ? 'https' : scheme}://${m[2]}`;
+}
+
+function nonEmpty(name: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) throw new SdkError('INVALID_ARGUMENT', `${name} must be a non-empty string`);
+  return value;
+}
+
+/**
+ * The relay's server API for your backend: see and act on your project's rooms. Each call is
+ * authorized by a short-lived server-API token (`admin: true`) the service signs itself with
+ * your secret; such a token never joins a room. Every failure is an {@link SdkError} with the
+ * relay's `code`, `kind` and `reason` (or `CONNECTION_FAILED` / `TIMEOUT` when the relay
+ * cannot be reached in time).
+ *
+ * @example
+ * ```ts
+ * import { RoomService } from 'tessera/server';
+ *
+ * const rooms = new RoomService({ url: 'wss://relay.example.com', apiKey: process.env.TESSERA_API_KEY!, secret: process.env.TESSERA_API_SECRET! });
+ * const { rooms: open } = await rooms.listRooms();
+ * for (const room of open) console.log(room.roomId, room.counts.total);
+ * await rooms.removeParticipant('town-hall', 'heckler');
+ * ```
+ */
+export class RoomService {
+  private readonly bases: string[];
+  private readonly apiKey: string;
+  private readonly secret: string;
+  private readonly timeoutMs: number;
+  private readonly tokenTtl: number;
+
+  constructor(options: RoomServiceOptions) {
+    const urls = typeof options?.url === 'string' ? [options.url] : [...(options?.url ?? [])];
+    if (urls.length === 0) throw new SdkError('INVALID_ARGUMENT', 'url: give the relay\'s address', { reason: 'bad-url' });
+    this.bases = urls.map(httpBase);
+    this.apiKey = nonEmpty('apiKey', options.apiKey);
+    this.secret = nonEmpty('secret', options.secret);
+    this.timeoutMs = options.timeoutMs ?? 20_000;
+    this.tokenTtl = options.tokenTtl ?? 60;
+    if (!(this.tokenTtl > 0 && this.tokenTtl <= 3600)) throw new SdkError('INVALID_ARGUMENT', 'tokenTtl must be 1 to 3600 seconds');
+  }
+
+  /**
+   * One page of the project's open rooms, in the order of their ids.
+   *
+   * @example
+   * ```ts
+   * let cursor: string | null = null;
+   * do {
+   *   const page = await service.listRooms({ limit: 100, cursor });
+   *   page.rooms.forEach((r) => console.log(r.roomId, r.counts));
+   *   cursor = page.nextCursor;
+   * } while (cursor);
+   * ```
+   */
+  listRooms(options: { limit?: number; cursor?: string | null } = {}): Promise<RoomPage> {
+    const query = new URLSearchParams();
+    if (options.limit !== undefined) query.set('limit', String(options.limit));
+    if (options.cursor) query.set('cursor', options.cursor);
+    return this.call('GET', ['rooms'], query);
+  }
+
+  /**
+   * One open room: its counts, lobby and outputs. `NOT_FOUND` (`unknown-room`) when it is not open.
+   *
+   * @example
+   * ```ts
+   * const { counts, outputs } = await service.getRoom('town-hall');
+   * ```
+   */
+  getRoom(roomId: string): Promise<RoomSummary> {
+    return this.call('GET', ['rooms', nonEmpty('roomId', roomId)]);
+  }
+
+  /**
+   * One page of a room's participants of one tier, in join order, with the SDK's cursors: a
+   * participant present for the whole walk appears exactly once.
+   *
+   * @example
+   * ```ts
+   * const page = await service.listParticipants('town-hall', { tier: 'viewer', limit: 500 });
+   * const next = page.nextCursor && (await service.listParticipants('town-hall', { tier: 'viewer', cursor: page.nextCursor }));
+   * ```
+   */
+  listParticipants(roomId: string, options: ListParticipantsOptions = {}): Promise<ParticipantPage> {
+    const query = new URLSearchParams({ tier: options.tier ?? 'speaker' });
+    if (options.limit !== undefined) query.set('limit', String(options.limit));
+    if (options.cursor) query.set('cursor', options.cursor);
+    return this.call('GET', ['rooms', nonEmpty('roomId', roomId), 'participants'], query);
+  }
+
+  /**
+   * Remove a participant (on stage or in the audience, by id): its session ends with
+   * `removed`, and its token cannot bring it back into the room.
+   *
+   * @example
+   * ```ts
+   * await service.removeParticipant('town-hall', 'heckler');
+   * ```
+   */
+  async removeParticipant(roomId: string, participantId: string): Promise<void> {
+    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId), 'participants', nonEmpty('participantId', participantId)]);
+  }
+
+  /**
+   * End a room: every session ends with `room-ended`, the lobby is refused.
+   *
+   * @example
+   * ```ts
+   * await service.endRoom('town-hall');
+   * ```
+   */
+  async endRoom(roomId: string): Promise<void> {
+    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId)]);
+  }
+
+  /**
+   * Start an output of a room, as `room.recording.start(options)` would (`by` in
+   * `output-changed` is `server-api`); resolves when it is active.
+   *
+   * @example
+   * ```ts
+   * const status = await service.startOutput('town-hall', 'livestream', { url: 'rtmp://live.example/app/key' });
+   * ```
+   */
+  startOutput<O extends OutputName>(roomId: string, output: O, options?: OutputOptions[O]): Promise<OutputStatus<O>> {
+    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'start'], undefined, options === undefined ? {} : { options });
+  }
+
+  /**
+   * Stop an output of a room; resolves when it is stopped.
+   *
+   * @example
+   * ```ts
+   * await service.stopOutput('town-hall', 'recording');
+   * ```
+   */
+  stopOutput<O extends OutputName>(roomId: string, output: O): Promise<OutputStatus<O>> {
+    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'stop']);
+  }
+
+  /**
+   * Publish a message to a room's topic, as `room.pubsub.publish` does; its `from` is
+   * `server-api`. Resolves with its id, time and how many received it.
+   *
+   * @example
+   * ```ts
+   * await service.publishData('town-hall', 'announcements', { text: 'We start in 5 minutes' }, { persist: true });
+   * ```
+   */
+  publishData(roomId: string, topic: string, payload: JsonValue, options: PublishDataOptions = {}): Promise<PublishResult> {
+    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'data'], undefined, { topic, payload, ...options });
+  }
+
+  private token(): string {
+    const now = Math.floor(Date.now() / 1000);
+    return signJwt({ iss: this.apiKey, admin: true, iat: now, exp: now + this.tokenTtl }, this.secret);
+  }
+
+  private async call<T>(method: string, path: string[], query?: URLSearchParams, body?: unknown): Promise<T> {
+    const target = `${API_PREFIX}/${path.map(encodeURIComponent).join('/')}${query && query.size > 0 ? `?${query}` : ''}`;
+    let lastError: unknown;
+    for (const base of this.bases) {
+      let res: Response;
+      try {
+        res = await fetch(`${base}${target}`, {
+          method,
+          headers: { authorization: `Bearer ${this.token()}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+      } catch (err) {
+        if ((err as Error)?.name === 'TimeoutError') throw new SdkError('TIMEOUT', `the relay did not answer within ${this.timeoutMs} ms`, { cause: err });
+        lastError = err;
+        continue;
+      }
+      return answer<T>(res);
+    }
+    throw new SdkError('CONNECTION_FAILED', `the relay cannot be reached (${(lastError as Error)?.message ?? 'no answer'})`, { reason: 'unreachable', cause: lastError });
+  }
+}
+
+async function answer<T>(res: Response): Promise<T> {
+  const length = Number(res.headers.get('content-length'));
+  if (Number.isFinite(length) && length > MAX_ANSWER) throw new SdkError('INTERNAL_ERROR', `the relay's answer is ${length} bytes`, { reason: 'bad-response' });
+  let value: unknown;
+  try {
+    value = JSON.parse(await res.text());
+  } catch (err) {
+    throw new SdkError('INTERNAL_ERROR', `the relay answered ${res.status} without JSON (is this a Tessera relay?)`, { reason: 'bad-response', cause: err });
+  }
+  if (!isRecord(value)) throw new SdkError('INTERNAL_ERROR', `the relay answered ${res.status} with something other than a JSON object`, { reason: 'bad-response' });
+  if (res.ok) return value as T;
+  const error = value.error;
+  if (isRecord(error) && typeof error.code === 'string' && typeof error.message === 'string') {
+    return Promise.reject(SdkError.fromWire({ code: error.code, message: error.message, ...(typeof error.reason === 'string' ? { reason: error.reason } : {}), ...(typeof error.kind === 'string' ? { kind: error.kind } : {}) }));
+  }
+  throw new SdkError('INTERNAL_ERROR', `the relay answered ${res.status} without an error`, { reason: 'bad-response' });
+}

@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readKeysFile } from '../relay/token/keys.ts';
+import type { WebhookEvent } from '../src/protocol/server-api.ts';
+import { signJwt } from '../src/server/jwt.ts';
+import { RoomService } from '../src/server/room-service.ts';
+import { WebhookReceiver } from '../src/server/webhook-receiver.ts';
+import { rawHttp, request } from './fuzz/http.ts';
+import { API_KEY, rejectsWith, SECRET, startTestRelay, until, type TestRelay } from './helpers.ts';
+
+interface Delivery {
+  body: Buffer;
+  authorization: string;
+}
+
+/**
+ * A local webhook receiver: keeps every delivery; `answer` decides each response (a status, or
+ * `hang` to never answer).
+ */
+class Receiver {
+  readonly deliveries: Delivery[] = [];
+  readonly hanging: ServerResponse[] = [];
+  answer: (d: Delivery) => number | 'hang' = () => 204;
+  private readonly server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const d = { body: Buffer.concat(chunks), authorization: req.headers.authorization ?? '' };
+      this.deliveries.push(d);
+      const status = this.answer(d);
+      if (status === 'hang') this.hanging.push(res);
+      else res.writeHead(status).end();
+    });
+  });
+  url = '';
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks?x=1`;
+    return this;
+  }
+
+  close(): Promise<void> {
+    for (const res of this.hanging) res.destroy();
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const receiver = new WebhookReceiver({ apiKey: API_KEY, secret: SECRET });
+const events = (r: Receiver): WebhookEvent[] => r.deliveries.map((d) => receiver.receive(d.body, d.authorization));
+/** What happened in a room, as the receiver got it, without retries' repeats. */
+function story(r: Receiver, roomId: string): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const e of events(r)) {
+    if (e.roomId !== roomId || seen.has(e.id)) continue;
+    seen.add(e.id);
+    const who = e.event === 'participant-joined' || e.event === 'participant-left' ? `:${e.data.participant.id}` : e.event === 'output-changed' ? `:${e.data.output}:${e.data.state}` : e.event === 'lobby-request' ? `:${e.data.participantId}` : '';
+    out.push(`${e.event}${who}`);
+  }
+  return out;
+}
+
+describe('webhooks (issue 15)', () => {
+  let hooks: Receiver;
+  let t: TestRelay;
+  before(async () => {
+    hooks = await new Receiver().start();
+    t = await startTestRelay({ webhookUrl: hooks.url, allowPrivateWebhooks: true, webhookLimits: { baseDelayMs: 20, maxDelayMs: 100 } });
+  });
+  after(async () => {
+    await t.close();
+    await hooks.close();
+  });
+
+  it('a room story arrives in order, signed, each event once with an id, time and project; viewers are left out', async () => {
+    const a = await t.join({ token: t.token({ roomId: 'story', participantId: 'a', grant: {} }) });
+    const v = await t.join({ token: t.token({ roomId: 'story', participantId: 'v', grant: {}, isViewer: true }) });
+    const b = await t.join({ token: t.token({ roomId: 'story', participantId: 'b', grant: {} }) });
+    await b.leave();
+    await v.leave();
+    await a.leave();
+    await until(() => story(hooks, 'story').includes('room-finished'));
+    assert.deepEqual(story(hooks, 'story'), ['room-started', 'participant-joined:a', 'participant-joined:b', 'participant-left:b', 'participant-left:a', 'room-finished']);
+    const mine = events(hooks).filter((e) => e.roomId === 'story');
+    assert.equal(new Set(mine.map((e) => e.id)).size, mine.length);
+    for (const e of mine) {
+      assert.equal(e.project, 'default');
+      assert.ok(e.createdAt > 0);
+    }
+    const joined = mine.find((e) => e.event === 'participant-joined');
+    assert.deepEqual(joined?.event === 'participant-joined' && { id: joined.data.participant.id, tier: joined.data.participant.tier }, { id: 'a', tier: 'speaker' });
+  });
+
+  it('lobby-request, output-changed and recording-ready (after the files are written)', async () => {
+    const service = new RoomService({ url: t.url, apiKey: API_KEY, secret: SECRET });
+    const host = await t.join({ token: t.token({ roomId: 'rec', participantId: 'host', grant: { canModerate: true } }) });
+    const guest = t.join({ token: t.token({ roomId: 'rec', participantId: 'guest', grant: {}, joinPolicy: { mode: 'ask', ttl: 30 } }) });
+    await until(() => host.lobby.pending.length === 1);
+    await host.lobby.deny('guest');
+    await rejectsWith(guest, 'ENTRY_DENIED');
+    const started = await service.startOutput('rec', 'recording');
+    await service.stopOutput('rec', 'recording');
+    await until(() => story(hooks, 'rec').includes('recording-ready'));
+    assert.deepEqual(story(hooks, 'rec'), ['room-started', 'participant-joined:host', 'lobby-request:guest', 'output-changed:recording:starting', 'output-changed:recording:active', 'output-changed:recording:stopping', 'output-changed:recording:stopped', 'recording-ready']);
+    const ready = events(hooks).find((e) => e.event === 'recording-ready' && e.roomId === 'rec');
+    assert.equal(ready?.event === 'recording-ready' && ready.data.recording.recording, started.info?.recording);
+    const changed = events(hooks).find((e) => e.event === 'output-changed' && e.roomId === 'rec');
+    assert.equal(changed?.event === 'output-changed' && changed.data.by, 'server-api');
+    await host.leave();
+  });
+
+  it('a failing receiver gets the event again (same id) until it takes it; the room order holds', async () => {
+    let refusals = 2;
+    hooks.answer = (d) => (JSON.parse(d.body.toString()).roomId === 'retry' && refusals-- > 0 ? 503 : 204);
+    const before = hooks.deliveries.length;
+    const a = await t.join({ token: t.token({ roomId: 'retry', participantId: 'a', grant: {} }) });
+    await a.leave();
+    await until(() => story(hooks, 'retry').includes('room-finished'));
+    hooks.answer = () => 204;
+    const attempts = events(hooks).slice(before).filter((e) => e.roomId === 'retry').map((e) => e.event);
+    assert.deepEqual(attempts, ['room-started', 'room-started', 'room-started', 'participant-joined', 'participant-left', 'room-finished']);
+    assert.deepEqual(story(hooks, 'retry'), ['room-started', 'participant-joined:a', 'participant-left:a', 'room-finished']);
+    assert.equal(new Set(events(hooks).filter((e) => e.event === 'room-started' && e.roomId === 'retry').map((e) => e.id)).size, 1);
+  });
+
+  it('WebhookReceiver refuses a forged, altered, expired or foreign delivery', () => {
+    const good = hooks.deliveries.at(-1)!;
+    assert.ok(receiver.receive(good.body.toString(), good.authorization));
+    const altered = Buffer.from(good.body.toString().replace('"project":"default"', '"project":"evil"   '));
+    const code = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        const e = err as { code: string; reason?: string };
+        return `${e.code}/${e.reason}`;
+      }
+      return 'accepted';
+    };
+    assert.equal(code(() => receiver.receive(altered, good.authorization)), 'INVALID_TOKEN/bad-body-hash');
+    assert.equal(code(() => receiver.receive(good.body, '')), 'INVALID_TOKEN/missing');
+    const claims = JSON.parse(Buffer.from(good.authorization.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+    assert.equal(code(() => receiver.receive(good.body, `Bearer ${signJwt(claims, 'a-forger-secret-0123456789')}`)), 'INVALID_TOKEN/bad-signature');
+    assert.equal(code(() => receiver.receive(good.body, `Bearer ${signJwt({ ...claims, exp: Math.floor(Date.now() / 1000) - 120 }, SECRET)}`)), 'INVALID_TOKEN/expired');
+    assert.equal(code(() => new WebhookReceiver({ apiKey: 'another', secret: SECRET }).receive(good.body, good.authorization)), 'INVALID_API_KEY/unknown-api-key');
+    const forgedBody = Buffer.from(JSON.stringify({ id: 'x', event: 'room-finished', createdAt: 1, project: 'default', roomId: 'r', data: {} }));
+    assert.equal(code(() => receiver.receive(forgedBody, good.authorization)), 'INVALID_TOKEN/bad-body-hash');
+    const rotated = new WebhookReceiver({ keys: { old: 'old-secret-0123456789abcdef', [API_KEY]: SECRET } });
+    assert.equal(rotated.receive(good.body, good.authorization).id, receiver.receive(good.body, good.authorization).id);
+  });
+
+  it('viewers are reported when the project opts in (keys file "webhookViewers")', async () => {
+    t.keys.replaceProjects({ default: { keys: { [API_KEY]: SECRET }, revoked: [], webhookViewers: true } });
+    try {
+      const a = await t.join({ token: t.token({ roomId: 'viewers', participantId: 'v', grant: {}, isViewer: true }) });
+      await a.leave();
+      await until(() => story(hooks, 'viewers').includes('room-finished'));
+      assert.deepEqual(story(hooks, 'viewers'), ['room-started', 'participant-joined:v', 'participant-left:v', 'room-finished']);
+    } finally {
+      t.keys.replaceProjects({ default: { keys: { [API_KEY]: SECRET }, revoked: [] } });
+    }
+  });
+});
+
+describe('webhooks: a dead receiver, private targets', () => {
+  it('a receiver that never answers does not slow joins; its queue stays bounded, the oldest are dropped and counted', async () => {
+    const dead = await new Receiver().start();
+    dead.answer = () => 'hang';
+    const t = await startTestRelay({ webhookUrl: dead.url, allowPrivateWebhooks: true, webhookLimits: { perRoom: 5, concurrency: 2 } });
+    try {
+      const rooms = [];
+      for (let i = 0; i < 20; i++) rooms.push(await t.join({ token: t.token({ roomId: `dead-${i % 2}`, participantId: `p${i}`, grant: {} }) }));
+      assert.equal(rooms.length, 20, 'every join completed while no delivery was answered');
+      assert.ok(dead.deliveries.length <= 2, `at most the concurrency in flight (${dead.deliveries.length})`);
+      assert.equal(dead.hanging.length, dead.deliveries.length, 'nothing answered');
+      const { stats, queued } = t.relay.context.counters.webhooks;
+      assert.ok(queued <= 10, `two rooms, five each at most (${queued})`);
+      assert.ok(stats.dropped >= 10, `dropped ${stats.dropped}`);
+      const metrics = (await rawHttp(t.relay.port, request('/metrics'))).body.toString();
+      assert.match(metrics, new RegExp(`tessera_webhooks_total\\{outcome="dropped"\\} ${stats.dropped}`));
+    } finally {
+      await t.close();
+      await dead.close();
+    }
+  });
+
+  it('a private or loopback webhook URL is refused without --allow-private-webhooks', async () => {
+    const local = await new Receiver().start();
+    const t = await startTestRelay({ webhookUrl: local.url });
+    try {
+      const room = await t.join({ token: t.token({ roomId: 'private', grant: {} }) });
+      await until(() => t.relay.context.counters.webhooks.stats.failed >= 1);
+      assert.equal(local.deliveries.length, 0);
+      await room.leave();
+    } finally {
+      await t.close();
+      await local.close();
+    }
+  });
+
+  it('a server-API token cannot download recordings either; the keys file takes only http(s) webhook URLs', async () => {
+    const t = await startTestRelay();
+    try {
+      const now = Math.floor(Date.now() / 1000);
+      const admin = signJwt({ iss: API_KEY, admin: true, exp: now + 60, roomId: 'r', grant: { canRecord: true } }, SECRET);
+      assert.equal((await rawHttp(t.relay.port, request('/recordings', { Authorization: `Bearer ${admin}` }))).status, 401);
+    } finally {
+      await t.close();
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-keys-'));
+    try {
+      const file = join(dir, 'keys.json');
+      writeFileSync(file, JSON.stringify({ projects: { a: { keys: { k: 'secret-0123456789abcdef' }, webhookUrl: 'ftp://example.com/x' } } }));
+      assert.throws(() => readKeysFile(file), /webhookUrl" must be an http/);
+      writeFileSync(file, JSON.stringify({ keys: { k: 'secret-0123456789abcdef' }, webhookUrl: 'https://example.com/hooks', webhookViewers: true }));
+      assert.deepEqual(readKeysFile(file).projects.default, { keys: { k: 'secret-0123456789abcdef' }, revoked: [], webhookUrl: 'https://example.com/hooks', webhookViewers: true });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
