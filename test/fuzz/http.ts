@@ -1,7 +1,8 @@
 /**
  * The HTTP fuzzer: generated request lines (methods, targets with random bytes, escapes, slashes,
- * absolute-form, `*`), headers (random names and values, huge, duplicated, `Authorization`
- * garbage) and bodies, sent over raw TCP to a relay; after each batch `/healthz` must answer 200.
+ * absolute-form, `*`; the file routes and the server API's), headers (random names and values,
+ * huge, duplicated, `Authorization` garbage and real tokens, content types) and bodies (bytes,
+ * JSON of any shape, the API's fields, deep nesting), sent over raw TCP to a relay; after each batch `/healthz` must answer 200.
  * Also the raw-request helper of the HTTP tests.
  */
 import fc from 'fast-check';
@@ -66,9 +67,9 @@ export const request = (target: string, headers: Record<string, string> = {}, me
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'M-SEARCH'];
 const ODD_METHODS = ['CONNECT', 'PRI', 'get', 'FOO', '', 'GET GET', 'G\u0000T'];
-const PIECES = ['/', '//', '.', '..', '%', '%2', '%2f', '%2F', '%00', '%zz', '%ff', '%c3%a9', '%e2%82', '%C3%28', '?', '#', '&', ';', '~', '_', '-', 'recordings', 'hls', 'healthz', 'metrics', 'index.m3u8', 'seg0.vtt', 'seg99999999999.vtt', 'timeline.jsonl', 'a--camera.webm', 'a--camera--2.webm', '2026-11-23T15-20-01Z-k3j9x2ab', '0123456789abcdef0123456789abcdef'];
+const PIECES = ['/', '//', '.', '..', '%', '%2', '%2f', '%2F', '%00', '%zz', '%ff', '%c3%a9', '%e2%82', '%C3%28', '?', '#', '&', ';', '~', '_', '-', 'recordings', 'hls', 'healthz', 'metrics', 'index.m3u8', 'seg0.vtt', 'seg99999999999.vtt', 'timeline.jsonl', 'a--camera.webm', 'a--camera--2.webm', '2026-11-23T15-20-01Z-k3j9x2ab', '0123456789abcdef0123456789abcdef', 'api', 'v1', 'rooms', 'fuzz', 'participants', 'outputs', 'whiteboard', 'recording', 'start', 'stop', 'data', 'host', '?tier=viewer', '?limit=1000', '?cursor=', '?limit=-1'];
 const ODD_PIECES = ['\u0000', ' ', '\t', 'é', '😀', '\ud800', '\r', '\n'];
-const HEADER_NAMES = ['Authorization', 'authorization', 'Content-Length', 'Transfer-Encoding', 'Upgrade', 'Connection', 'Expect', 'Range', 'If-None-Match', 'If-Modified-Since', 'Accept-Encoding', 'Cookie', 'X-Forwarded-For', 'Sec-WebSocket-Key', 'Sec-WebSocket-Version', 'Origin'];
+const HEADER_NAMES = ['Authorization', 'authorization', 'Content-Type', 'Content-Length', 'Transfer-Encoding', 'Upgrade', 'Connection', 'Expect', 'Range', 'If-None-Match', 'If-Modified-Since', 'Accept-Encoding', 'Cookie', 'X-Forwarded-For', 'Sec-WebSocket-Key', 'Sec-WebSocket-Version', 'Origin'];
 const TOKEN_CHARS = [...'abcXYZ-_019!#$%&*+.^`|~'];
 const URL_CHARS = [...'abcxyzABC019-._~%/?#=&+:@!$'];
 
@@ -81,7 +82,7 @@ function target(known: readonly string[], odd: boolean): fc.Arbitrary<Buffer> {
   );
   const path = fc.array(piece, { maxLength: 8 }).map((parts) => parts.join(''));
   const text = fc.oneof(
-    { weight: 4, arbitrary: fc.tuple(fc.constantFrom('/recordings/', '/hls/', '/recordings', '/healthz', '/metrics', '/'), path).map(([a, b]) => a + b) },
+    { weight: 4, arbitrary: fc.tuple(fc.constantFrom('/recordings/', '/hls/', '/recordings', '/healthz', '/metrics', '/', '/api/v1/rooms', '/api/v1/rooms/fuzz/', '/api/v1/rooms/fuzz/participants', '/api/v1/rooms/fuzz/outputs/whiteboard/', '/api/v1/rooms/fuzz/data', '/api/'), path).map(([a, b]) => a + b) },
     { weight: 2, arbitrary: path.map((p) => `/${p}`) },
     { weight: 1, arbitrary: fc.constantFrom('*', '//', '///', 'http://x/', 'http://relay/healthz', 'https://[::1]:1/recordings', '/%', '/recordings/%', '/hls/%zz/%', '/healthz?', '/healthz#', '/healthz?#/..', '?', '#') },
     { weight: 1, arbitrary: fc.tuple(fc.constantFrom('/', '/recordings/', '/hls/', 'x'), fc.integer({ min: 1, max: 8192 }), fc.constantFrom('a', '/', '%', '%2e', '../')).map(([a, n, r]) => a + r.repeat(Math.ceil(n / r.length))) },
@@ -95,7 +96,7 @@ function target(known: readonly string[], odd: boolean): fc.Arbitrary<Buffer> {
 function header(authorizations: readonly string[], odd: boolean): fc.Arbitrary<[string, string]> {
   const value = fc.oneof(
     { weight: 4, arbitrary: fc.string({ unit: 'grapheme-ascii', maxLength: 40 }) },
-    { weight: 4, arbitrary: fc.constantFrom('Bearer', 'Bearer ', 'Bearer  x', 'bearer a.b.c', 'Basic Zm9vOmJhcg==', 'websocket', 'Upgrade', 'close', 'keep-alive', 'chunked', '100-continue', 'bytes=0-1', '-1', '99999999999999999999', '0', ...authorizations.map((a) => `Bearer ${a}`)) },
+    { weight: 4, arbitrary: fc.constantFrom('Bearer', 'Bearer ', 'Bearer  x', 'bearer a.b.c', 'Basic Zm9vOmJhcg==', 'websocket', 'Upgrade', 'close', 'keep-alive', 'chunked', '100-continue', 'bytes=0-1', '-1', '99999999999999999999', '0', 'application/json', 'application/json; charset=utf-8', 'text/plain', ...authorizations.map((a) => `Bearer ${a}`)) },
     { weight: 1, arbitrary: fc.tuple(fc.constantFrom('Bearer ', ''), fc.integer({ min: 1, max: 20_000 }), fc.constantFrom('a', '.', ...(odd ? ['é', '\u0000'] : []))).map(([p, n, c]) => p + c.repeat(n)) },
     ...(odd ? [{ weight: 2, arbitrary: fc.string({ maxLength: 40 }) }, { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) }] : []),
   );
@@ -121,7 +122,12 @@ export function httpRequest(known: readonly string[] = [], authorizations: reado
         headers: fc.array(header(authorizations, odd), { maxLength: 6 }),
         duplicate: fc.boolean(),
         host: odd ? fc.constantFrom('Host: relay\r\n', '', 'Host: \r\n', 'Host: a\r\nHost: b\r\n') : fc.constant('Host: relay\r\n'),
-        body: fc.oneof({ weight: 4, arbitrary: fc.constant(new Uint8Array(0)) }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 256 }) }),
+        body: fc.oneof(
+          { weight: 4, arbitrary: fc.constant(new Uint8Array(0)) },
+          { weight: 1, arbitrary: fc.uint8Array({ maxLength: 256 }) },
+          // bodies the server API parses: JSON of any shape, the routes' own fields, deep nesting
+          { weight: 2, arbitrary: fc.oneof(fc.json({ maxDepth: 4 }), fc.record({ topic: fc.constantFrom('t', '', 'x'.repeat(2000)), payload: fc.jsonValue({ maxDepth: 3 }), to: fc.option(fc.array(fc.string(), { maxLength: 3 }), { nil: undefined }), persist: fc.option(fc.boolean(), { nil: undefined }), options: fc.option(fc.jsonValue({ maxDepth: 2 }), { nil: undefined }) }).map((r) => JSON.stringify(r)), fc.integer({ min: 1, max: 3000 }).map((n) => `{"payload":${'['.repeat(n)}${']'.repeat(n)}}`)).map((t) => Buffer.from(t, 'utf8')) },
+        ),
       })
       .map(({ method, target, version, headers, duplicate, host, body }) => {
         const all = duplicate && headers.length > 0 ? [...headers, headers[0]!, headers[0]!] : headers;
@@ -133,6 +139,41 @@ export function httpRequest(known: readonly string[] = [], authorizations: reado
         ]);
       });
   return fc.oneof({ weight: 3, arbitrary: build(false) }, { weight: 1, arbitrary: build(true) });
+}
+
+/**
+ * Well-formed requests to the server API with a real server-API token: its routes with made-up
+ * rooms, ids and outputs, every method, content types right and wrong, JSON bodies of any shape
+ * (the routes' fields among them), deep nesting, a length that lies.
+ */
+export function apiRequest(authorization: string, rooms: readonly string[]): fc.Arbitrary<Buffer> {
+  const id = fc.oneof(fc.constantFrom(...rooms, 'nobody', '%00', 'x'.repeat(200), '%zz', 'é'), fc.string({ unit: fc.constantFrom(...URL_CHARS), minLength: 1, maxLength: 8 }));
+  const path = fc.oneof(
+    fc.constant('/api/v1/rooms'),
+    fc.tuple(id, fc.constantFrom('', '/participants', '/data', '/outputs/whiteboard/start', '/outputs/whiteboard/stop', '/outputs/recording/start', '/outputs/nothing/stop', '/participants/host')).map(([r, tail]) => `/api/v1/rooms/${r}${tail}`),
+    fc.tuple(id, id).map(([r, p]) => `/api/v1/rooms/${r}/participants/${p}`),
+  );
+  const query = fc.constantFrom('', '?limit=1', '?limit=100', '?limit=101', '?limit=abc', '?tier=viewer', '?tier=nobody', '?cursor=dg', '?cursor=%%', '?limit=1000&tier=speaker');
+  const body = fc.oneof(
+    fc.constant(''),
+    fc.json({ maxDepth: 4 }),
+    fc.record({ topic: fc.constantFrom('t', '', 'x'.repeat(2000)), payload: fc.jsonValue({ maxDepth: 3 }), to: fc.option(fc.array(fc.string(), { maxLength: 3 }), { nil: undefined }), persist: fc.option(fc.boolean(), { nil: undefined }), options: fc.option(fc.jsonValue({ maxDepth: 2 }), { nil: undefined }) }).map((r) => JSON.stringify(r)),
+    fc.integer({ min: 60, max: 5000 }).map((n) => `{"topic":"t","payload":${'['.repeat(n)}${']'.repeat(n)}}`),
+  );
+  return fc
+    .record({
+      method: fc.constantFrom('GET', 'GET', 'POST', 'POST', 'DELETE', 'PUT', 'HEAD', 'PATCH'),
+      path,
+      query,
+      body,
+      type: fc.constantFrom('application/json', 'application/json', 'text/plain', 'application/json; charset=utf-8', ''),
+      length: fc.constantFrom('right', 'right', 'right', 'none', 'huge'),
+    })
+    .map(({ method, path, query, body, type, length }) => {
+      const bytes = Buffer.from(body, 'utf8');
+      const size = length === 'huge' ? 'Content-Length: 99999999\r\n' : length === 'none' ? '' : `Content-Length: ${bytes.length}\r\n`;
+      return Buffer.concat([Buffer.from(`${method} ${path}${query} HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer ${authorization}\r\n${type ? `Content-Type: ${type}\r\n` : ''}${size}Connection: close\r\n\r\n`, 'utf8'), length === 'none' ? Buffer.alloc(0) : bytes]);
+    });
 }
 
 /** What a fuzz run saw. */
@@ -150,9 +191,9 @@ export interface HttpFuzzReport {
  * batch `/healthz` must answer 200. `alive` (if given) is asked too, e.g. whether a child
  * process still runs; a false answer stops the run.
  */
-export async function httpFuzz(options: { port: number; total: number; seed?: number; concurrency?: number; batch?: number; known?: readonly string[]; authorizations?: readonly string[]; alive?: () => boolean }): Promise<HttpFuzzReport> {
+export async function httpFuzz(options: { port: number; total: number; seed?: number; concurrency?: number; batch?: number; known?: readonly string[]; authorizations?: readonly string[]; alive?: () => boolean; arbitrary?: fc.Arbitrary<Buffer> }): Promise<HttpFuzzReport> {
   const { port, total, seed = 7, concurrency = 16, batch = 500 } = options;
-  const arbitrary = httpRequest(options.known, options.authorizations);
+  const arbitrary = options.arbitrary ?? httpRequest(options.known, options.authorizations);
   const statuses: Record<string, number> = {};
   let unhealthy = 0;
   let sent = 0;
