@@ -1,5 +1,6 @@
-// A small integrator backend: its own toy login, and a route that mints Tessera tokens with
-// `tessera/server`. The API secret lives here and only here; browsers get tokens, never it.
+// A small integrator backend: its own toy login, a route that mints Tessera tokens with
+// `tessera/server`, and a moderation dashboard (dashboard.mjs: the relay's server API and its
+// webhooks). The API secret lives here and only here; browsers get tokens, never it.
 //
 //   TESSERA_API_KEY=... TESSERA_API_SECRET=... TESSERA_RELAY_URL=ws://127.0.0.1:7880 node server.mjs
 import { randomBytes, timingSafeEqual } from 'node:crypto';
@@ -7,6 +8,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import { mintToken } from 'tessera/server';
+import { dashboardRoutes } from './dashboard.mjs';
 
 const API_KEY = process.env.TESSERA_API_KEY;
 const API_SECRET = process.env.TESSERA_API_SECRET;
@@ -115,6 +117,8 @@ const routes = {
     res.end();
   },
 };
+
+Object.assign(routes, dashboardRoutes({ relayUrl: RELAY_URL, apiKey: API_KEY, secret: API_SECRET, sessionOf, send, readJson, recordToken: (room) => recordToken(room) }));
 
 function moderatedRoom(req, res, query) {
   const session = sessionOf(req);

@@ -1,0 +1,102 @@
+// The moderation dashboard's backend: the relay's server API through `RoomService`, and the
+// relay's webhooks through `WebhookReceiver` (this token server is the demo's webhook receiver:
+// `npm start` points the relay's --webhook-url at POST /api/webhooks). Every dashboard route
+// needs the toy login of server.mjs.
+import { RoomService, WebhookReceiver } from 'tessera/server';
+
+/** Webhook events the dashboard keeps, newest last. */
+const MAX_EVENTS = 200;
+const MAX_WEBHOOK_BODY = 64 * 1024;
+const ROOM = /^[\w-]{1,64}$/;
+
+/**
+ * The dashboard's routes, to merge into the token server's table.
+ * @param {{ relayUrl: string, apiKey: string, secret: string, sessionOf: (req) => object | undefined, send: Function, readJson: Function, recordToken: (room: string) => string }} deps
+ */
+export function dashboardRoutes({ relayUrl, apiKey, secret, sessionOf, send, readJson, recordToken }) {
+  const service = new RoomService({ url: relayUrl, apiKey, secret });
+  const receiver = new WebhookReceiver({ apiKey, secret });
+  const relayHttp = relayUrl.replace(/^ws/, 'http');
+  const events = [];
+  let received = 0;
+
+  // a route that needs the login; SdkErrors of the relay go back as they are
+  const loggedIn = (handler) => async (req, res, query) => {
+    if (!sessionOf(req)) return send(res, 401, { error: 'log in first' });
+    try {
+      await handler(req, res, query);
+    } catch (err) {
+      if (err?.name !== 'SdkError') throw err;
+      send(res, err.code === 'NOT_FOUND' ? 404 : 400, { error: err.message, code: err.code, reason: err.reason });
+    }
+  };
+  const roomOf = (value) => (typeof value === 'string' && ROOM.test(value) ? value : null);
+
+  return {
+    // the relay's webhooks: verified (signature, expiry, key, body hash) before anything is kept
+    'POST /api/webhooks': async (req, res) => {
+      const chunks = [];
+      let size = 0;
+      for await (const chunk of req) {
+        size += chunk.length;
+        if (size > MAX_WEBHOOK_BODY) return send(res, 413, { error: 'too large' });
+        chunks.push(chunk);
+      }
+      let event;
+      try {
+        event = receiver.receive(Buffer.concat(chunks), req.headers.authorization);
+      } catch (err) {
+        return send(res, 401, { error: err.message, reason: err.reason });
+      }
+      // a retried delivery keeps its id: keep each event once
+      if (!events.some((e) => e.id === event.id)) {
+        events.push({ ...event, seq: ++received });
+        if (events.length > MAX_EVENTS) events.shift();
+      }
+      res.writeHead(204).end();
+    },
+    'GET /api/dashboard/events': loggedIn(async (req, res, query) => {
+      const after = Number(query.get('after') ?? 0);
+      send(res, 200, { events: events.filter((e) => e.seq > after), last: received });
+    }),
+    'GET /api/dashboard/rooms': loggedIn(async (req, res, query) => {
+      send(res, 200, await service.listRooms({ limit: 50, cursor: query.get('cursor') }));
+    }),
+    'GET /api/dashboard/participants': loggedIn(async (req, res, query) => {
+      const room = roomOf(query.get('room'));
+      if (!room) return send(res, 400, { error: 'room' });
+      const tier = query.get('tier') === 'viewer' ? 'viewer' : 'speaker';
+      send(res, 200, await service.listParticipants(room, { tier, limit: 10, cursor: query.get('cursor') }));
+    }),
+    'POST /api/dashboard/remove': loggedIn(async (req, res) => {
+      const { room, participantId } = await readJson(req);
+      if (!roomOf(room) || typeof participantId !== 'string' || !participantId) return send(res, 400, { error: 'room and participantId' });
+      await service.removeParticipant(room, participantId);
+      send(res, 200, {});
+    }),
+    'POST /api/dashboard/end': loggedIn(async (req, res) => {
+      const { room } = await readJson(req);
+      if (!roomOf(room)) return send(res, 400, { error: 'room' });
+      await service.endRoom(room);
+      send(res, 200, {});
+    }),
+    // a room's recordings, asked of the relay with a short canRecord token minted here
+    'GET /api/dashboard/recordings': loggedIn(async (req, res, query) => {
+      const room = roomOf(query.get('room'));
+      if (!room) return send(res, 400, { error: 'room' });
+      const answer = await fetch(`${relayHttp}/recordings`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
+      const { recordings = [] } = await answer.json();
+      send(res, answer.status, { recordings: recordings.map((r) => ({ ...r, url: `/api/dashboard/recording?room=${encodeURIComponent(room)}&path=${encodeURIComponent(r.url)}` })) });
+    }),
+    'GET /api/dashboard/recording': loggedIn(async (req, res, query) => {
+      const room = roomOf(query.get('room'));
+      const path = query.get('path') ?? '';
+      if (!room || !/^\/recordings\/[\w.~-]+\/[\w.~-]+$/.test(path)) return send(res, 400, { error: 'room and a path of the listing' });
+      const answer = await fetch(`${relayHttp}${path}`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
+      if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
+      res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${path.split('/').slice(-2).join('-')}"` });
+      for await (const chunk of answer.body) res.write(chunk);
+      res.end();
+    }),
+  };
+}
