@@ -4,7 +4,7 @@
  */
 import type { ReceivedError, WireError } from './codes.ts';
 import type { LobbyRequest, OutputChange, OutputInfo, OutputStatuses } from './control.ts';
-import type { ParticipantCounts, ParticipantSummary, Result } from './messages.ts';
+import type { ParticipantCounts, ParticipantSummary } from './messages.ts';
 
 /** The path every route of the server API starts with. */
 export const API_PREFIX = '/api/v1';
@@ -34,10 +34,19 @@ export interface RoomPage {
 }
 
 /** One page of a tier, exactly as the SDK's `participants.list` answers it (same cursors). */
-export type ParticipantPage = Result<'participants.list'>;
+export interface ParticipantPage {
+  /** In join order. */
+  participants: ParticipantSummary[];
+  /** Where the next page starts, or `null` after the last one. */
+  nextCursor: string | null;
+}
 
-/** What `POST /api/v1/rooms/:room/data` answers: the message's id and time, and how many received it. */
-export type PublishResult = Result<'pubsub.publish'>;
+/** What `POST /api/v1/rooms/:room/data` answers: the message's id and time, and how many received it live. */
+export interface PublishResult {
+  id: string;
+  timestamp: number;
+  recipients: number;
+}
 
 /** The body of every refusal of the server API, with an HTTP status mapped from `code`. */
 export interface ApiErrorBody {
