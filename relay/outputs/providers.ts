@@ -24,7 +24,7 @@ export interface ProviderSettings {
   recordingTimelineBytes?: number;
   /** Let livestreams go to loopback and private addresses (`--allow-private-rtmp`). */
   allowPrivateRtmp?: boolean;
-  /** How long an output may take to start (ms); also the livestream's own connect deadline. */
+  /** How long an output may take to start (ms); the livestream gives up a little before, with its own reason. */
   outputStartTimeoutMs?: number;
 }
 
@@ -36,8 +36,9 @@ export function localProviders(settings: ProviderSettings, whiteboards: Budget =
     livestream: (ctx, failed) =>
       new LivestreamProvider(ctx, failed, {
         allowPrivateRtmp: settings.allowPrivateRtmp ?? false,
-        // a guard of its own, a little after the board's deadline (which is the one callers see)
-        deadlineMs: (settings.outputStartTimeoutMs ?? DEFAULTS.outputStartTimeoutMs) + 1000,
+        deadlineMs: settings.outputStartTimeoutMs ?? DEFAULTS.outputStartTimeoutMs,
+        ...(settings.ffmpeg ? { ffmpeg: settings.ffmpeg } : {}),
+        ...(settings.composite ? { size: settings.composite } : {}),
       }),
     transcription: (ctx) => new TranscriptionProvider(ctx, settings.transcriptionUrl),
     whiteboard: (ctx) => new WhiteboardProvider(ctx, new Budget(settings.whiteboardBytes, whiteboards)),
