@@ -183,7 +183,8 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
   if (!RECORDING_ID.test(id) || !isRecordingFile(file)) return notFound(req, res);
   const dir = await recordingDir(relay.config.recordingsDir, access.project, access.roomId, id);
   if (dir === null) return notFound(req, res);
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': file.endsWith('.webm') ? 'video/webm' : 'application/x-ndjson', 'cache-control': 'private, no-store' });
+  const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' });
 }
 
 /** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */
@@ -191,7 +192,7 @@ async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayC
   if (!RUN_ID.test(run) || !HLS_FILE.test(file)) return notFound(req, res);
   const dir = await runDir(relay.config.hlsDir, run);
   if (dir === null) return notFound(req, res);
-  const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : 'text/vtt';
+  const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';
   await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' });
 }
 

@@ -10,6 +10,8 @@ import { relayBudgets } from './budget.ts';
 import { MemoryRoomRegistry } from './rooms/memory-room.ts';
 import type { RoomRegistry } from './rooms/types.ts';
 import type { ProviderFactories } from './outputs/board.ts';
+import { stopAllFfmpeg } from './outputs/ffmpeg/process.ts';
+import { mediaOutputsStopped } from './outputs/media-stops.ts';
 import { localProviders } from './outputs/providers.ts';
 import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
@@ -56,6 +58,9 @@ export interface Relay {
   /** Close every session with `server-shutdown` and stop listening. */
   close(): Promise<void>;
 }
+
+/** The longest a closing relay waits for its media outputs to write their files. */
+const MEDIA_STOP_MS = 30_000;
 
 /** Start a relay and resolve once it listens. */
 export async function startRelay(options: RelayOptions): Promise<Relay> {
@@ -180,6 +185,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         for (const room of [...context.rooms]) context.rooms.delete(room);
         webhooks.close();
         context.seats.dispose();
+        // the rooms' media outputs finish their files (a recording's MP4), then no ffmpeg is left
+        await mediaOutputsStopped(config, MEDIA_STOP_MS);
+        await stopAllFfmpeg();
         // sockets that do not complete the closing handshake in time are cut
         const deadline = setTimeout(() => {
           for (const ws of wss.clients) ws.terminate();

@@ -27,6 +27,8 @@ export type {
   LobbyRequest,
   OutputChange,
   OutputInfo,
+  RecordingFile,
+  RecordingFileKind,
   OutputName,
   OutputOptions,
   OutputState,

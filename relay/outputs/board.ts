@@ -31,13 +31,14 @@ export interface OutputContext {
 
 /**
  * A running output. `start` resolves once it produces (with where to find its product),
- * or rejects with a `RelayError`; `stop` ends it. An output that fails on its own calls
- * `failed` from its context.
+ * or rejects with a `RelayError`; `stop` ends it (with what it left, e.g. a recording's files,
+ * which the `stopped` status carries). An output that fails on its own calls `failed` from its
+ * context.
  */
 export interface OutputProvider<O extends OutputName = OutputName> {
   /** `options` as the protocol's parser let them through; absent when the caller gave none. */
   start(options: OutputOptions[O] | undefined): Promise<OutputInfo[O] | void>;
-  stop(): Promise<void>;
+  stop(): Promise<OutputInfo[O] | void>;
 }
 
 /** Makes the provider of an output for a room; `failed` reports a failure after start. */
@@ -163,8 +164,8 @@ export class OutputBoard {
     this.running.delete(output);
     this.cancels.get(output)?.(new RelayError('INVALID_STATE', `${output} was stopped while starting`, 'output-stopped'));
     this.set(output, { state: 'stopping', by });
-    await this.stopProvider(output, provider);
-    this.set(output, { state: 'stopped', by });
+    const info = (await this.stopProvider(output, provider)) as OutputInfo[O] | undefined;
+    this.set<O>(output, { state: 'stopped', by, ...(info ? { info } : {}) });
     return this.status[output];
   }
 
@@ -185,10 +186,10 @@ export class OutputBoard {
    * Stop a provider under the same deadline as its start: a provider that cannot stop is let
    * go (and logged), and the output is stopped all the same.
    */
-  private async stopProvider(output: OutputName, provider: Running): Promise<void> {
+  private async stopProvider(output: OutputName, provider: Running): Promise<OutputInfo[OutputName] | void> {
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
+      return await Promise.race([
         Promise.resolve().then(() => provider.stop()),
         new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('stop timed out')), this.startTimeoutMs))),
       ]);

@@ -1,14 +1,18 @@
 import type { OutputInfo, OutputOptions } from '../../src/protocol/control.ts';
-import type { WireError } from '../../src/protocol/codes.ts';
+import { wireError, type WireError } from '../../src/protocol/codes.ts';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { RelayError } from '../errors.ts';
 import type { TimedEvent } from '../rooms/timeline.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
+import type { CompositeRun } from './ffmpeg/composite-run.ts';
+import { HlsRun } from './hls-run.ts';
+import { DEFAULT_COMPOSITE, requireFfmpeg, roomComposite, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
+import { mediaOutputStarted } from './media-stops.ts';
 import { createRunDir, removeRunDir, UnsafeStorageError } from './storage.ts';
 
-/** The files of a run that `/hls` serves: the playlist and its segments. */
-export const HLS_FILE = /^(?:index\.m3u8|seg(?:0|[1-9][0-9]{0,8})\.vtt)$/;
+/** The files of a run that `/hls` serves: the playlists and their segments (see `HLS_NAMES`). */
+export const HLS_FILE = /^(?:(?:index|media|subs)\.m3u8|seg(?:0|[1-9][0-9]{0,8})\.ts|sub(?:0|[1-9][0-9]{0,8})\.vtt)$/;
 
 /** WebVTT text: no markup, no line breaks, no `-->` (a cue's text cannot start another cue). */
 const vttText = (s: string) =>
@@ -49,50 +53,66 @@ export function stageCaption(e: TimedEvent): string | null {
   }
 }
 
-const vttTime = (ms: number) => {
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor(ms / 60_000) % 60;
-  const s = (ms / 1000) % 60;
-  return `${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}:${s.toFixed(3).padStart(6, '0')}`;
-};
-
 /** The latest run of each room, by storage root, project and room: a restart replaces it. */
 const latestRun = new Map<string, string>();
 
+/** How the HLS output's media is made. */
+export interface HlsMedia {
+  /** The default segment length (`--hls-segment`), seconds. */
+  segmentSeconds: number;
+  /** The ffmpeg to run (`--ffmpeg`). */
+  ffmpeg?: string;
+  /** The composite's picture (`--composite`). */
+  size?: CompositeSize;
+  /** The relay's settings object: closing the relay waits for this output. */
+  owner: object;
+}
+
+/** How often the segment lists are read (ms): a segment reaches the playlist at most this late. */
+const POLL_MS = 250;
+
 /**
- * HLS output under `/hls/<runId>/index.m3u8` on the relay's HTTP port, where `runId` is 128
- * random bits, new at every start (whoever holds the URL may watch; nobody can guess it): an
- * event playlist of WebVTT segments carrying the room's stage events as timed captions, one
- * segment every `segmentSeconds`, written under `<hlsDir>/<runId>/`. A restart in the same
- * room deletes the previous run's directory (only one this process created). Video and audio
- * segments join it when the relay packages media.
+ * Live HLS of the stage composite under `/hls/<runId>/index.m3u8` on the relay's HTTP port,
+ * where `runId` is 128 random bits, new at every start (whoever holds the URL may watch; nobody
+ * can guess it). `index.m3u8` is the master playlist: one H.264 + AAC variant (`media.m3u8`, a
+ * sliding window of MPEG-TS segments, see `hls-run.ts`) and a WebVTT subtitle rendition
+ * (`subs.m3u8`) of the room's stage events. Active once the first segment is listed; ended
+ * with `#EXT-X-ENDLIST` at stop. A restart in the same room deletes the previous run's
+ * directory (only one this process created).
  */
 export class HlsProvider implements OutputProvider {
-  private timer: ReturnType<typeof setInterval> | null = null;
+  private run: HlsRun | null = null;
+  private composite: CompositeRun | null = null;
+  private scratch: ScratchDir | null = null;
   private off: (() => void) | null = null;
-  private pending: string[] = [];
-  private segments: number[] = [];
-  private longest = 0;
-  private startedAt = 0;
-  private segmentStart = 0;
-  private seconds = 2;
-  private path = '';
-  /** Writes happen one after another; a failed write fails the output, never the relay. */
-  private writing: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private release: (() => void) | null = null;
+  private stopping: Promise<void> | null = null;
 
   constructor(
     private readonly ctx: OutputContext,
     private readonly root: string,
-    private readonly defaultSegmentSeconds: number,
-    private readonly failed?: (error: WireError) => void,
+    private readonly failed: (error: WireError) => void,
+    private readonly media: HlsMedia,
   ) {}
 
   async start(options: OutputOptions['hls'] | undefined): Promise<OutputInfo['hls']> {
-    const seconds = options?.segmentSeconds ?? this.defaultSegmentSeconds;
-    this.seconds = seconds;
-    let run: { runId: string; path: string };
+    const ffmpeg = requireFfmpeg(this.media.ffmpeg);
+    this.release = mediaOutputStarted(this.media.owner);
     try {
-      run = await createRunDir(this.root);
+      return await this.begin(ffmpeg, options?.segmentSeconds ?? this.media.segmentSeconds);
+    } catch (err) {
+      // a start that fails leaves nothing running (the board stops only what started)
+      await this.stop().catch(() => undefined);
+      if (err instanceof RelayError) throw err;
+      throw new RelayError('INTERNAL_ERROR', `hls: ${(err as Error).message}`, 'ffmpeg-failed');
+    }
+  }
+
+  private async begin(ffmpeg: string, seconds: number): Promise<OutputInfo['hls']> {
+    let dir: { runId: string; path: string };
+    try {
+      dir = await createRunDir(this.root);
     } catch (err) {
       if (err instanceof UnsafeStorageError) {
         this.ctx.log.error('HLS directory refused', { error: err.message });
@@ -100,73 +120,62 @@ export class HlsProvider implements OutputProvider {
       }
       throw err;
     }
-    this.path = run.path;
     const key = `${this.root}\u0000${this.ctx.project}\u0000${this.ctx.roomId}`;
     const previous = latestRun.get(key);
-    latestRun.set(key, run.path);
+    latestRun.set(key, dir.path);
     if (previous) await removeRunDir(previous).catch((err: Error) => this.ctx.log.warn('could not delete the previous HLS run', { error: err.message }));
-    this.startedAt = this.segmentStart = Date.now();
-    this.segments = [];
-    this.longest = 0;
-    await this.writePlaylist(this.playlist(false));
+    this.scratch = await scratchDir('hls');
+    if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
+    const size = this.media.size ?? DEFAULT_COMPOSITE;
+    const run = new HlsRun(dir.path, this.scratch.path, size, seconds, (err) => {
+      this.ctx.log.warn('HLS write failed', { error: err.message });
+      this.failed(wireError('INTERNAL_ERROR', `hls: ${err.message}`, 'write-failed'));
+    });
+    this.run = run;
     this.off = this.ctx.timeline.on((e) => {
       const text = stageCaption(e);
-      if (text === null) return;
-      const from = e.at - this.startedAt;
-      this.pending.push(`${vttTime(from)} --> ${vttTime(from + 2000)}\n${vttText(text)}`);
+      if (text !== null) run.caption(e.at, vttText(text));
     });
-    this.timer = setInterval(() => this.cut(false), seconds * 1000);
-    return { playlist: `/hls/${run.runId}/index.m3u8` };
+    let failure: ((reason: string) => void) | null = null;
+    const failedFirst = new Promise<never>((_, reject) => (failure = (reason) => reject(new RelayError('INTERNAL_ERROR', `hls: ${reason}`, 'ffmpeg-failed'))));
+    failedFirst.catch(() => undefined);
+    const composite = roomComposite(
+      this.ctx,
+      { ffmpeg, workDir: join(this.scratch.path, 'work'), size },
+      (n) => run.outputArgs(n, composite.ended.at(-1)?.startedAt ?? null),
+      (reason) => {
+        failure?.(reason);
+        this.failed(wireError('INTERNAL_ERROR', `hls: ${reason}`, 'ffmpeg-failed'));
+      },
+    );
+    this.composite = composite;
+    await composite.start();
+    this.timer = setInterval(() => run.poll(composite.runStartedAt), POLL_MS);
+    await Promise.race([run.firstSegment, failedFirst]);
+    return { playlist: `/hls/${dir.runId}/index.m3u8` };
   }
 
-  async stop(): Promise<void> {
-    if (!this.timer) return;
-    clearInterval(this.timer);
-    this.timer = null;
-    this.off?.();
-    this.cut(true);
-    await this.writing;
+  /** Stop the composite, list its last segments and end the playlists (`#EXT-X-ENDLIST`). */
+  stop(): Promise<void> {
+    this.stopping ??= this.finish();
+    return this.stopping;
   }
 
-  private cut(last: boolean): void {
-    const now = Date.now();
-    const index = this.segments.length;
-    const cues = this.pending;
-    this.pending = [];
-    const duration = Math.max(0.001, (now - this.segmentStart) / 1000);
-    this.segments.push(duration);
-    this.longest = Math.max(this.longest, duration);
-    this.segmentStart = now;
-    const playlist = this.playlist(last);
-    this.queue(async () => {
-      await fsp.writeFile(join(this.path, `seg${index}.vtt`), `WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\n\n${cues.join('\n\n')}\n`, { mode: 0o600 });
-      await this.writePlaylist(playlist);
-    });
-  }
-
-  private queue(write: () => Promise<void>): void {
-    this.writing = this.writing.then(write).catch((err: Error) => {
-      if (!this.timer) return;
-      clearInterval(this.timer);
+  private async finish(): Promise<void> {
+    try {
+      if (this.timer) clearInterval(this.timer);
       this.timer = null;
+      const composite = this.composite;
+      this.composite = null;
+      await composite?.stop();
       this.off?.();
-      this.ctx.log.warn('HLS write failed', { error: err.message });
-      this.failed?.({ code: 'INTERNAL_ERROR', kind: 'Network', message: `hls: ${err.message}`, reason: 'write-failed' });
-    });
-  }
-
-  /** The playlist as of now (a segment is listed only once its file is written before it). */
-  private playlist(ended: boolean): string {
-    const target = Math.ceil(Math.max(this.seconds, this.longest));
-    const lines = ['#EXTM3U', '#EXT-X-VERSION:3', `#EXT-X-TARGETDURATION:${target}`, '#EXT-X-MEDIA-SEQUENCE:0', '#EXT-X-PLAYLIST-TYPE:EVENT'];
-    this.segments.forEach((d, i) => lines.push(`#EXTINF:${d.toFixed(3)},`, `seg${i}.vtt`));
-    if (ended) lines.push('#EXT-X-ENDLIST');
-    return `${lines.join('\n')}\n`;
-  }
-
-  private async writePlaylist(text: string): Promise<void> {
-    // replaced atomically: a player never reads half a playlist
-    await fsp.writeFile(join(this.path, 'index.m3u8.tmp'), text, { mode: 0o600 });
-    await fsp.rename(join(this.path, 'index.m3u8.tmp'), join(this.path, 'index.m3u8'));
+      this.off = null;
+      await this.run?.end(composite?.ended.at(-1)?.startedAt ?? null);
+    } finally {
+      await this.scratch?.release().catch(() => undefined);
+      this.scratch = null;
+      this.release?.();
+      this.release = null;
+    }
   }
 }

@@ -31,8 +31,8 @@ export interface ProviderSettings {
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
 export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): ProviderFactories {
   return {
-    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, settings.recordingTimelineBytes),
-    hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, settings.hlsSegmentSeconds, failed),
+    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, { ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings }, settings.recordingTimelineBytes),
+    hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, failed, { segmentSeconds: settings.hlsSegmentSeconds, ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings }),
     livestream: (ctx, failed) =>
       new LivestreamProvider(ctx, failed, {
         allowPrivateRtmp: settings.allowPrivateRtmp ?? false,

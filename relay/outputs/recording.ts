@@ -1,11 +1,14 @@
-import type { OutputInfo } from '../../src/protocol/control.ts';
-import type { WireError } from '../../src/protocol/codes.ts';
-import type { WriteStream } from 'node:fs';
+import type { OutputInfo, RecordingFile } from '../../src/protocol/control.ts';
+import { wireError, type WireError } from '../../src/protocol/codes.ts';
+import { promises as fsp, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { RelayError } from '../errors.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 import type { TimedEvent } from '../rooms/timeline.ts';
-import { createExclusive, createRecordingDir, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
+import { DEFAULT_COMPOSITE, requireFfmpeg, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
+import { mediaOutputStarted } from './media-stops.ts';
+import { CompositeRecording } from './recording-composite.ts';
+import { COMPOSITE_FILE, createExclusive, createRecordingDir, isRecordingFile, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
 
 /** The URL path of a file of a recording (served with a token of the room, see `relay/http.ts`). */
 export const recordingUrl = (recording: string, file: string) => `/recordings/${recording}/${file}`;
@@ -13,21 +16,43 @@ export const recordingUrl = (recording: string, file: string) => `/recordings/${
 /** Bytes queued for the disk past which messages are left out of the timeline rather than held in memory. */
 const MAX_UNWRITTEN = 8 * 1024 * 1024;
 
+/** How the recording's composite is made. */
+export interface RecordingMedia {
+  /** The ffmpeg to run (`--ffmpeg`). */
+  ffmpeg?: string;
+  /** The composite's picture (`--composite`). */
+  size?: CompositeSize;
+  /** The relay's settings object: closing the relay waits for this recording's files. */
+  owner: object;
+}
+
+/** What a file of a recording is, by its name. */
+const kindOf = (name: string): RecordingFile['kind'] => (name === TIMELINE_FILE ? 'timeline' : name === COMPOSITE_FILE ? 'composite' : 'track');
+
 /**
  * Records the room into its own directory, `<dir>/<project>/<room>/<recording id>/` (ids encoded
- * by `storage.ts`): the timeline — joins and leaves, pubsub messages, streams, output and
- * whiteboard changes, the media files — one JSON object per line in `timeline.jsonl`, and each
- * published track as it is published, one WebM file per track (VP8 or Opus, as forwarded; no
- * re-encoding): `<participant>--<source>.webm`, `--2`, `--3`... for later publications of the
- * same source. Nothing is ever overwritten.
+ * by `storage.ts`): the stage composite as `composite.mp4` (H.264 + AAC, put together at the
+ * stop: see `recording-composite.ts`), the timeline — joins and leaves, pubsub messages,
+ * streams, output and whiteboard changes, the media files — one JSON object per line in
+ * `timeline.jsonl`, and each published track as it is published, one WebM file per track (VP8
+ * or Opus, as forwarded; no re-encoding): `<participant>--<source>.webm`, `--2`, `--3`... for
+ * later publications of the same source. Nothing is ever overwritten. Active once the
+ * composite writes; its stop answers with every file (`info.files`).
  */
-export class RecordingProvider implements OutputProvider {
+export class RecordingProvider implements OutputProvider<'recording'> {
   private out: WriteStream | null = null;
   private off: (() => void) | null = null;
   private offMedia: (() => void) | null = null;
   private readonly recorders = new Set<Promise<{ stop(): Promise<void> }>>();
   /** Publications per participant and source, for the `--N` of a name. */
   private readonly published = new Map<string, number>();
+
+  private composite: CompositeRecording | null = null;
+  private scratch: ScratchDir | null = null;
+  private path = '';
+  private info: OutputInfo['recording'] | null = null;
+  private release: (() => void) | null = null;
+  private stopping: Promise<OutputInfo['recording'] | void> | null = null;
 
   /** Bytes of messages (pubsub, shapes) written to this recording's timeline so far. */
   private messageBytes = 0;
@@ -42,6 +67,7 @@ export class RecordingProvider implements OutputProvider {
     private readonly ctx: OutputContext,
     private readonly dir: string,
     private readonly failed: (error: WireError) => void,
+    private readonly media: RecordingMedia,
     private readonly timelineBytes = 64 * 1024 * 1024,
   ) {}
 
@@ -61,6 +87,19 @@ export class RecordingProvider implements OutputProvider {
   }
 
   async start(): Promise<OutputInfo['recording']> {
+    const ffmpeg = requireFfmpeg(this.media.ffmpeg);
+    this.release = mediaOutputStarted(this.media.owner);
+    try {
+      return await this.begin(ffmpeg);
+    } catch (err) {
+      // a start that fails leaves nothing running (the board stops only what started)
+      await this.stop().catch(() => undefined);
+      if (err instanceof RelayError) throw err;
+      throw new RelayError('INTERNAL_ERROR', `recording: ${(err as Error).message}`, 'ffmpeg-failed');
+    }
+  }
+
+  private async begin(ffmpeg: string): Promise<OutputInfo['recording']> {
     const id = newRecordingId();
     let path: string;
     try {
@@ -75,7 +114,8 @@ export class RecordingProvider implements OutputProvider {
     const timeline = join(path, TIMELINE_FILE);
     const out = (await createExclusive(timeline)).createWriteStream();
     out.on('error', (err) => this.failed({ code: 'INTERNAL_ERROR', kind: 'Network', message: `recording: ${err.message}`, reason: 'write-failed' }));
-    out.write(`${JSON.stringify({ type: 'recording-started', recording: id, roomId: this.ctx.roomId, at: Date.now(), format: 'tessera-timeline/1' })}\n`);
+    const startedAt = Date.now();
+    out.write(`${JSON.stringify({ type: 'recording-started', recording: id, roomId: this.ctx.roomId, at: startedAt, format: 'tessera-timeline/1' })}\n`);
     this.off = this.ctx.timeline.on((event) => this.write(out, event));
     this.out = out;
     this.offMedia = this.ctx.tapMedia((track) => {
@@ -94,7 +134,15 @@ export class RecordingProvider implements OutputProvider {
         void recorder.then((r) => r.stop()).catch(() => undefined);
       };
     });
-    return { recording: id, file: TIMELINE_FILE, url: recordingUrl(id, TIMELINE_FILE) };
+    this.path = path;
+    this.info = { recording: id, file: TIMELINE_FILE, url: recordingUrl(id, TIMELINE_FILE) };
+    this.scratch = await scratchDir('recording');
+    if (this.stopping) throw new RelayError('INVALID_STATE', 'the recording was stopped while starting', 'output-stopped');
+    this.composite = new CompositeRecording(this.ctx, ffmpeg, this.media.size ?? DEFAULT_COMPOSITE, join(path, '.composite'), this.scratch.path, (reason) =>
+      this.failed(wireError('INTERNAL_ERROR', `recording: ${reason}`, 'ffmpeg-failed')),
+    );
+    await this.composite.start(startedAt);
+    return this.info;
   }
 
   /** Reserve the name first (exclusive create), so that a track never replaces another file. */
@@ -103,18 +151,52 @@ export class RecordingProvider implements OutputProvider {
     return record(path);
   }
 
-  async stop(): Promise<void> {
-    this.offMedia?.();
-    this.offMedia = null;
-    const recorders = [...this.recorders];
-    this.recorders.clear();
-    await Promise.allSettled(recorders.map((r) => r.then((x) => x.stop())));
-    this.off?.();
-    this.off = null;
-    const out = this.out;
-    this.out = null;
-    if (!out) return;
-    out.write(`${JSON.stringify({ type: 'recording-stopped', at: Date.now() })}\n`);
-    await new Promise<void>((resolve) => out.end(resolve));
+  /** Stop, put the composite together, and answer with every file of the recording. */
+  stop(): Promise<OutputInfo['recording'] | void> {
+    this.stopping ??= this.finish();
+    return this.stopping;
+  }
+
+  private async finish(): Promise<OutputInfo['recording'] | void> {
+    try {
+      this.offMedia?.();
+      this.offMedia = null;
+      const recorders = [...this.recorders];
+      this.recorders.clear();
+      const composite = this.composite;
+      this.composite = null;
+      const [joined] = await Promise.allSettled([
+        composite ? composite.finish(join(this.path, COMPOSITE_FILE)) : Promise.resolve(null),
+        ...recorders.map((r) => r.then((x) => x.stop())),
+      ]);
+      if (joined.status === 'rejected') this.ctx.log.warn('recording: the composite could not be put together', { error: (joined.reason as Error).message });
+      this.off?.();
+      this.off = null;
+      const out = this.out;
+      this.out = null;
+      if (out) {
+        if (joined.status === 'fulfilled' && joined.value !== null) out.write(`${JSON.stringify({ type: 'composite-recorded', file: COMPOSITE_FILE, seconds: Math.round(joined.value * 1000) / 1000, at: Date.now() })}\n`);
+        out.write(`${JSON.stringify({ type: 'recording-stopped', at: Date.now() })}\n`);
+        await new Promise<void>((resolve) => out.end(resolve));
+      }
+      return this.info ? { ...this.info, files: await this.files() } : undefined;
+    } finally {
+      await this.scratch?.release().catch(() => undefined);
+      this.scratch = null;
+      this.release?.();
+      this.release = null;
+    }
+  }
+
+  /** The files of this recording as `/recordings` serves them. */
+  private async files(): Promise<RecordingFile[]> {
+    const id = this.info!.recording;
+    const names = (await fsp.readdir(this.path)).filter(isRecordingFile).sort();
+    const files: RecordingFile[] = [];
+    for (const name of names) {
+      const st = await fsp.lstat(join(this.path, name)).catch(() => null);
+      if (st?.isFile()) files.push({ name, kind: kindOf(name), size: st.size, url: recordingUrl(id, name) });
+    }
+    return files;
   }
 }

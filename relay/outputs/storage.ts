@@ -183,12 +183,15 @@ export const RECORDING_ID = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}Z-[a-z0-9]{8}$/
 /** The timeline of a recording. */
 export const TIMELINE_FILE = 'timeline.jsonl';
 
+/** The stage composite of a recording (H.264 + AAC), written at its stop. */
+export const COMPOSITE_FILE = 'composite.mp4';
+
 /** A track file: `<encoded participant>--<source>[--N].webm`. */
 const TRACK_FILE = new RegExp(`^${ENCODED_ID}--[a-z]+(?:--[1-9][0-9]{0,5})?\\.webm$`);
 
 /** True for a name the recording output writes (and nothing else is served). */
 export function isRecordingFile(name: string): boolean {
-  return name === TIMELINE_FILE || (name.length <= 255 && TRACK_FILE.test(name));
+  return name === TIMELINE_FILE || name === COMPOSITE_FILE || (name.length <= 255 && TRACK_FILE.test(name));
 }
 
 /** A new recording id, e.g. `2026-11-23T15-20-01Z-k3j9x2ab`. */

@@ -50,7 +50,21 @@ export interface OutputOptions {
   whiteboard: Record<string, never>;
 }
 
-/** What each output tells about its product while active (paths on the relay's HTTP port). */
+/** What a file of a recording holds: the stage composite (MP4), one published track (WebM), or the timeline (JSON Lines). */
+export type RecordingFileKind = 'composite' | 'track' | 'timeline';
+
+/** One file of a stopped recording, as listed in its `info.files`. */
+export interface RecordingFile {
+  /** The file's name in the recording, e.g. `composite.mp4`. */
+  name: string;
+  kind: RecordingFileKind;
+  /** Bytes. */
+  size: number;
+  /** Where to download it (needs a `canRecord` token of the room). */
+  url: string;
+}
+
+/** What each output tells about its product (paths on the relay's HTTP port). */
 export interface OutputInfo {
   recording: {
     /** The recording's id. */
@@ -59,9 +73,11 @@ export interface OutputInfo {
     file: string;
     /** Where to download the timeline (needs a `canRecord` token of the room). */
     url: string;
+    /** Every file of the recording, once it has stopped (`output-changed` for `stopped`). */
+    files?: RecordingFile[];
   };
   hls: {
-    /** The live playlist (`.m3u8`); only members with `canSubscribe` or `canHls` see it. */
+    /** The master playlist (`.m3u8`: the H.264 + AAC stream and the stage's WebVTT subtitles); only members with `canSubscribe` or `canHls` see it. */
     playlist: string;
   };
   livestream: {
@@ -86,7 +102,7 @@ export interface OutputStatus<O extends OutputName = OutputName> {
   by?: string;
   /** Why it failed, when it did (as received: a newer relay's code keeps its string). */
   error?: ReceivedError;
-  /** Where to find what it produces, when active. */
+  /** Where to find what it produces, when active (and a recording's files once it has stopped). */
   info?: OutputInfo[O];
 }
 

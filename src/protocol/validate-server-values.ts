@@ -13,7 +13,7 @@
  * said above (the repairs happen after a strict check failed).
  */
 import { ErrorKind, isErrorCode, isErrorKind, isErrorReason, kindOf, type ReceivedError } from './codes.ts';
-import { OUTPUTS, type LobbyDecision, type LobbyRequest, type OutputChange, type OutputInfo, type OutputName, type OutputState, type OutputStatus, type OutputStatuses, type Shape, type ShapeInput } from './control.ts';
+import { OUTPUTS, type LobbyDecision, type LobbyRequest, type OutputChange, type OutputInfo, type OutputName, type OutputState, type OutputStatus, type OutputStatuses, type RecordingFile, type RecordingFileKind, type Shape, type ShapeInput } from './control.ts';
 import { GRANT_FLAGS, SOURCES, type EffectiveGrant } from './grant.ts';
 import type { TrackInfo, TrackKind } from './media.ts';
 import type { JsonValue, ParticipantCounts, ParticipantInfo, ParticipantSummary, PubSubMessage, SelfInfo, StreamInfo } from './messages.ts';
@@ -235,9 +235,10 @@ const grant: Fit<EffectiveGrant> = {
 };
 export const parseSelf = record<SelfInfo>({ id: isString, name: isString, isViewer: isBoolean, grant, joinedAt: isNumber });
 
-/** What each output tells about its product while active. */
+const isRecordingFile = guard<RecordingFile>({ name: isString, kind: oneOf<RecordingFileKind>(['composite', 'track', 'timeline']), size: isNumber, url: isString });
+/** What each output tells about its product while active (a recording also once stopped). */
 const OUTPUT_INFO: { [O in OutputName]: Guard<OutputInfo[O]> } = {
-  recording: guard({ recording: isString, file: isString, url: isString }),
+  recording: guard({ recording: isString, file: isString, url: isString, files: optional(arrayOf(isRecordingFile)) }),
   hls: guard({ playlist: isString }),
   livestream: guard({ server: isString, key: isString }),
   transcription: guard({ language: isString }),

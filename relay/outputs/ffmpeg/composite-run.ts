@@ -59,6 +59,13 @@ export function labelText(name: string): string {
   return ([...line].slice(0, MAX_LABEL).join('') || '?');
 }
 
+/** A run that ended: what it wrote, and when its output began by the wall clock (`null` if it wrote nothing). */
+export interface EndedRun {
+  run: number;
+  seconds: number;
+  startedAt: number | null;
+}
+
 export class CompositeRun {
   private readonly tracks: TappedTrack[] = [];
   private untap: (() => void) | null = null;
@@ -78,13 +85,19 @@ export class CompositeRun {
   private readonly lastFlowing = new Map<TappedTrack, number>();
   /** Seconds the current run has written. */
   private written = 0;
+  /** Wall-clock time (ms) of the current run's output time 0, once it writes. */
+  private outputStart: number | null = null;
   /** The runs that ended, with the seconds each wrote (a run replaced before it wrote anything wrote 0). */
-  readonly ended: Array<{ run: number; seconds: number }> = [];
+  readonly ended: EndedRun[] = [];
+  private firstOutput: { resolve(wrote: boolean): void; promise: Promise<boolean> };
 
   constructor(
     private readonly tap: (tap: TrackTap) => () => void,
     private readonly options: CompositeRunOptions,
-  ) {}
+  ) {
+    let resolve!: (wrote: boolean) => void;
+    this.firstOutput = { resolve: (wrote) => resolve(wrote), promise: new Promise<boolean>((r) => (resolve = r)) };
+  }
 
   /** How many runs have started. */
   get runs(): number {
@@ -104,6 +117,19 @@ export class CompositeRun {
   /** Resolves once the current run writes output (`true`), or with `false` if it ended first. */
   whenProducing(): Promise<boolean> {
     return this.producing?.promise ?? Promise.resolve(false);
+  }
+
+  /**
+   * Resolves `true` once any run writes output (a first run replaced before it wrote, by a stage
+   * change, is followed by the next), or `false` if the composite stopped or failed first.
+   */
+  whenFirstOutput(): Promise<boolean> {
+    return this.firstOutput.promise;
+  }
+
+  /** Wall-clock time (ms) at which the current run's output time 0 was, once it writes; else `null`. */
+  get runStartedAt(): number | null {
+    return this.outputStart;
   }
 
   /** Start: the first run begins with the tracks on stage now. Rejects if ffmpeg cannot run. */
@@ -136,6 +162,7 @@ export class CompositeRun {
     this.untap?.();
     this.untap = null;
     await this.enqueue(() => this.end());
+    this.firstOutput.resolve(false);
   }
 
   private schedule(): void {
@@ -180,6 +207,7 @@ export class CompositeRun {
     const tracks = this.ordered();
     this.inRun = tracks;
     this.written = 0;
+    this.outputStart = null;
     let resolve!: (wrote: boolean) => void;
     this.producing = { resolve: (wrote) => resolve(wrote), promise: new Promise<boolean>((r) => (resolve = r)) };
     const dir = this.options.workDir;
@@ -212,7 +240,11 @@ export class CompositeRun {
         const us = /out_time_us=(\d+)/.exec(chunk.toString('latin1'));
         if (!us || this.producing !== producing) return;
         this.written = Number(us[1]) / 1e6;
-        if (this.written > 0) producing.resolve(true);
+        if (this.written <= 0) return;
+        // the first report places output time 0 on the wall clock (the encoder's latency is a few frames)
+        this.outputStart ??= Date.now() - this.written * 1000;
+        producing.resolve(true);
+        this.firstOutput.resolve(true);
       },
       args: ['-loglevel', 'warning', '-nostats', '-progress', 'pipe:1', ...input, '-filter_complex', graph.filter, '-map', graph.video, '-map', graph.audio, ...encoderArgs(this.options.fps, this.options.videoKbps), ...this.options.output(run)],
     });
@@ -230,10 +262,14 @@ export class CompositeRun {
     this.feed = null;
     this.producing?.resolve(false);
     if (ffmpeg) {
+      const stopAt = Date.now();
       // fed until it has finished: ffmpeg reads its stdin (the "q") only while packets come in;
       // a run that wrote nothing has nothing to finish (and reads no stdin while it waits for its inputs)
       await ffmpeg.stop(this.written > 0 ? 5000 : 0);
-      this.ended.push({ run: this.run, seconds: this.written });
+      // placed on the wall clock by its end: what it wrote reaches up to the moment it was told to
+      // stop, while its first progress report can come in the middle of the burst of its first second
+      const startedAt = this.written > 0 ? stopAt - this.written * 1000 : null;
+      this.ended.push({ run: this.run, seconds: this.written, startedAt });
     }
     if (feed) this.options.log.debug('composite run ended', { run: this.run, packets: feed.sent.join(' ') });
     feed?.stop();
@@ -247,6 +283,7 @@ export class CompositeRun {
   private fail(reason: string): void {
     if (this.stopped) return;
     this.options.log.warn('composite failed', { reason });
+    this.firstOutput.resolve(false);
     void this.stop();
     this.options.failed(reason);
   }
