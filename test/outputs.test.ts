@@ -95,9 +95,10 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     await a.recording.stop();
     const auth = { authorization: `Bearer ${t.token({ roomId: 'o3', grant: { canRecord: true } })}` };
     const list = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ recording: string; file: string; url: string; size: number }> };
-    assert.equal(list.recordings.length, 1);
-    assert.equal(list.recordings[0]!.url, url);
-    assert.equal(list.recordings[0]!.recording, status.info!.recording);
+    assert.deepEqual(list.recordings.map((r) => r.file), ['composite.mp4', 'timeline.jsonl']);
+    const timelineEntry = list.recordings.find((r) => r.file === 'timeline.jsonl')!;
+    assert.equal(timelineEntry.url, url);
+    assert.equal(timelineEntry.recording, status.info!.recording);
     assert.equal(url, `/recordings/${status.info!.recording}/timeline.jsonl`);
     const res = await fetch(`${http}${url}`, { headers: auth });
     assert.equal(res.status, 200);
@@ -117,29 +118,30 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     await a.leave();
   });
 
-  it('hls: a playlist of WebVTT segments under /hls/<run id>, with the stage events as cues, ended on stop', async () => {
+  it('hls: a master playlist under /hls/<run id> (media and WebVTT subtitles with the stage events as cues), ended on stop', async () => {
     const a = await host('o4');
     const status = await a.hls.start({ segmentSeconds: 0.5 });
     assert.match(status.info!.playlist!, /^\/hls\/[0-9a-f]{32}\/index\.m3u8$/);
     const playlist = `${http}${status.info!.playlist}`;
+    const file = (name: string) => playlist.replace('index.m3u8', name);
     await a.pubsub.publish('chat', 'hello hls');
     const speaker = await host('o4', {}, 'guest');
-    await new Promise((r) => setTimeout(r, 1300));
-    let text = await (await fetch(playlist)).text();
-    assert.match(text, /^#EXTM3U/);
+    await until(async () => (await (await fetch(file('subs.m3u8'))).text()).split('sub').length > 3, 10_000, 'subtitle segments');
+    assert.match(await (await fetch(playlist)).text(), /^#EXTM3U\n[^]*URI="subs\.m3u8"[^]*\nmedia\.m3u8\n$/);
+    let text = await (await fetch(file('subs.m3u8'))).text();
     assert.match(text, /#EXT-X-TARGETDURATION:\d+/);
     assert.doesNotMatch(text, /#EXT-X-ENDLIST/);
-    const segments = [...text.matchAll(/^(seg\d+\.vtt)$/gm)].map((m) => m[1]!);
-    assert.ok(segments.length >= 2);
-    const bodies = await Promise.all(segments.map(async (s) => (await fetch(playlist.replace('index.m3u8', s))).text()));
-    assert.ok(bodies.every((b) => b.startsWith('WEBVTT')));
-    assert.ok(bodies.some((b) => b.includes('guest joined the stage')));
-    assert.ok(!bodies.some((b) => b.includes('hello hls')), 'pubsub messages are not stage events');
     await speaker.leave();
     assert.equal((await fetch(playlist)).headers.get('content-type'), 'application/vnd.apple.mpegurl');
     await a.hls.stop();
-    text = await (await fetch(playlist)).text();
+    text = await (await fetch(file('subs.m3u8'))).text();
     assert.match(text, /#EXT-X-ENDLIST/);
+    assert.match(await (await fetch(file('media.m3u8'))).text(), /#EXT-X-ENDLIST/);
+    const segments = [...text.matchAll(/^(sub\d+\.vtt)$/gm)].map((m) => m[1]!);
+    const bodies = await Promise.all(segments.map(async (s) => (await fetch(file(s))).text()));
+    assert.ok(bodies.every((b) => b.startsWith('WEBVTT')));
+    assert.ok(bodies.some((b) => b.includes('guest joined the stage')));
+    assert.ok(!bodies.some((b) => b.includes('hello hls')), 'pubsub messages are not stage events');
     assert.equal((await fetch(`${http}/hls/o4/..%2f..%2fetc%2fpasswd`)).status, 404, 'nothing outside the HLS tree');
     assert.equal((await fetch(`${http}/hls/o4/index.m3u8`)).status, 404, 'the room id is not the URL');
     hlsPlaylist = status.info!.playlist!;

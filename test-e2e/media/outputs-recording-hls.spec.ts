@@ -75,8 +75,8 @@ test('recording and HLS carry the stage: an MP4 as long as the time recorded, a 
   expect(played.subtitleTracks).toBe(1);
 
   const stopped = await page.evaluate(async () => {
-    const recording = await window.room!.recording.stop();
     const until = Date.now();
+    const recording = await window.room!.recording.stop();
     await window.room!.hls.stop();
     return { recording, until };
   });

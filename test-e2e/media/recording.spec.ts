@@ -18,7 +18,7 @@ test('recording writes each published track to WebM beside the timeline, downloa
   const list = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ recording: string; file: string; url: string; size: number }> };
   const id = status.info!.recording!;
   const mine = list.recordings.filter((r) => r.recording === id);
-  expect(mine.map((r) => r.file).sort()).toEqual(['host--camera.webm', 'host--microphone.webm', 'timeline.jsonl']);
+  expect(mine.map((r) => r.file).sort()).toEqual(['composite.mp4', 'host--camera.webm', 'host--microphone.webm', 'timeline.jsonl']);
   for (const r of mine.filter((x) => x.file.endsWith('.webm'))) {
     const res = await fetch(`${http}${r.url}`, { headers: auth });
     expect(res.headers.get('content-type')).toBe('video/webm');
