@@ -1,17 +1,13 @@
+/**
+ * Hostile and broken "RTMP servers" for tests: TCP servers that run a script on each
+ * connection, and the few bytes of RTMP they need to write by hand (a handshake, chunk headers,
+ * AMF0 values). Nothing here reads RTMP: the scripts only write.
+ */
 import { createServer, type Server, type Socket } from 'node:net';
-import { amfDecode, amfEncode, ChunkReader, MessageType, writeChunks, type Amf } from '../relay/outputs/rtmp-wire.ts';
-
-/** What a local RTMP listener saw of one publisher. */
-export interface Received {
-  commands: string[];
-  app?: string;
-  key?: string;
-  data: Amf[][];
-}
 
 /**
  * Read exactly `n` bytes from a socket; rejects if it closes first. Leaves the socket paused
- * with the rest put back: the next reader attaches its 'data' listener and calls `resume()`.
+ * with the rest put back.
  */
 export function readExactly(socket: Socket, n: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -45,12 +41,10 @@ export async function acceptHandshake(socket: Socket): Promise<void> {
   await readExactly(socket, 1536);
 }
 
-/** A command message as a well-behaved server would send it (chunk stream 3, chunks of 128). */
-export function command(values: Amf[], streamId = 0): Buffer {
-  return Buffer.from(writeChunks({ typeId: MessageType.Command, streamId, timestamp: 0, payload: amfEncode(values) }, 3, 128));
-}
+/** RTMP message types the scripts write. */
+export const MessageType = { SetChunkSize: 1, Ack: 3, Command: 20 } as const;
 
-/** A type 0 chunk header (one-byte basic header), for messages written by hand. */
+/** A type 0 chunk header (one-byte basic header). */
 export function header0(csid: number, typeId: number, length: number, timestamp = 0, streamId = 0): Buffer {
   const h = Buffer.alloc(12);
   h[0] = csid;
@@ -61,9 +55,48 @@ export function header0(csid: number, typeId: number, length: number, timestamp 
   return h;
 }
 
-/** A command message with this exact (possibly malformed) AMF0 payload. */
-export function commandBytes(payload: Buffer): Buffer {
-  return writeChunks({ typeId: MessageType.Command, streamId: 0, timestamp: 0, payload }, 3, 128);
+/** An AMF0 value the scripts write. */
+export type Amf0 = string | number | null | { [key: string]: Amf0 };
+
+/** AMF0 encoding of strings, numbers, null and objects. */
+export function amf0(values: Amf0[]): Buffer {
+  const parts: Buffer[] = [];
+  const str = (s: string) => {
+    const b = Buffer.from(s);
+    const len = Buffer.alloc(2);
+    len.writeUInt16BE(b.length);
+    return Buffer.concat([len, b]);
+  };
+  const one = (v: Amf0) => {
+    if (v === null) parts.push(Buffer.from([5]));
+    else if (typeof v === 'number') {
+      const b = Buffer.alloc(9);
+      b.writeDoubleBE(v, 1);
+      parts.push(b);
+    } else if (typeof v === 'string') parts.push(Buffer.from([2]), str(v));
+    else {
+      parts.push(Buffer.from([3]));
+      for (const [k, x] of Object.entries(v)) {
+        parts.push(str(k));
+        one(x);
+      }
+      parts.push(Buffer.from([0, 0, 9]));
+    }
+  };
+  values.forEach(one);
+  return Buffer.concat(parts);
+}
+
+/** A command message with this exact payload, in chunks of 128 on chunk stream 3. */
+export function commandBytes(payload: Buffer, streamId = 0): Buffer {
+  const out = [header0(3, MessageType.Command, payload.length, 0, streamId), payload.subarray(0, 128)];
+  for (let at = 128; at < payload.length; at += 128) out.push(Buffer.from([0xc3]), payload.subarray(at, at + 128));
+  return Buffer.concat(out);
+}
+
+/** A command message of these values. */
+export function command(values: Amf0[], streamId = 0): Buffer {
+  return commandBytes(amf0(values), streamId);
 }
 
 /** A Set Chunk Size message with any 32-bit value. */
@@ -95,38 +128,4 @@ export async function startTcpServer(script: (socket: Socket) => void | Promise<
       server.close();
     },
   };
-}
-
-/** A minimal RTMP server for tests: handshake, connect, createStream, publish, data. */
-export async function startRtmpListener(): Promise<{ port: number; sessions: Received[]; sockets: Socket[]; close(): void }> {
-  const sessions: Received[] = [];
-  const server = await startTcpServer(async (socket) => {
-    const got: Received = { commands: [], data: [] };
-    sessions.push(got);
-    await acceptHandshake(socket);
-    const reply = (values: Amf[], streamId = 0) => socket.write(command(values, streamId));
-    const reader = new ChunkReader((m) => {
-      if (m.typeId === MessageType.Data) return void got.data.push(amfDecode(m.payload));
-      if (m.typeId !== MessageType.Command) return;
-      const [name, txn, , arg] = amfDecode(m.payload);
-      got.commands.push(String(name));
-      if (name === 'connect') {
-        got.app = String((amfDecode(m.payload)[2] as { app?: string }).app);
-        reply(['_result', txn, { fmsVer: 'test' }, { code: 'NetConnection.Connect.Success' }]);
-      } else if (name === 'createStream') reply(['_result', txn, null, 1]);
-      else if (name === 'publish') {
-        got.key = String(arg);
-        reply(['onStatus', 0, null, { level: 'status', code: 'NetStream.Publish.Start' }], 1);
-      }
-    });
-    socket.on('data', (d: Buffer) => {
-      try {
-        reader.push(d);
-      } catch {
-        socket.destroy();
-      }
-    });
-    socket.resume();
-  });
-  return { port: server.port, sessions, sockets: server.sockets, close: server.close };
 }
