@@ -38,6 +38,7 @@ export type {
   ShapeInput,
 } from './protocol/control.ts';
 export type { JsonValue, PubSubMessage } from './protocol/messages.ts';
+export type { Transcript, TranscriptionEngine } from './protocol/transcript.ts';
 export type { EffectiveGrant, Grant, GrantFlag, JoinPolicy, Source } from './protocol/grant.ts';
 export type { ReceivedError, WireError } from './protocol/codes.ts';
 export type { ParticipantCounts, ParticipantSummary, Tier } from './protocol/messages.ts';

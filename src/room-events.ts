@@ -2,6 +2,7 @@ import type { DisconnectReason } from './protocol/codes.ts';
 import type { LobbyOutcome, LobbyRequest, OutputChange, Shape } from './protocol/control.ts';
 import type { Source } from './protocol/grant.ts';
 import type { ParticipantCounts } from './protocol/messages.ts';
+import type { Transcript } from './protocol/transcript.ts';
 import type { RemoteParticipant } from './participants/remote-participant.ts';
 import type { LocalTrackPublication, RemoteTrackPublication } from './media/publications.ts';
 import type { SdkError } from './errors.ts';
@@ -44,6 +45,20 @@ export interface RoomEvents {
   'whiteboard-shape': { shape: Shape };
   /** The whiteboard was cleared. */
   'whiteboard-cleared': { by: string };
+  /**
+   * An utterance of a participant's microphone was recognised, while the room's `transcription`
+   * output runs. Only members whose grant has `canSubscribeData` get it (yours included); one
+   * event per utterance, once silence follows it (`final: true`).
+   *
+   * @example
+   * ```ts
+   * room.on('transcription', ({ participantId, text, endedAt }) => {
+   *   if (text) showCaption(participantId, text, new Date(endedAt));
+   * });
+   * await room.transcription.start({ language: 'en' });   // canTranscribe
+   * ```
+   */
+  transcription: Transcript;
   /**
    * A participant published a source after it appeared (tracks present when it appears are in
    * `participant.tracks`). With `autoSubscribe` (default) a subscription follows.

@@ -125,6 +125,7 @@ export class Room {
       'track-mute': ({ participantId, source, muted }) => this.media.muteChanged(participantId, source, muted),
       'subscription-ended': ({ subscriptionId }) => this.media.subscriptionEnded(subscriptionId),
       'force-unpublished': ({ source, by }) => this.media.forced(source, by),
+      transcription: (transcript) => this.events.emit('transcription', transcript),
     };
     this.participants.start(joined.participants);
     connection.attach({

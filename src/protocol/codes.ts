@@ -111,7 +111,7 @@ export const ERROR_REASONS = [
   'output-stopped', 'media-disabled', 'already-read',
   // faults of the relay or its providers (INTERNAL_ERROR)
   'internal', 'provider-failed', 'write-failed', 'start-timeout', 'unsafe-storage', 'unreachable', 'refused',
-  'rtmp-failed', 'rtmp-closed', 'ffmpeg-missing', 'ffmpeg-failed',
+  'rtmp-failed', 'rtmp-closed', 'ffmpeg-missing', 'ffmpeg-failed', 'asr-model-missing',
   // connections and streams (Network, NOT_CONNECTED)
   'resume-unknown', 'no-websocket', 'media-not-connected', 'connection-dropped', 'left', 'room-ended', 'connection-lost',
   'server-shutdown', 'sender-left', 'slow-recipient', 'stream-incomplete', 'truncated', 'out-of-order',

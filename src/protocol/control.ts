@@ -1,6 +1,7 @@
 /** Wire types of the lobby, moderation requests, room outputs and the whiteboard. */
 import type { GrantFlag, Source } from './grant.ts';
 import type { ReceivedError } from './codes.ts';
+import type { TranscriptionEngine } from './transcript.ts';
 
 /** A joiner waiting in the lobby, as moderators see it. */
 export interface LobbyRequest {
@@ -46,6 +47,8 @@ export interface OutputOptions {
   transcription: {
     /** The spoken language, as a BCP 47 tag (e.g. `en`, `en-US`); `en` by default. */
     language?: string;
+    /** Where speech is recognised; by default `service` when the relay has a `--transcription-url`, else `local`. */
+    engine?: TranscriptionEngine;
   };
   whiteboard: Record<string, never>;
 }
@@ -87,7 +90,10 @@ export interface OutputInfo {
     key: string;
   };
   transcription: {
+    /** The language speech is recognised as. */
     language: string;
+    /** Where speech is recognised. */
+    engine: TranscriptionEngine;
   };
   whiteboard: {
     /** Bytes of shapes the board keeps. */

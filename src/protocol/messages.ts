@@ -6,6 +6,7 @@ import type { ReceivedError } from './codes.ts';
 import type { ControlEvents, ControlMethods, LobbyRequest, OutputStatuses } from './control.ts';
 import type { EffectiveGrant } from './grant.ts';
 import type { MediaEvents, MediaMethods, TrackInfo } from './media.ts';
+import type { TranscriptEvents } from './transcript.ts';
 
 /** The protocol version a client announces in its join frame. */
 export const PROTOCOL_VERSION = 1;
@@ -145,7 +146,7 @@ export type ClientFrame = JoinFrame | ResumeFrame | RequestFrame | PingFrame;
 // ---- relay → client ------------------------------------------------------------------
 
 /** Room events pushed by the relay, and their payloads. */
-export interface ServerEvents extends ControlEvents, MediaEvents {
+export interface ServerEvents extends ControlEvents, MediaEvents, TranscriptEvents {
   'participant-joined': ParticipantInfo;
   'participant-left': { id: string };
   'participant-count-changed': ParticipantCounts;

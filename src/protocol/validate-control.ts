@@ -3,6 +3,7 @@ import { OUTPUTS, type OutputName, type OutputOptions, type OutputStartParams, t
 import { SOURCES, type Source } from './grant.ts';
 import type { Method } from './messages.ts';
 import { bad, isId, isRecord, ok, type Parsed, type ParamsParser } from './parse.ts';
+import { TRANSCRIPTION_ENGINES, type TranscriptionEngine } from './transcript.ts';
 
 type ControlMethod = Extract<Method, 'lobby.admit' | 'lobby.deny' | 'participant.request-unpublish' | 'output.start' | 'output.stop' | 'whiteboard.draw' | 'whiteboard.clear' | 'whiteboard.shapes'>;
 
@@ -88,11 +89,18 @@ const OPTIONS: { [O in OutputName]: (options: Record<string, unknown>) => Parsed
     return ok({ url: o.url });
   },
   transcription: (o) => {
-    const known = only(o, 'transcription', ['language']);
+    const known = only(o, 'transcription', ['language', 'engine']);
     if (!known.ok) return known;
-    if (o.language === undefined) return ok({});
-    if (typeof o.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$/.test(o.language)) return bad('language must be a BCP 47 tag such as "en" or "en-US"');
-    return ok({ language: o.language });
+    const options: OutputOptions['transcription'] = {};
+    if (o.language !== undefined) {
+      if (typeof o.language !== 'string' || !/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$/.test(o.language)) return bad('language must be a BCP 47 tag such as "en" or "en-US"');
+      options.language = o.language;
+    }
+    if (o.engine !== undefined) {
+      if (!TRANSCRIPTION_ENGINES.includes(o.engine as TranscriptionEngine)) return bad(`engine must be one of ${TRANSCRIPTION_ENGINES.join(', ')}`);
+      options.engine = o.engine as TranscriptionEngine;
+    }
+    return ok(options);
   },
 };
 

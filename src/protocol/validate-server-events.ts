@@ -70,6 +70,7 @@ const EVENTS: { [E in ServerEventName]: ValueParser<ServerEvents[E] | null> } = 
   'track-mute': unlessNewer(record({ participantId: isString, source: isSource, muted: isBoolean }), BY_SOURCE),
   'subscription-ended': record({ subscriptionId: isString }),
   'force-unpublished': unlessNewer(record({ source: isSource, by: isString }), BY_SOURCE),
+  transcription: record({ participantId: isString, text: isString, final: isBoolean, language: isString, startedAt: isNumber, endedAt: isNumber }),
 };
 
 /** True when `name` is an event this SDK knows. */

@@ -16,6 +16,7 @@ import { ErrorKind, isErrorCode, isErrorKind, isErrorReason, kindOf, type Receiv
 import { OUTPUTS, type LobbyDecision, type LobbyRequest, type OutputChange, type OutputInfo, type OutputName, type OutputState, type OutputStatus, type OutputStatuses, type RecordingFile, type RecordingFileKind, type Shape, type ShapeInput } from './control.ts';
 import { GRANT_FLAGS, SOURCES, type EffectiveGrant } from './grant.ts';
 import type { TrackInfo, TrackKind } from './media.ts';
+import { TRANSCRIPTION_ENGINES } from './transcript.ts';
 import type { JsonValue, ParticipantCounts, ParticipantInfo, ParticipantSummary, PubSubMessage, SelfInfo, StreamInfo } from './messages.ts';
 import { bad, isRecord, ok, type Parsed } from './parse.ts';
 
@@ -241,7 +242,7 @@ const OUTPUT_INFO: { [O in OutputName]: Guard<OutputInfo[O]> } = {
   recording: guard({ recording: isString, file: isString, url: isString, files: optional(arrayOf(isRecordingFile)) }),
   hls: guard({ playlist: isString }),
   livestream: guard({ server: isString, key: isString }),
-  transcription: guard({ language: isString }),
+  transcription: guard({ language: isString, engine: oneOf(TRANSCRIPTION_ENGINES) }),
   whiteboard: guard({ maxBytes: isNumber }),
 };
 const OUTPUT_STATES: readonly OutputState[] = ['stopped', 'starting', 'active', 'stopping', 'failed'];

@@ -58,6 +58,7 @@ const EVENT_SAMPLES: { [E in ServerEventName]: ServerEvents[E] } = {
   'track-mute': { participantId: 'b', source: 'camera', muted: false },
   'subscription-ended': { subscriptionId: 's' },
   'force-unpublished': { source: 'camera', by: 'a' },
+  transcription: { participantId: 'b', text: 'hello world', final: true, language: 'en', startedAt: 1, endedAt: 2 },
 };
 
 /** A malformed variant of the data of every event. */
@@ -81,6 +82,7 @@ const EVENT_MALFORMED: { [E in ServerEventName]: unknown } = {
   'track-mute': { participantId: 'b', source: 'camera', muted: 'no' },
   'subscription-ended': [],
   'force-unpublished': { source: 'camera' },
+  transcription: { participantId: 'b', text: 'hello', final: true, language: 'en', startedAt: '1', endedAt: 2 },
 };
 
 describe('parseServerFrame', () => {
