@@ -5,6 +5,7 @@
 // to the token server through its environment and is written nowhere else.
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { tsImport } from 'tsx/esm/api';
 
 const root = new URL('..', import.meta.url).pathname;
 const relayPort = process.env.TESSERA_PORT ?? '7880';
@@ -23,6 +24,19 @@ const webPort = (process.env.PORT ?? '8080') === '0' ? await freePort() : (proce
 // the token server is the demo's webhook receiver (its dashboard lists the events); it runs on
 // loopback, which the relay refuses as a webhook target unless allowed
 const webhookArgs = ['--webhook-url', `http://127.0.0.1:${webPort}/api/webhooks`, '--allow-private-webhooks'];
+
+// the livestream output needs an RTMP server to push to: the demo runs a local one when Debian's
+// nginx with the RTMP module is installed (the tests' own starter, test/nginx-rtmp.ts)
+const { findNginxRtmp, startNginxRtmp } = await tsImport('../test/nginx-rtmp.ts', import.meta.url);
+let rtmp = null;
+if (findNginxRtmp()) {
+  try {
+    rtmp = await startNginxRtmp();
+  } catch (err) {
+    console.error(`npm start: the local RTMP server did not start (${err.message}); the livestream needs one`);
+  }
+}
+const rtmpArgs = rtmp ? ['--allow-private-rtmp'] : [];
 
 const children = [];
 function start(name, args, env, ready) {
@@ -47,13 +61,14 @@ function shutdown(code = 0) {
   if (stopping) return;
   stopping = true;
   for (const child of children) child.kill('SIGTERM');
+  void rtmp?.stop();
   setTimeout(() => process.exit(code), 500).unref();
 }
 process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
 
 try {
-  const relay = await start('relay', ['packages/tessera-relay/bin/tessera-relay.mjs', '--port', relayPort, ...webhookArgs], {}, /listening on (ws:\/\/\S+)/);
+  const relay = await start('relay', ['packages/tessera-relay/bin/tessera-relay.mjs', '--port', relayPort, ...webhookArgs, ...rtmpArgs], {}, /listening on (ws:\/\/\S+)/);
   const relayUrl = relay.value;
   const [, apiKey, secret] = /API key "([^"]+)", secret "([^"]+)"/.exec(relay.out) ?? [];
   if (!apiKey || !secret) throw new Error('the relay did not say its dev-mode key');
@@ -61,11 +76,11 @@ try {
     await start(
       'token-server',
       ['examples/token-server/server.mjs'],
-      { TESSERA_API_KEY: apiKey, TESSERA_API_SECRET: secret, TESSERA_RELAY_URL: relayUrl, PORT: webPort },
+      { TESSERA_API_KEY: apiKey, TESSERA_API_SECRET: secret, TESSERA_RELAY_URL: relayUrl, PORT: webPort, ...(rtmp ? { TESSERA_DEMO_RTMP: rtmp.stream('demo') } : {}) },
       /listening on (http:\/\/\S+)/,
     )
   ).value;
-  console.log(`\n  Tessera is running.\n  relay:        ${relayUrl} (dev mode: \`npx tessera token\` signs for it too)\n  token server: ${web}\n\n  Open ${web}/examples/stage/ in two browser windows (password: tessera).\n  The minimal example: ${web}/examples/hello/\n  The moderation dashboard (server API and webhooks): ${web}/examples/dashboard/\n  Ctrl-C stops everything.\n`);
+  console.log(`\n  Tessera is running.\n  relay:        ${relayUrl} (dev mode: \`npx tessera token\` signs for it too)\n  token server: ${web}\n\n  Open ${web}/examples/stage/ in two browser windows (password: tessera).\n  The minimal example: ${web}/examples/hello/\n  The moderation dashboard (server API and webhooks): ${web}/examples/dashboard/\n  ${rtmp ? `RTMP server for the livestream: ${rtmp.url} (the demo streams to ${rtmp.stream('demo')}; watch: ffplay ${rtmp.stream('demo')})` : 'No local RTMP server: apt-get install nginx-light libnginx-mod-rtmp for the livestream demo'}\n  Ctrl-C stops everything.\n`);
 } catch (err) {
   console.error(`npm start: ${err.message}`);
   shutdown(1);

@@ -13,6 +13,8 @@ import { dashboardRoutes } from './dashboard.mjs';
 const API_KEY = process.env.TESSERA_API_KEY;
 const API_SECRET = process.env.TESSERA_API_SECRET;
 const RELAY_URL = process.env.TESSERA_RELAY_URL ?? 'ws://127.0.0.1:7880';
+// where the demo's livestream pushes (npm start runs a local nginx RTMP server when it can)
+const DEMO_RTMP = process.env.TESSERA_DEMO_RTMP ?? null;
 const PORT = Number(process.env.PORT ?? 8080);
 const HOST = process.env.HOST ?? '127.0.0.1';
 // The toy login: any name with this password. A real backend uses its own accounts.
@@ -93,7 +95,7 @@ const routes = {
       ttl: '2h',
     });
     if (role === 'moderator') session.moderates.add(room);
-    send(res, 200, { token, url: RELAY_URL, name: session.name });
+    send(res, 200, { token, url: RELAY_URL, name: session.name, rtmp: DEMO_RTMP });
   },
   // A room's recordings, for someone who moderates it: the relay is asked with a short
   // canRecord token minted here (the browser never holds one for downloads).
@@ -144,8 +146,15 @@ function target(req) {
   return { path, query: new URLSearchParams(at < 0 ? '' : raw.slice(at + 1)) };
 }
 
+/** Files of packages the pages use, by the path they load them from. */
+const VENDOR = { '/vendor/hls.min.js': 'node_modules/hls.js/dist/hls.min.js' };
+
 function serveStatic(req, res, path) {
   path = normalize(path);
+  if (Object.hasOwn(VENDOR, path)) {
+    res.writeHead(200, { 'content-type': 'text/javascript' });
+    return createReadStream(join(ROOT, VENDOR[path])).on('error', () => res.destroy()).pipe(res);
+  }
   if (path === '/') path = '/examples/stage/';
   if (path.endsWith('/')) path += 'index.html';
   const file = onDisk(path);
