@@ -27,7 +27,10 @@ function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
       for (const m of all) sent.push({ to: m.id, frame: JSON.parse(String(data)) as ServerFrame });
     },
     broadcastSplit: (full, reduced, sees) => {
-      for (const m of all) sent.push({ to: m.id, frame: sees(m) ? full : reduced });
+      for (const m of all) {
+        const frame = sees(m) ? full : reduced;
+        if (frame) sent.push({ to: m.id, frame });
+      }
     },
     tapMedia: () => () => {},
   };

@@ -21,8 +21,8 @@ export interface OutputContext {
   broadcast(frame: ServerFrame, optional?: boolean): void;
   /** The same, for a frame already serialised. */
   broadcastRaw(data: Buffer, optional?: boolean): void;
-  /** Send `full` to the members `sees` picks, `reduced` to the others. */
-  broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void;
+  /** Send `full` to the members `sees` picks, `reduced` (if any) to the others. */
+  broadcastSplit(full: ServerFrame, reduced: ServerFrame | null, sees: (member: Member) => boolean): void;
   /** The room's published tracks, now and later. */
   tapMedia(tap: TrackTap): () => void;
   /** Told of every change after the members (webhooks). */

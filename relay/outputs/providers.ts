@@ -4,6 +4,7 @@ import { HlsProvider } from './hls.ts';
 import { LivestreamProvider } from './livestream.ts';
 import { RecordingProvider } from './recording.ts';
 import { TranscriptionProvider } from './transcription.ts';
+import { RecogniserPool, type RecogniserLimits } from './transcription/pool.ts';
 import { WhiteboardProvider } from './whiteboard.ts';
 import { Budget } from '../budget.ts';
 import type { CompositeSize } from './media-output.ts';
@@ -14,6 +15,10 @@ export interface ProviderSettings {
   hlsDir: string;
   hlsSegmentSeconds: number;
   transcriptionUrl?: string;
+  /** The local transcription engine's pocketsphinx model directory (Debian's `pocketsphinx-en-us` by default). */
+  asrModel?: string;
+  /** Caps of the relay's speech recognisers (per room, per relay, start pacing). */
+  transcriptionLimits?: RecogniserLimits;
   /** The ffmpeg of the media outputs (a path, or a name on `PATH`; default `ffmpeg`). */
   ffmpeg?: string;
   /** The stage composite's picture (`--composite`; default 720p at 25 fps). */
@@ -30,6 +35,7 @@ export interface ProviderSettings {
 
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
 export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): ProviderFactories {
+  const recognisers = new RecogniserPool(settings.transcriptionLimits);
   return {
     recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, { ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings }, settings.recordingTimelineBytes),
     hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, failed, { segmentSeconds: settings.hlsSegmentSeconds, ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings }),
@@ -40,7 +46,7 @@ export function localProviders(settings: ProviderSettings, whiteboards: Budget =
         ...(settings.ffmpeg ? { ffmpeg: settings.ffmpeg } : {}),
         ...(settings.composite ? { size: settings.composite } : {}),
       }),
-    transcription: (ctx) => new TranscriptionProvider(ctx, settings.transcriptionUrl),
+    transcription: (ctx) => new TranscriptionProvider(ctx, { ffmpeg: settings.ffmpeg, url: settings.transcriptionUrl, asrModel: settings.asrModel, pool: recognisers }),
     whiteboard: (ctx) => new WhiteboardProvider(ctx, new Budget(settings.whiteboardBytes, whiteboards)),
   };
 }

@@ -139,13 +139,13 @@ export class MemoryRoom implements Room {
     for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data, optional);
   }
 
-  broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void {
+  broadcastSplit(full: ServerFrame, reduced: ServerFrame | null, sees: (member: Member) => boolean): void {
     if (this.disposed) return;
     let fullData: Buffer | null = null;
     let reducedData: Buffer | null = null;
     for (const { member } of this.entries.values()) {
       if (sees(member)) member.link.sendRaw((fullData ??= Buffer.from(JSON.stringify(full))));
-      else member.link.sendRaw((reducedData ??= Buffer.from(JSON.stringify(reduced))));
+      else if (reduced) member.link.sendRaw((reducedData ??= Buffer.from(JSON.stringify(reduced))));
     }
   }
 

@@ -1,3 +1,5 @@
+import type { Transcript } from '../../src/protocol/transcript.ts';
+
 /** What happens in a room, as outputs (recording, HLS captions, livestream data) see it. */
 export type TimelineEvent =
   | { type: 'participant-joined'; participantId: string; name: string; tier: 'speaker' | 'viewer' }
@@ -6,7 +8,8 @@ export type TimelineEvent =
   | { type: 'stream'; from: string; size: number; kind: string; name?: string; topic?: string }
   | { type: 'output'; output: string; state: string; by?: string }
   | { type: 'whiteboard'; action: 'draw' | 'clear'; by: string; shapeId?: string }
-  | { type: 'track-recorded'; participantId: string; source: string; kind: string; file: string };
+  | { type: 'track-recorded'; participantId: string; source: string; kind: string; file: string }
+  | ({ type: 'transcription' } & Transcript);
 
 /** A timeline event with the time it happened (unix ms). */
 export type TimedEvent = TimelineEvent & { at: number };

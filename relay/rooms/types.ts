@@ -67,9 +67,9 @@ export interface Room {
   broadcast(frame: ServerFrame, exceptId?: string, optional?: boolean): void;
   /**
    * Send `full` to the members `sees` picks and `reduced` to the others, each serialised once
-   * (an output's URL reaches only those allowed to follow it).
+   * (an output's URL reaches only those allowed to follow it); `reduced` `null`: nothing to the others.
    */
-  broadcastSplit(full: ServerFrame, reduced: ServerFrame, sees: (member: Member) => boolean): void;
+  broadcastSplit(full: ServerFrame, reduced: ServerFrame | null, sees: (member: Member) => boolean): void;
   /** Serialise once and send to the members with `canModerate`. */
   toModerators(frame: ServerFrame): void;
   readonly size: number;

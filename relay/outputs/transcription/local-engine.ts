@@ -1,0 +1,102 @@
+/**
+ * The `local` engine: per microphone, one ffmpeg whose `asr` filter (pocketsphinx, Debian's
+ * `pocketsphinx-en-us` model) recognises speech offline, on the relay. See `asr-log.ts` for how
+ * its results and their times are read.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { RelayError } from '../../errors.ts';
+import { FfmpegMissing, FfmpegProcess } from '../ffmpeg/process.ts';
+import { AsrLog } from './asr-log.ts';
+import { microphoneInput, reasonLines, SPEECH_FORMAT, type RecogniserEngine } from './recogniser.ts';
+
+/** Debian's English model (`pocketsphinx-en-us`). */
+export const DEFAULT_ASR_MODEL = '/usr/share/pocketsphinx/model/en-us';
+
+/** The files of a pocketsphinx model. */
+export interface AsrModel {
+  hmm: string;
+  dict: string;
+  lm: string;
+}
+
+/** Silence (s) after which `silencedetect` reports it: the end of an utterance, for its times. */
+const SILENCE_S = 0.3;
+
+/** Paths go into a filter graph: only characters that need no escaping there. */
+const PLAIN_PATH = /^[\w./+-]+$/;
+
+/**
+ * The model in `dir` (laid out as Debian's: `en-us/`, `cmudict-en-us.dict`, `en-us.lm.bin`) for
+ * `language`. Throws `asr-model-missing` when it is not there, or is not for that language.
+ */
+export function asrModel(dir: string, language: string): AsrModel {
+  if (!/^en(-|$)/i.test(language)) {
+    throw new RelayError('INVALID_ARGUMENT', `the local transcription engine has an English model only (pocketsphinx-en-us), not one for "${language}": use a transcription service (--transcription-url)`, 'asr-model-missing');
+  }
+  const model = { hmm: join(dir, 'en-us'), dict: join(dir, 'cmudict-en-us.dict'), lm: join(dir, 'en-us.lm.bin') };
+  const missing = [join(model.hmm, 'mdef'), model.dict, model.lm].filter((file) => !existsSync(file) || statSync(file).size === 0);
+  if (missing.length) {
+    throw new RelayError('INTERNAL_ERROR', `the speech model is missing (${missing.join(', ')}): install Debian's pocketsphinx-en-us`, 'asr-model-missing');
+  }
+  if (![model.hmm, model.dict, model.lm].every((p) => PLAIN_PATH.test(p))) {
+    throw new RelayError('INTERNAL_ERROR', `the speech model's path has characters a filter graph cannot take plainly: ${dir}`, 'asr-model-missing');
+  }
+  return model;
+}
+
+const asrFilter = (model: AsrModel) => `asr=hmm=${model.hmm}:dict=${model.dict}:lm=${model.lm}`;
+
+/**
+ * Load the model once through ffmpeg's `asr` (0.4 s): an ffmpeg built without pocketsphinx, or
+ * a model that does not load, fails here, at the output's start, not at each microphone.
+ */
+export async function checkAsr(ffmpeg: string, model: AsrModel): Promise<void> {
+  const lines = reasonLines();
+  let proc: FfmpegProcess;
+  try {
+    proc = await FfmpegProcess.start({
+      ffmpeg,
+      args: ['-loglevel', 'level+error', '-f', 'lavfi', '-i', 'anullsrc=r=16000:cl=mono', '-t', '0.1', '-af', asrFilter(model), '-f', 'null', '-'],
+      stderrLine: (line) => lines.keep(line),
+    });
+  } catch (err) {
+    if (err instanceof FfmpegMissing) throw new RelayError('INTERNAL_ERROR', err.message, 'ffmpeg-missing');
+    throw err;
+  }
+  const exit = await proc.exited;
+  if (exit.code !== 0) throw new RelayError('INTERNAL_ERROR', lines.reason(`this ffmpeg cannot run the asr filter (built without pocketsphinx?) or the model does not load`), 'ffmpeg-failed');
+}
+
+/** The `local` engine with a model. */
+export function localEngine(ffmpeg: string, model: AsrModel): RecogniserEngine {
+  const graph = [SPEECH_FORMAT, 'asettb=1/1000000', `silencedetect=n=-40dB:d=${SILENCE_S}`, asrFilter(model), 'ametadata=mode=print'].join(',');
+  return async ({ track, workDir, heard, ended, log }) => {
+    const input = await microphoneInput(track, workDir);
+    const asr = new AsrLog(SILENCE_S * 1e6, Date.now());
+    const lines = reasonLines();
+    const proc = await FfmpegProcess.start({
+      ffmpeg,
+      // info: ametadata prints at that level
+      args: ['-loglevel', 'level+info', '-nostats', ...input.args, '-af', graph, '-f', 'null', '-'],
+      stderrLine: (line) => {
+        const utterance = asr.line(line);
+        if (utterance) heard(utterance);
+        else lines.keep(line);
+      },
+    });
+    const feed = input.feed();
+    void proc.exited.then((exit) => {
+      feed.stop();
+      if (!exit.stopped) ended(lines.reason(`ffmpeg ended (${exit.signal ?? `exit code ${exit.code}`})`));
+    });
+    log.debug('transcription: local recogniser started', { pid: proc.pid });
+    return {
+      stop: async () => {
+        // nothing to finish: an utterance not yet followed by silence is not a result
+        await proc.stop(1000);
+        feed.stop();
+      },
+    };
+  };
+}
