@@ -7,13 +7,21 @@ export interface RealTrack {
   track: MediaStreamTrack;
   /** Stop its packets (the track stays published: a silent publisher). */
   stop(): void;
+  /** Wall-clock ms at which ffmpeg started sending (its `-re` plays the source in real time from then). */
+  startedAt: number;
+}
+
+/** Audio from a file instead of the tone (e.g. the speech of test/speech-wav.ts), played once or over and over. */
+export interface AudioFile {
+  file: string;
+  loop?: boolean;
 }
 
 /**
  * A werift track carrying what ffmpeg encodes from a test source (VP8 test pattern at 15 fps,
- * or an Opus 440 Hz tone), for tests that need media a decoder can decode.
+ * or an Opus 440 Hz tone, or Opus of an audio file), for tests that need media a decoder can decode.
  */
-export async function realTrack(kind: 'video' | 'audio'): Promise<RealTrack> {
+export async function realTrack(kind: 'video' | 'audio', audio?: AudioFile): Promise<RealTrack> {
   const track = new WeriftTrack({ kind });
   const socket = createSocket('udp4');
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
@@ -22,11 +30,13 @@ export async function realTrack(kind: 'video' | 'audio'): Promise<RealTrack> {
   const args =
     kind === 'video'
       ? ['-re', '-f', 'lavfi', '-i', 'testsrc=size=320x180:rate=15', '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '300k', '-g', '15', '-payload_type', '96', '-f', 'rtp', `rtp://127.0.0.1:${port}?pkt_size=1200`]
-      : ['-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-ac', '2', '-c:a', 'libopus', '-payload_type', '111', '-f', 'rtp', `rtp://127.0.0.1:${port}`];
+      : ['-re', ...(audio ? [...(audio.loop ? ['-stream_loop', '-1'] : []), '-i', audio.file] : ['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000']), '-ar', '48000', '-ac', '2', '-c:a', 'libopus', '-payload_type', '111', '-f', 'rtp', `rtp://127.0.0.1:${port}`];
   const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', ...args], { stdio: 'ignore' });
+  const startedAt = Date.now();
   let stopped = false;
   return {
     track: track as unknown as MediaStreamTrack,
+    startedAt,
     stop: () => {
       if (stopped) return;
       stopped = true;
