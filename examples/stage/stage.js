@@ -75,6 +75,9 @@ if (saved.ended) {
   sessionStorage.setItem('tessera-stage', JSON.stringify({ ...saved, ended: undefined }));
 }
 
+/** The relay's HTTP origin: output URLs (the HLS playlist) are relative to it. */
+let relayHttp = location.origin;
+
 $('join-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   const role = new FormData(event.target).get('role');
@@ -83,7 +86,11 @@ $('join-form').addEventListener('submit', async (event) => {
   $('join-button').disabled = true;
   try {
     await api('/api/login', { name: $('name').value, password: $('password').value });
-    const { token, url, name } = await api('/api/token', { room: $('room').value, role });
+    const { token, url, name, rtmp } = await api('/api/token', { room: $('room').value, role });
+    // the local RTMP server npm start runs, if any: the livestream works out of the box
+    if (rtmp && !$('rtmp-url').value) $('rtmp-url').value = rtmp;
+    relayHttp = url.replace(/^ws/, 'http');
+    $('rtmp-hint').hidden = Boolean(rtmp);
     waiting = new AbortController();
     room = await Sdk.join({ url, token, name, signal: waiting.signal, onWaiting: () => ($('waiting').hidden = false) });
     enter(room, role);
@@ -122,6 +129,7 @@ function enter(room, role) {
   people(room);
   lobby(room);
   outputs(room);
+  hlsViewer(room);
   files(room);
   whiteboard(room);
 
@@ -456,6 +464,44 @@ function outputs(room) {
   });
   render();
   recordings();
+}
+
+// ---- the room's HLS, played in the page with hls.js ----------------------------------------
+function hlsViewer(room) {
+  const video = $('hls-video');
+  let player = null;
+  const close = () => {
+    player?.destroy();
+    player = null;
+    video.hidden = true;
+    $('hls-watch').textContent = 'Watch';
+  };
+  // the playlist reaches members allowed to see it (canSubscribe or canHls); it is relative to the relay
+  const playlist = () => {
+    const { state, info } = room.hls.status;
+    return state === 'active' && info?.playlist ? new URL(info.playlist, relayHttp).href : null;
+  };
+  const update = () => {
+    $('hls-panel').hidden = !playlist();
+    if (!playlist()) close();
+  };
+  $('hls-watch').onclick = guard(async () => {
+    if (player) return close();
+    if (!window.Hls) {
+      await new Promise((resolve, reject) => document.head.append(h('script', { src: '/vendor/hls.min.js', onload: resolve, onerror: () => reject(new Error('hls.js did not load')) })));
+    }
+    if (!window.Hls.isSupported()) throw new Error('this browser cannot play HLS through Media Source Extensions');
+    // one segment behind the live edge: about 2 segments (4 s) of delay with the relay's 2 s segments
+    player = new window.Hls({ liveSyncDurationCount: 1, liveMaxLatencyDurationCount: 4 });
+    player.on(window.Hls.Events.ERROR, (_, data) => data.fatal && (toast(`HLS: ${data.details}`), close()));
+    player.loadSource(playlist());
+    player.attachMedia(video);
+    video.hidden = false;
+    $('hls-watch').textContent = 'Close';
+    await video.play().catch(() => undefined);
+  });
+  room.on('output-changed', ({ output }) => output === 'hls' && update());
+  update();
 }
 
 // ---- files: data streams ---------------------------------------------------------------
