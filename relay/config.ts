@@ -73,7 +73,7 @@ export interface RelayConfig {
   /** Where HLS playlists and segments are written (and served from, at `/hls`). */
   hlsDir: string;
   hlsSegmentSeconds: number;
-  /** The external transcription service's URL, if any. */
+  /** A `/v1/audio/transcriptions` speech service, if any: the transcription output's default engine. */
   transcriptionUrl?: string;
   /** The ffmpeg the media outputs run: a path, or a name looked up on `PATH`. */
   ffmpeg: string;
@@ -289,7 +289,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--ffmpeg', env: 'TESSERA_FFMPEG', help: `the ffmpeg media outputs run (default ${DEFAULTS.ffmpeg}, found on PATH)`, apply: (c, v) => void (c.ffmpeg = v) },
   { flag: '--max-media-transports', env: 'TESSERA_MAX_MEDIA_TRANSPORTS', help: `media peer connections (publications + subscriptions) the relay holds at once (default ${DEFAULTS.maxMediaTransports})`, apply: (c, v) => void (c.maxMediaTransports = integer('--max-media-transports', v, 1)) },
   { flag: '--composite', env: 'TESSERA_COMPOSITE', help: `the stage composite's picture, WIDTHxHEIGHT[@FPS] (default ${DEFAULTS.composite.width}x${DEFAULTS.composite.height}@${DEFAULTS.composite.fps})`, apply: (c, v) => void (c.composite = compositeSize(v)) },
-  { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'the external transcription service (POSTed start/stop as JSON); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
+  { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'a speech service speaking POST /v1/audio/transcriptions (the transcription output\'s default engine when set; else the local one, pocketsphinx); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
   { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },
   { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },

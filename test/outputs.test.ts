@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { findExecutable } from '../relay/outputs/ffmpeg/process.ts';
+import { DEFAULT_ASR_MODEL } from '../relay/outputs/transcription/local-engine.ts';
 import { OUTPUTS, OUTPUT_FLAGS, type OutputName } from '../src/protocol/control.ts';
 import type { Room } from '../src/room.ts';
 import { nextEvent, rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
@@ -168,20 +170,21 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     }
   });
 
-  it('transcription: the external hook is told of start and stop; without a hook it fails clearly', async () => {
+  it('transcription: the relay\'s service is the default engine; without one the local engine runs, and the service engine is refused', async () => {
     const a = await host('o6');
-    await a.transcription.start({ language: 'de' });
+    const status = await a.transcription.start({ language: 'de' });
+    assert.deepEqual(status.info, { language: 'de', engine: 'service' });
     await a.transcription.stop();
-    const mine = () => hooks.filter((h) => h.roomId === 'o6');
-    await until(() => mine().length >= 2);
-    assert.deepEqual(mine().map((h) => h.type), ['start', 'stop']);
-    assert.equal(mine()[0]!.language, 'de');
     const bare = await startTestRelay();
     try {
       const b = await bare.join({ token: bare.token({ roomId: 'o6', grant: { canTranscribe: true } }) });
-      const err = await rejectsWith(b.transcription.start(), 'INVALID_ARGUMENT');
+      const err = await rejectsWith(b.transcription.start({ engine: 'service' }), 'INVALID_ARGUMENT');
       assert.equal(err.reason, 'not-configured');
       assert.equal(b.transcription.state, 'failed');
+      if (findExecutable('ffmpeg') && existsSync(`${DEFAULT_ASR_MODEL}/en-us.lm.bin`)) {
+        assert.deepEqual((await b.transcription.start()).info, { language: 'en', engine: 'local' });
+        await b.transcription.stop();
+      }
     } finally {
       await bare.close();
     }
