@@ -129,6 +129,7 @@ function enter(room, role) {
   people(room);
   lobby(room);
   outputs(room);
+  captions(room);
   hlsViewer(room);
   files(room);
   whiteboard(room);
@@ -464,6 +465,20 @@ function outputs(room) {
   });
   render();
   recordings();
+}
+
+// ---- live transcription: each utterance as a caption under its speaker's tile ----------------
+function captions(room) {
+  const timers = new Map();
+  room.on('transcription', ({ participantId, text }) => {
+    const tile = document.getElementById(participantId === room.localParticipant.id ? 'tile-me' : `tile-${participantId}`);
+    if (!tile) return;
+    let caption = tile.querySelector('.caption');
+    if (!caption) tile.append((caption = h('div', { className: 'caption' })));
+    caption.textContent = text;
+    clearTimeout(timers.get(participantId));
+    timers.set(participantId, setTimeout(() => caption.remove(), 8000));
+  });
 }
 
 // ---- the room's HLS, played in the page with hls.js ----------------------------------------
