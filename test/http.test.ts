@@ -146,10 +146,10 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
 
   it('item 4: a recording file deleted between the listing and the download is a 404; the relay keeps serving', async () => {
     const { id, path } = await recording('r4a');
-    const list = JSON.parse((await rawHttp(port, request('/recordings', auth('r4a')))).body.toString()) as { recordings: Array<{ url: string }> };
-    assert.equal(list.recordings.length, 1);
+    const list = JSON.parse((await rawHttp(port, request('/recordings', auth('r4a')))).body.toString()) as { recordings: Array<{ file: string; url: string }> };
+    assert.deepEqual(list.recordings.map((r) => r.file), ['composite.mp4', 'timeline.jsonl']);
     unlinkSync(join(path, 'timeline.jsonl'));
-    assert.equal((await rawHttp(port, request(list.recordings[0]!.url, auth('r4a')))).status, 404);
+    assert.equal((await rawHttp(port, request(list.recordings[1]!.url, auth('r4a')))).status, 404);
     assert.equal((await rawHttp(port, request(`/recordings/${id}/timeline.jsonl`, auth('r4a'), 'HEAD'), 1000)).status, 404);
     await stillServing();
   });
@@ -158,8 +158,8 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
     const host = await t.join({ token: t.token({ roomId: 'r4b', participantId: 'host', grant: { canHls: true } }) });
     const status = await host.hls.start({ segmentSeconds: 0.5 });
     await host.hls.stop();
-    const url = status.info!.playlist!.replace('index.m3u8', 'seg0.vtt');
-    const file = join(dir, 'hls', url.split('/')[2]!, 'seg0.vtt');
+    const url = status.info!.playlist!.replace('index.m3u8', 'sub0.vtt');
+    const file = join(dir, 'hls', url.split('/')[2]!, 'sub0.vtt');
     const content = fs.readFileSync(file);
     // delete it right after a check (stat) or an open of that very file, whichever the relay does
     const { statSync } = fs;
@@ -252,7 +252,7 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
     const readers = Array.from({ length: 4 }, async () => {
       while (!stop) {
         statuses.add((await rawHttp(port, request(playlist))).status);
-        statuses.add((await rawHttp(port, request(playlist.replace('index.m3u8', 'seg0.vtt')))).status);
+        statuses.add((await rawHttp(port, request(playlist.replace('index.m3u8', 'seg0.ts')))).status);
       }
     });
     for (let i = 0; i < 10; i++) {
@@ -278,7 +278,7 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
       assert.equal(res.status, 404, name);
     }
     const list = JSON.parse((await rawHttp(port, request('/recordings', auth('r4f')))).body.toString()) as { recordings: Array<{ file: string }> };
-    assert.deepEqual(list.recordings.map((r) => r.file), ['timeline.jsonl']);
+    assert.deepEqual(list.recordings.map((r) => r.file), ['composite.mp4', 'timeline.jsonl']);
     await stillServing();
   });
 
