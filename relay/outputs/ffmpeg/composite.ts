@@ -52,6 +52,16 @@ function label(layout: CompositeLayout, file: string, size: number): string {
   return `,drawtext=fontfile=${safePath(layout.font)}:textfile=${safePath(file)}:expansion=none:fontsize=${size}:fontcolor=white:box=1:boxcolor=black@0.5:boxborderw=${Math.round(size / 3)}:x=${Math.round(size / 2)}:y=h-th-${Math.round(size / 2)}`;
 }
 
+/**
+ * Every live stream is stamped with the wall clock as it enters the graph, the clock of the
+ * generated picture and silence (`realtime`, `arealtime`) too. Stamped by its input instead
+ * (wall clock at arrival, less the input's first packet, which ffmpeg reads while it probes),
+ * a live stream ran seconds ahead of a generated one, and ffmpeg, which serves the output
+ * furthest behind first, held the live one back by as much: the HLS was 15-36 s late with a
+ * camera and no microphone (bench:outputs); now about one segment.
+ */
+const WALL_CLOCK = 'setpts=(RTCTIME-RTCSTART)/(TB*1000000),';
+
 /** The filter graph of a composite (see the module's comment for the inputs it expects). */
 export function compositeGraph(layout: CompositeLayout): CompositeGraph {
   const { width, height, fps } = layout;
@@ -68,7 +78,7 @@ export function compositeGraph(layout: CompositeLayout): CompositeGraph {
     const size = Math.max(12, Math.round(h / 14));
     for (let i = 0; i < n; i++) {
       parts.push(
-        `[0:v:${i}]scale=${w}:${h}:force_original_aspect_ratio=decrease,pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2:color=${BACKGROUND},setsar=1,fps=${fps},format=yuv420p${label(layout, layout.labels[i]!, size)}[t${i}]`,
+        `[0:v:${i}]${WALL_CLOCK}scale=${w}:${h}:force_original_aspect_ratio=decrease,pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2:color=${BACKGROUND},setsar=1,fps=${fps},format=yuv420p${label(layout, layout.labels[i]!, size)}[t${i}]`,
       );
     }
     if (n === 1) parts.push(`[t0]pad=${width}:${height}:(ow-iw)/2:(oh-ih)/2:color=${BACKGROUND}[vout]`);
@@ -82,13 +92,14 @@ export function compositeGraph(layout: CompositeLayout): CompositeGraph {
   if (layout.audios === 0) parts.push('anullsrc=r=48000:cl=stereo,arealtime[aout]');
   else {
     // wall-clock timestamps jitter: resampling with async closes the gaps between packets
-    const inputs = Array.from({ length: layout.audios }, (_, i) => `[0:a:${i}]aresample=48000:async=1000[a${i}]`);
+    const inputs = Array.from({ length: layout.audios }, (_, i) => `[0:a:${i}]a${WALL_CLOCK}aresample=48000:async=1000[a${i}]`);
     parts.push(...inputs);
     const mixed = Array.from({ length: layout.audios }, (_, i) => `[a${i}]`).join('');
     parts.push(layout.audios === 1 ? `[a0]anull[aout]` : `${mixed}amix=inputs=${layout.audios}:normalize=0:dropout_transition=0[aout]`);
   }
   return { filter: parts.join(';'), video: '[vout]', audio: '[aout]' };
 }
+
 
 /** Encoder settings shared by every composite output: H.264 (baseline-friendly, a key frame every 2 s) and AAC. */
 export function encoderArgs(fps: number, videoKbps: number): string[] {
