@@ -5,6 +5,7 @@
  * is decoded or re-encoded here.
  */
 import { createSocket, type Socket } from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import type { TrackKind } from '../../../src/protocol/media.ts';
 
 /** What a feed needs of a track (a `TappedTrack` of the media board). */
@@ -20,18 +21,53 @@ const RTPMAP: Record<TrackKind, string> = { video: 'VP8/90000', audio: 'opus/480
 /** Key frames asked for after the feed starts: ffmpeg decodes nothing of a video before one. */
 const KEY_FRAME_ASKS_MS = [0, 500, 1500];
 
-/** Free even UDP ports on loopback (RTP on p; ffmpeg also binds p + 1 for RTCP). */
-export async function freeRtpPorts(n: number): Promise<number[]> {
-  const ports: number[] = [];
-  for (let tries = 0; ports.length < n && tries < n * 50; tries++) {
+/**
+ * The lowest port the kernel hands out to `bind(0)` (Linux: `net.ipv4.ip_local_port_range`).
+ * RTP ports are taken below it: a port found free there is not given to the next socket that
+ * binds port 0 (werift opens one per peer connection) before ffmpeg binds it.
+ */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'latin1').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 2048) return low;
+  } catch {
+    // not Linux: the usual IANA range
+  }
+  return 49152;
+}
+
+/** Ports handed out recently, until when: two runs starting together never get the same. */
+const handedOut = new Map<number, number>();
+const HOLD_MS = 30_000;
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const socket = createSocket('udp4');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(0, '127.0.0.1', resolve);
+    socket.once('error', () => {
+      socket.close();
+      resolve(false);
     });
-    const port = socket.address().port;
-    socket.close();
-    if (port % 2 === 0 && port < 65534 && !ports.includes(port)) ports.push(port);
+    socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Free even UDP ports on loopback for ffmpeg: RTP on p and RTCP on p + 1 (ffmpeg binds both),
+ * from the ports below the kernel's ephemeral range, each checked free and held back from the
+ * next callers for a while.
+ */
+export async function freeRtpPorts(n: number): Promise<number[]> {
+  const top = ephemeralLow() - 2;
+  const bottom = Math.max(1024, top - 16_000);
+  const now = Date.now();
+  for (const [port, until] of handedOut) if (until < now) handedOut.delete(port);
+  const ports: number[] = [];
+  for (let tries = 0; ports.length < n && tries < n * 50 + 50; tries++) {
+    const port = bottom + 2 * Math.floor(Math.random() * ((top - bottom) / 2));
+    if (handedOut.has(port) || ports.includes(port)) continue;
+    if (!(await bindable(port)) || !(await bindable(port + 1))) continue;
+    handedOut.set(port, now + HOLD_MS);
+    ports.push(port);
   }
   if (ports.length < n) throw new Error('no free UDP ports on loopback');
   return ports;
