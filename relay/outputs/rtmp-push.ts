@@ -88,7 +88,8 @@ export class RtmpPush {
     try {
       proc = await FfmpegProcess.start({
         ffmpeg: options.ffmpeg,
-        stderrLine: (line) => options.log.warn('livestream: ffmpeg says', { line: withoutKey(line, target) }),
+        // debug: ffmpeg can warn once per packet (a flood at warn); a failure carries its last lines anyway
+        stderrLine: (line) => options.log.debug('livestream: ffmpeg says', { line: withoutKey(line, target) }),
         stdout: (chunk) => {
           const all = [...chunk.toString('latin1').matchAll(/out_time_us=(\d+)/g)];
           const us = all.at(-1)?.[1];

@@ -235,7 +235,8 @@ export class CompositeRun {
     const ffmpeg = await FfmpegProcess.start({
       ffmpeg: this.options.ffmpeg,
       stdin: true,
-      stderrLine: (line) => this.options.log.warn('composite: ffmpeg says', { run, line }),
+      // debug: ffmpeg can warn once per packet (a flood at warn); a failure carries its last lines anyway
+      stderrLine: (line) => this.options.log.debug('composite: ffmpeg says', { run, line }),
       stdout: (chunk) => {
         const us = /out_time_us=(\d+)/.exec(chunk.toString('latin1'));
         if (!us || this.producing !== producing) return;
