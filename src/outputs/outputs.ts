@@ -1,6 +1,14 @@
 import type { Connection } from '../connection.ts';
 import type { OutputInfo, OutputName, OutputOptions, OutputStartParams, OutputState, OutputStatus, Shape, ShapeInput } from '../protocol/control.ts';
 
+/**
+ * How long a start or stop may wait for the relay's answer. The relay bounds both itself
+ * (`--output-start-timeout`, 15 s by default, and a recording's MP4 is joined within it) and
+ * answers with its verdict: the SDK waits longer, so that a slow start (a composite of nine
+ * tiles on a busy relay) is not reported as a timeout while the relay still works on it.
+ */
+const OUTPUT_CALL_MS = 60_000;
+
 /** The arguments of an output's `start`: its options, required where it needs some (the livestream's `url`). */
 export type OutputStartArgs<O extends OutputName> = {} extends OutputOptions[O] ? [options?: OutputOptions[O]] : [options: OutputOptions[O]];
 
@@ -45,16 +53,16 @@ export class OutputControl<O extends OutputName = OutputName> {
     return this.current.info;
   }
 
-  /** Start it; resolves once it is active (rejects if it failed to start). */
+  /** Start it; resolves once it is active (rejects if it failed to start: the relay's deadline is `--output-start-timeout`, 15 s by default). */
   async start(...[options]: OutputStartArgs<O>): Promise<OutputStatus<O>> {
     const params = (options === undefined ? { output: this.name } : { output: this.name, options }) as OutputStartParams;
     // the relay answers a start of this output with this output's status
-    return (await this.connection.request('output.start', params)) as OutputStatus<O>;
+    return (await this.connection.request('output.start', params, OUTPUT_CALL_MS)) as OutputStatus<O>;
   }
 
   /** Stop it; resolves once it is stopped. */
   async stop(): Promise<OutputStatus<O>> {
-    return (await this.connection.request('output.stop', { output: this.name })) as OutputStatus<O>;
+    return (await this.connection.request('output.stop', { output: this.name }, OUTPUT_CALL_MS)) as OutputStatus<O>;
   }
 
   /** @internal */
