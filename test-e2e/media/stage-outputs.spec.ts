@@ -1,6 +1,5 @@
-import type { ChildProcess } from 'node:child_process';
-import { expect, test, type Browser, type Page } from '@playwright/test';
-import { startExample } from '../start-example.ts';
+import { expect, test } from '@playwright/test';
+import { stageDemo } from './stage-demo.ts';
 import { speechLaunchOptions } from './speech.ts';
 
 /**
@@ -10,24 +9,7 @@ import { speechLaunchOptions } from './speech.ts';
  */
 test.use({ launchOptions: speechLaunchOptions() });
 
-let child: ChildProcess;
-let web = '';
-test.beforeAll(async () => {
-  ({ child, web } = await startExample({ TESSERA_LOG_LEVEL: 'warn' }));
-});
-test.afterAll(() => child.kill('SIGTERM'));
-
-async function open(browser: Browser, name: string, role: string): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  page.on('dialog', (dialog) => void dialog.accept());
-  await page.goto(`${web}/examples/stage/`);
-  await page.fill('#name', name);
-  await page.fill('#room', 'outputs-demo');
-  await page.check(`input[name=role][value=${role}]`);
-  await page.click('#join-button');
-  await expect(page.locator('#room-screen')).toBeVisible();
-  return page;
-}
+const { open } = stageDemo('outputs-demo', { width: 1280, height: 900 });
 
 const OUTPUTS = ['Recording', 'HLS', 'RTMP livestream', 'Transcription', 'Whiteboard'];
 

@@ -1,7 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { expect, test, type Browser, type Page } from '@playwright/test';
-import { startExample } from '../start-example.ts';
+import { expect, test, type Page } from '@playwright/test';
+import { stageDemo } from './stage-demo.ts';
 
 /**
  * The stage demo as issue 16 found it, walked through as a person would: a screen share beside
@@ -9,24 +8,7 @@ import { startExample } from '../start-example.ts';
  * removal, a recording downloaded from the page, and what people see when they are removed or
  * the room ends. Each step leaves a screenshot in test-results/.
  */
-let child: ChildProcess;
-let web = '';
-test.beforeAll(async () => {
-  ({ child, web } = await startExample({ TESSERA_LOG_LEVEL: 'warn' }));
-});
-test.afterAll(() => child.kill('SIGTERM'));
-
-async function open(browser: Browser, name: string, role: string, waitForRoom = true): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-  page.on('dialog', (dialog) => void dialog.accept());
-  await page.goto(`${web}/examples/stage/`);
-  await page.fill('#name', name);
-  await page.fill('#room', 'walkthrough');
-  await page.check(`input[name=role][value=${role}]`);
-  await page.click('#join-button');
-  if (waitForRoom) await expect(page.locator('#room-screen')).toBeVisible();
-  return page;
-}
+const { open } = stageDemo('walkthrough');
 
 const videoWidth = (page: Page, tile: string) => page.evaluate((id) => (document.querySelector(`#${id} video:not([hidden])`) as HTMLVideoElement | null)?.videoWidth ?? 0, tile);
 

@@ -1,24 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
-import { expect, test, type Browser, type Page } from '@playwright/test';
-import { startExample } from '../start-example.ts';
+import { expect, test, type Page } from '@playwright/test';
+import { stageDemo } from './stage-demo.ts';
 
 /** The stage demo as a person uses it: `npm start`'s script, three browsers. */
-let child: ChildProcess;
-let web = '';
-test.beforeAll(async () => {
-  ({ child, web } = await startExample({ TESSERA_LOG_LEVEL: 'warn' }));
-});
-test.afterAll(() => child.kill('SIGTERM'));
-
-async function open(browser: Browser, name: string, role: string): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-  await page.goto(`${web}/examples/stage/`);
-  await page.fill('#name', name);
-  await page.fill('#room', 'stage-e2e');
-  await page.check(`input[name=role][value=${role}]`);
-  await page.click('#join-button');
-  return page;
-}
+const { open } = stageDemo('stage-e2e');
 
 const videoWidth = (page: Page, tile: string) => page.evaluate((id) => (document.querySelector(`#${id} video`) as HTMLVideoElement | null)?.videoWidth ?? 0, tile);
 
@@ -52,7 +36,7 @@ test('the stage demo: join, see each other, chat, admit a guest from the lobby, 
   await expect(vic.locator('#controls')).toBeHidden();
 
   // a guest asks; the moderator admits from the lobby
-  const gus = await open(browser, 'Gus', 'guest');
+  const gus = await open(browser, 'Gus', 'guest', false);
   await expect(gus.locator('#waiting')).toBeVisible();
   await mod.click('[data-tab=lobby]');
   await expect(mod.locator('#lobby-badge')).toHaveText('1');
