@@ -1,6 +1,7 @@
 import { PROTOCOL_VERSION, type JoinFrame, type JoinedFrame } from '../src/protocol/messages.ts';
 import { effectiveGrant, type TokenClaims } from '../src/protocol/grant.ts';
 import { CloseCode } from '../src/protocol/codes.ts';
+import { ADMIN_ACTOR } from '../src/protocol/server-api.ts';
 import type { RelayContext } from './context.ts';
 import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink, Opener, Room } from './rooms/types.ts';
@@ -49,6 +50,10 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
   }
   const scopeRefusal = checkScope(claims, roomId, frame.participantId);
   if (scopeRefusal) return scopeRefusal;
+  // pubsub's `from` and output-changed's `by` name the server API with this id: a member under it would speak as the backend
+  if (frame.participantId === ADMIN_ACTOR) {
+    return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-reserved', message: `"${ADMIN_ACTOR}" names the server API in messages and output changes: no participant may take it` };
+  }
   const key = tokenKey(frame.token, claims);
   // a removal sticks to the token, pinned or not (an unpinned one would otherwise just pick a new id)
   if (relay.bans.has(verified.project, roomId, key, now)) {
