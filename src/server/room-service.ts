@@ -1,3 +1,5 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { JsonValue } from '../protocol/messages.ts';
 import type { OutputName, OutputOptions, OutputStatus } from '../protocol/control.ts';
 import { API_PREFIX, type ParticipantPage, type PublishResult, type RoomPage, type RoomSummary } from '../protocol/server-api.ts';
@@ -208,42 +210,91 @@ export class RoomService {
   }
 
   private async call<T>(method: string, path: string[], query?: URLSearchParams, body?: unknown): Promise<T> {
-    const target = `${API_PREFIX}/${path.map(encodeURIComponent).join('/')}${query && query.size > 0 ? `?${query}` : ''}`;
+    const target = `${API_PREFIX}/${path.map(pathSegment).join('/')}${query && query.size > 0 ? `?${query}` : ''}`;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
     let lastError: unknown;
     for (const base of this.bases) {
-      let res: Response;
+      let res: { status: number; text: string };
       try {
-        res = await fetch(`${base}${target}`, {
-          method,
-          headers: { authorization: `Bearer ${this.token()}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-          signal: AbortSignal.timeout(this.timeoutMs),
-        });
+        res = await send(base, method, target, `Bearer ${this.token()}`, payload, this.timeoutMs);
       } catch (err) {
-        if ((err as Error)?.name === 'TimeoutError') throw new SdkError('TIMEOUT', `the relay did not answer within ${this.timeoutMs} ms`, { cause: err });
+        if (err instanceof SdkError) throw err;
         lastError = err;
         continue;
       }
-      return answer<T>(res);
+      return answer<T>(res.status, res.text);
     }
     throw new SdkError('CONNECTION_FAILED', `the relay cannot be reached (${(lastError as Error)?.message ?? 'no answer'})`, { reason: 'unreachable', cause: lastError });
   }
 }
 
-async function answer<T>(res: Response): Promise<T> {
-  const length = Number(res.headers.get('content-length'));
-  if (Number.isFinite(length) && length > MAX_ANSWER) throw new SdkError('INTERNAL_ERROR', `the relay's answer is ${length} bytes`, { reason: 'bad-response' });
+/**
+ * One path segment: percent-encoded, and a segment of dots escaped, so that no URL parser on
+ * the way (fetch's included) takes an id `.` or `..` for a dot segment and sends the call to
+ * another route.
+ */
+function pathSegment(value: string): string {
+  return /^\.+$/.test(value) ? value.replace(/\./g, '%2E') : encodeURIComponent(value);
+}
+
+/**
+ * One request with its path sent as written (node:http does not resolve dot segments), its
+ * answer read up to {@link MAX_ANSWER}. Rejects with an `SdkError` for a timeout or an answer
+ * too large, with the socket's error when the relay cannot be reached (the next node is tried).
+ */
+function send(base: string, method: string, target: string, authorization: string, body: string | undefined, timeoutMs: number): Promise<{ status: number; text: string }> {
+  const url = new URL(base);
+  const secure = url.protocol === 'https:';
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const finish = (error: unknown, value?: { status: number; text: string }) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (error) {
+        req.destroy();
+        reject(error);
+      } else resolve(value!);
+    };
+    const timer = setTimeout(() => finish(new SdkError('TIMEOUT', `the relay did not answer within ${timeoutMs} ms`)), timeoutMs);
+    const options = {
+      host: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port || (secure ? 443 : 80),
+      method,
+      path: target,
+      headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) },
+    };
+    const onResponse = (res: IncomingMessage) => {
+      const length = Number(res.headers['content-length']);
+      if (Number.isFinite(length) && length > MAX_ANSWER) return finish(new SdkError('INTERNAL_ERROR', `the relay's answer is ${length} bytes`, { reason: 'bad-response' }));
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_ANSWER) return finish(new SdkError('INTERNAL_ERROR', `the relay's answer is over ${MAX_ANSWER} bytes`, { reason: 'bad-response' }));
+        chunks.push(chunk);
+      });
+      res.on('end', () => finish(null, { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', (err) => finish(new SdkError('CONNECTION_FAILED', `the relay's answer was cut (${err.message})`, { reason: 'unreachable', cause: err })));
+    };
+    const req = secure ? httpsRequest(options, onResponse) : httpRequest(options, onResponse);
+    req.on('error', (err) => finish(err));
+    req.end(body);
+  });
+}
+
+function answer<T>(status: number, text: string): T {
   let value: unknown;
   try {
-    value = JSON.parse(await res.text());
+    value = JSON.parse(text);
   } catch (err) {
-    throw new SdkError('INTERNAL_ERROR', `the relay answered ${res.status} without JSON (is this a Tessera relay?)`, { reason: 'bad-response', cause: err });
+    throw new SdkError('INTERNAL_ERROR', `the relay answered ${status} without JSON (is this a Tessera relay?)`, { reason: 'bad-response', cause: err });
   }
-  if (!isRecord(value)) throw new SdkError('INTERNAL_ERROR', `the relay answered ${res.status} with something other than a JSON object`, { reason: 'bad-response' });
-  if (res.ok) return value as T;
+  if (!isRecord(value)) throw new SdkError('INTERNAL_ERROR', `the relay answered ${status} with something other than a JSON object`, { reason: 'bad-response' });
+  if (status >= 200 && status < 300) return value as T;
   const error = value.error;
   if (isRecord(error) && typeof error.code === 'string' && typeof error.message === 'string') {
-    return Promise.reject(SdkError.fromWire({ code: error.code, message: error.message, ...(typeof error.reason === 'string' ? { reason: error.reason } : {}), ...(typeof error.kind === 'string' ? { kind: error.kind } : {}) }));
+    throw SdkError.fromWire({ code: error.code, message: error.message, ...(typeof error.reason === 'string' ? { reason: error.reason } : {}), ...(typeof error.kind === 'string' ? { kind: error.kind } : {}) });
   }
-  throw new SdkError('INTERNAL_ERROR', `the relay answered ${res.status} without an error`, { reason: 'bad-response' });
+  throw new SdkError('INTERNAL_ERROR', `the relay answered ${status} without an error`, { reason: 'bad-response' });
 }
