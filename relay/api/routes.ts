@@ -77,6 +77,8 @@ function listRooms(call: ApiCall<'rooms'>): RoomPage {
   ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const page = ids.slice(0, limit);
   const rooms = page.map((id) => summary(call.relay.rooms.get(call.caller.project, id)!));
+  // a page of 100 rooms with their outputs is tens of kilobytes: paid like a page of participants
+  spendBytes(call.caller, Buffer.byteLength(JSON.stringify(rooms)), call.relay);
   const last = page.at(-1);
   return { rooms, nextCursor: ids.length > limit && last !== undefined ? Buffer.from(last).toString('base64url') : null };
 }
