@@ -44,7 +44,10 @@ export class WebhookReceiver {
       throw new SdkError('INVALID_ARGUMENT', 'give apiKey and secret (or keys: { apiKey: secret }) as non-empty strings');
     }
     this.keys = new Map(keys);
-    this.leeway = options.leeway ?? 30;
+    const leeway = options.leeway ?? 30;
+    // NaN would make every expiry check false: a captured webhook would be good forever
+    if (typeof leeway !== 'number' || !Number.isFinite(leeway) || leeway < 0) throw new SdkError('INVALID_ARGUMENT', 'leeway must be a finite number of seconds, 0 or more');
+    this.leeway = leeway;
   }
 
   /**
@@ -52,12 +55,13 @@ export class WebhookReceiver {
    * (`missing`, `malformed`, `unsupported-algorithm`, `bad-signature`, `expired`,
    * `bad-body-hash` when the body is not the one signed), `INVALID_API_KEY` (`unknown-api-key`:
    * signed by a key you did not give), or `INVALID_ARGUMENT` (`bad-body`: signed, but not an
-   * event this version knows).
+   * event this version knows, or a body that is not raw: an object your framework parsed).
    *
-   * @param body the raw request body, exactly as received
+   * @param body the raw request body, exactly as received: a string, a `Buffer` (or other
+   * byte view) or an `ArrayBuffer`
    * @param authorization the request's `Authorization` header
    */
-  receive(body: string | Uint8Array, authorization: string | null | undefined): WebhookEvent {
+  receive(body: string | Uint8Array | ArrayBuffer, authorization: string | null | undefined): WebhookEvent {
     const match = typeof authorization === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization) : null;
     if (!match) throw new SdkError('INVALID_TOKEN', 'no Authorization: Bearer <token> header', { reason: 'missing' });
     const verified = verifyJwt(match[1]!, (apiKey) => this.keys.get(apiKey));
@@ -69,7 +73,7 @@ export class WebhookReceiver {
     const { claims } = verified;
     if (typeof claims.exp !== 'number' || !Number.isFinite(claims.exp)) throw new SdkError('INVALID_TOKEN', 'the token has no exp', { reason: 'malformed' });
     if (Date.now() / 1000 > claims.exp + this.leeway) throw new SdkError('INVALID_TOKEN', 'the webhook token has expired', { reason: 'expired' });
-    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const bytes = rawBytes(body);
     const hash = createHash('sha256').update(bytes).digest();
     const claimed = typeof claims.sha256 === 'string' ? Buffer.from(claims.sha256, 'base64') : Buffer.alloc(0);
     if (claimed.length !== hash.length || !timingSafeEqual(claimed, hash)) throw new SdkError('INVALID_TOKEN', 'the body is not the one the relay signed', { reason: 'bad-body-hash' });
@@ -82,6 +86,14 @@ export class WebhookReceiver {
     if (!isEvent(event)) throw new SdkError('INVALID_ARGUMENT', 'the webhook body is not an event this version knows', { reason: 'bad-body' });
     return event;
   }
+}
+
+/** The body as bytes: a string (UTF-8), a Buffer or other view, an ArrayBuffer; anything else (a parsed body) is refused. */
+function rawBytes(body: unknown): Buffer {
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (body instanceof ArrayBuffer) return Buffer.from(body);
+  throw new SdkError('INVALID_ARGUMENT', 'give receive() the raw body as received (a string or bytes), not a parsed one: the signature covers its exact bytes', { reason: 'bad-body' });
 }
 
 function isEvent(value: unknown): value is WebhookEvent {
