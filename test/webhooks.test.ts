@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -6,6 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readKeysFile } from '../relay/token/keys.ts';
+import { postWebhook } from '../relay/webhooks/post.ts';
+import { QUEUE_LIMITS, WebhookQueues } from '../relay/webhooks/queue.ts';
 import type { WebhookEvent } from '../src/protocol/server-api.ts';
 import { signJwt } from '../src/server/jwt.ts';
 import { RoomService } from '../src/server/room-service.ts';
@@ -223,5 +226,129 @@ describe('webhooks: a dead receiver, private targets', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('webhooks: attacks', () => {
+  const now = () => Math.floor(Date.now() / 1000);
+  const body = JSON.stringify({ id: 'e1', event: 'room-started', createdAt: 1, project: 'default', roomId: 'r', data: { createdAt: 1 } });
+  const signed = (text: string | Buffer, claims: Record<string, unknown> = {}, secret = SECRET, iss = API_KEY) =>
+    `Bearer ${signJwt({ iss, iat: now(), exp: now() + 300, sha256: createHash('sha256').update(text).digest('base64'), ...claims }, secret)}`;
+  const outcome = (fn: () => unknown) => {
+    try {
+      fn();
+      return 'accepted';
+    } catch (err) {
+      const e = err as { name: string; code?: string; reason?: string };
+      return `${e.name}:${e.code}/${e.reason}`;
+    }
+  };
+
+  it('WebhookReceiver: a parsed body or anything not raw bytes is refused as an SdkError, not a TypeError', () => {
+    const auth = signed(body);
+    for (const wrong of [JSON.parse(body) as unknown, null, undefined, 42, [1, 2]]) {
+      assert.equal(outcome(() => receiver.receive(wrong as string, auth)), 'SdkError:INVALID_ARGUMENT/bad-body', String(wrong));
+    }
+    assert.equal(outcome(() => receiver.receive(new TextEncoder().encode(body).buffer as unknown as Uint8Array, auth)), 'accepted', 'an ArrayBuffer is bytes too');
+  });
+
+  it('WebhookReceiver: a leeway that is not a finite number of seconds >= 0 is refused (NaN would never expire a token)', () => {
+    for (const leeway of [Number.NaN, Infinity, -1, '30' as unknown as number]) {
+      assert.throws(() => new WebhookReceiver({ apiKey: API_KEY, secret: SECRET, leeway }), { name: 'SdkError', code: 'INVALID_ARGUMENT' }, String(leeway));
+    }
+    const expired = signed(body, { exp: now() - 3600 });
+    assert.equal(outcome(() => new WebhookReceiver({ apiKey: API_KEY, secret: SECRET, leeway: 0 }).receive(body, expired)), 'SdkError:INVALID_TOKEN/expired');
+  });
+
+  it('WebhookReceiver: re-encoded bodies, another body\'s hash, another project\'s key, encodings (held)', () => {
+    const auth = signed(body);
+    assert.equal(outcome(() => receiver.receive(body, auth)), 'accepted');
+    assert.equal(outcome(() => receiver.receive(Buffer.from(body), auth)), 'accepted');
+    const inside = Buffer.concat([Buffer.from('xx'), Buffer.from(body), Buffer.from('yy')]);
+    assert.equal(outcome(() => receiver.receive(inside.subarray(2, inside.length - 2), auth)), 'accepted', 'a view into a larger buffer is read at its offset');
+    assert.equal(outcome(() => receiver.receive(JSON.stringify(JSON.parse(body), null, 1), auth)), 'SdkError:INVALID_TOKEN/bad-body-hash', 'whitespace');
+    assert.equal(outcome(() => receiver.receive(`${body}\n`, auth)), 'SdkError:INVALID_TOKEN/bad-body-hash');
+    assert.equal(outcome(() => receiver.receive(body, signed('{"other":1}'))), 'SdkError:INVALID_TOKEN/bad-body-hash');
+    assert.equal(outcome(() => receiver.receive(body, signed(body, { sha256: undefined }))), 'SdkError:INVALID_TOKEN/bad-body-hash', 'no hash claim: a participant or server-API token of the same secret');
+    assert.equal(outcome(() => receiver.receive(body, signed(body, { sha256: 42 }))), 'SdkError:INVALID_TOKEN/bad-body-hash');
+    assert.equal(outcome(() => receiver.receive(body, signed(body, { exp: undefined }))), 'SdkError:INVALID_TOKEN/malformed');
+    assert.equal(outcome(() => receiver.receive(body, signed(body, { exp: '9999999999' }))), 'SdkError:INVALID_TOKEN/malformed');
+    assert.equal(outcome(() => receiver.receive(body, signed(body, {}, 'other-secret-0123456789abcdef', 'other-key'))), 'SdkError:INVALID_API_KEY/unknown-api-key', 'another project');
+    assert.equal(outcome(() => receiver.receive(body, signed(body, {}, 'other-secret-0123456789abcdef'))), 'SdkError:INVALID_TOKEN/bad-signature', 'our key name, another secret');
+    assert.equal(outcome(() => receiver.receive(body, signed(body, { iss: '__proto__' }))), 'SdkError:INVALID_API_KEY/unknown-api-key');
+    const none = `Bearer ${Buffer.from('{"alg":"none"}').toString('base64url')}.${signed(body).split('.')[1]}.AAAA`;
+    assert.equal(outcome(() => receiver.receive(body, none)), 'SdkError:INVALID_TOKEN/unsupported-algorithm');
+    // a body whose bytes are not UTF-8 read as latin1 by the integrator's framework: not the bytes signed
+    const accented = JSON.stringify({ id: 'e2', event: 'participant-joined', createdAt: 1, project: 'default', roomId: 'salle-é', data: { participant: { id: 'é', name: 'é', tier: 'speaker', joinedAt: 1 } } });
+    assert.equal(outcome(() => receiver.receive(Buffer.from(accented).toString('latin1'), signed(Buffer.from(accented)))), 'SdkError:INVALID_TOKEN/bad-body-hash');
+    // a receiver given several projects' keys accepts each, and the event says which project it is
+    const both = new WebhookReceiver({ keys: { [API_KEY]: SECRET, 'other-key': 'other-secret-0123456789abcdef' } });
+    const theirs = body.replace('"default"', '"globex"');
+    assert.equal(both.receive(theirs, signed(theirs, {}, 'other-secret-0123456789abcdef', 'other-key')).project, 'globex');
+  });
+
+  it('postWebhook: private, loopback and odd spellings of them are refused for good before any connection (held)', async () => {
+    for (const url of ['http://127.0.0.1:9/', 'http://2130706433/', 'http://0x7f000001/', 'http://0177.0.0.1/', 'http://127.1/', 'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:7f00:1]/', 'http://0.0.0.0/', 'http://[::]/', 'http://169.254.169.254/latest', 'http://10.1.2.3/', 'http://[fe80::1]/', 'http://[2002:7f00:1::]/', 'http://localhost/', 'https://127.0.0.1/']) {
+      const result = await postWebhook(url, '{}', 'Bearer x', 2000, false);
+      assert.deepEqual(result, { ok: false, why: 'a private or loopback address (see --allow-private-webhooks)', permanent: true }, url);
+    }
+    for (const url of ['file:///etc/passwd', 'ftp://example.com/', 'gopher://example.com/', 'http://user:pw@example.com/', 'http://example.com/#x', 'http://exa mple.com/', `http://example.com/${'x'.repeat(3000)}`]) {
+      assert.deepEqual(await postWebhook(url, '{}', 'Bearer x', 2000, false), { ok: false, why: 'not an http(s) URL', permanent: true }, url.slice(0, 40));
+    }
+  });
+
+  it('postWebhook: a redirect is not followed; an endless answer is not read; headers that trickle hit the deadline (held)', async () => {
+    let redirected = 0;
+    const target = createServer((_req, res) => {
+      redirected++;
+      res.end();
+    });
+    let endless: ServerResponse | null = null;
+    let endlessClosed = false;
+    const server = createServer((req, res) => {
+      req.resume();
+      if (req.url === '/redirect') {
+        res.writeHead(307, { location: `http://127.0.0.1:${(target.address() as AddressInfo).port}/` }).end();
+      } else if (req.url === '/endless') {
+        endless = res;
+        res.on('close', () => (endlessClosed = true));
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const chunk = Buffer.alloc(64 * 1024);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once('drain', pump);
+        };
+        pump();
+      } else if (req.url === '/trickle') {
+        // a status line that never ends
+        req.socket.write('HTTP/1.1 2');
+      }
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      assert.deepEqual(await postWebhook(`${base}/redirect`, '{}', 'Bearer x', 5000, true), { ok: false, why: 'answered 307' });
+      assert.equal(redirected, 0);
+      assert.deepEqual(await postWebhook(`${base}/endless`, '{}', 'Bearer x', 5000, true), { ok: true });
+      await until(() => endlessClosed, 5000, 'the endless answer cut');
+      assert.ok(endless);
+      const slow = await postWebhook(`${base}/trickle`, '{}', 'Bearer x', 300, true);
+      assert.deepEqual(slow, { ok: false, why: 'no answer within 300 ms' });
+    } finally {
+      server.closeAllConnections();
+      target.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await new Promise((resolve) => target.close(resolve));
+    }
+  });
+
+  it('queues: many rooms of a dead receiver stay within the relay-wide bound (held)', async () => {
+    const log = { debug() {}, info() {}, warn() {}, error() {} } as unknown as ConstructorParameters<typeof WebhookQueues>[1];
+    const queues = new WebhookQueues(() => new Promise(() => {}), log, { ...QUEUE_LIMITS, total: 50, perRoom: 3, concurrency: 4 });
+    for (let room = 0; room < 200; room++) for (let e = 0; e < 10; e++) queues.push(`p\u0000r${room}`, { id: `${room}-${e}`, url: 'http://x/', body: '{}', authorization: () => 'Bearer x' });
+    assert.ok(queues.queued <= 50, `queued ${queues.queued}`);
+    assert.equal(queues.stats.dropped, 2000 - queues.queued);
+    queues.close();
   });
 });
