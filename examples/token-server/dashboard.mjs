@@ -8,6 +8,11 @@ import { RoomService, WebhookReceiver } from 'tessera/server';
 const MAX_EVENTS = 200;
 const MAX_WEBHOOK_BODY = 64 * 1024;
 const ROOM = /^[\w-]{1,64}$/;
+/**
+ * A file of a recordings listing, `/recordings/<id>/<file>`. No segment starts with a dot: fetch
+ * resolves `..` and `.`, and `/recordings/../metrics` would ask the relay's other routes.
+ */
+export const RECORDING_PATH = /^\/recordings\/[\w~-][\w.~-]*\/[\w~-][\w.~-]*$/;
 
 /**
  * The dashboard's routes, to merge into the token server's table.
@@ -91,7 +96,7 @@ export function dashboardRoutes({ relayUrl, apiKey, secret, sessionOf, send, rea
     'GET /api/dashboard/recording': loggedIn(async (req, res, query) => {
       const room = roomOf(query.get('room'));
       const path = query.get('path') ?? '';
-      if (!room || !/^\/recordings\/[\w.~-]+\/[\w.~-]+$/.test(path)) return send(res, 400, { error: 'room and a path of the listing' });
+      if (!room || !RECORDING_PATH.test(path)) return send(res, 400, { error: 'room and a path of the listing' });
       const answer = await fetch(`${relayHttp}${path}`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
       if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
       res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${path.split('/').slice(-2).join('-')}"` });

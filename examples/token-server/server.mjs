@@ -8,7 +8,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import { mintToken } from 'tessera/server';
-import { dashboardRoutes } from './dashboard.mjs';
+import { dashboardRoutes, RECORDING_PATH } from './dashboard.mjs';
 
 const API_KEY = process.env.TESSERA_API_KEY;
 const API_SECRET = process.env.TESSERA_API_SECRET;
@@ -110,7 +110,7 @@ const routes = {
     const room = moderatedRoom(req, res, query);
     if (!room) return;
     const path = query.get('path') ?? '';
-    if (!/^\/recordings\/[\w.~-]+\/[\w.~-]+$/.test(path)) return send(res, 400, { error: 'path: a recording file of the listing' });
+    if (!RECORDING_PATH.test(path)) return send(res, 400, { error: 'path: a recording file of the listing' });
     const answer = await fetch(`${RELAY_HTTP}${path}`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
     if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
     const name = path.split('/').slice(-2).join('-');
@@ -171,6 +171,14 @@ const server = createServer(async (req, res) => {
   if (!where) return send(res, 400, { error: 'bad request target' });
   const route = routes[`${req.method} ${where.path}`];
   if (!route) return serveStatic(req, res, where.path);
+  if (req.method === 'POST') {
+    // the session cookie is SameSite=Strict, yet another origin of the same site (another port)
+    // still sends it: a POST must be JSON (a form cannot send that without a CORS preflight) and
+    // come from this origin when the browser says where it comes from
+    if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) return send(res, 415, { error: 'send Content-Type: application/json' });
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`) return send(res, 403, { error: 'cross-origin request' });
+  }
   try {
     await route(req, res, where.query);
   } catch (err) {
