@@ -4,6 +4,7 @@
  * held (pinned, so it keeps holding).
  */
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -295,5 +296,79 @@ describe('server API: attacks', () => {
     } finally {
       await slow.close();
     }
+  });
+});
+
+describe('the dashboard of examples/token-server: attacks', () => {
+  let t: TestRelay;
+  let server: ChildProcess;
+  let web = '';
+  let cookie = '';
+  before(async () => {
+    t = await startTestRelay();
+    server = spawn(process.execPath, ['examples/token-server/server.mjs'], {
+      cwd: new URL('..', import.meta.url).pathname,
+      env: { ...process.env, TESSERA_API_KEY: API_KEY, TESSERA_API_SECRET: SECRET, TESSERA_RELAY_URL: t.url, PORT: '0', HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    web = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      server.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+      server.once('exit', (code) => reject(new Error(`token-server exited (${code})`)));
+    });
+    const login = await fetch(`${web}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'mallory', password: 'tessera' }) });
+    cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  });
+  after(async () => {
+    server.kill();
+    await t.close();
+  });
+
+  it('a recording path with dot segments cannot reach the relay’s other routes (/metrics, /healthz)', async () => {
+    // the stage's route needs a moderator of the room: get one
+    await fetch(`${web}/api/token`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ room: 'r', role: 'moderator' }) });
+    for (const route of ['/api/dashboard/recording', '/api/recording']) {
+      for (const path of ['/recordings/../metrics', '/recordings/../healthz', '/recordings/./x', '/recordings/x/..', '/recordings/.../x']) {
+        const res = await fetch(`${web}${route}?room=r&path=${encodeURIComponent(path)}`, { headers: { cookie } });
+        const text = await res.text();
+        assert.equal(res.status, 400, `${route} ${path}: ${res.status} ${text.slice(0, 120)}`);
+        assert.doesNotMatch(text, /tessera_|"ok":true/);
+      }
+    }
+  });
+
+  it('its POSTs are not form-submittable: a text/plain or foreign-origin request changes nothing', async () => {
+    const member = await t.join({ token: t.token({ roomId: 'csrf', participantId: 'victim', grant: {} }) });
+    const service = new RoomService({ url: t.url, apiKey: API_KEY, secret: SECRET });
+    const attempts: Array<[string, Record<string, string>, string]> = [
+      ['/api/dashboard/end', { 'content-type': 'text/plain' }, '{"room":"csrf"}'],
+      ['/api/dashboard/remove', { 'content-type': 'text/plain' }, '{"room":"csrf","participantId":"victim"}'],
+      ['/api/dashboard/end', { 'content-type': 'application/x-www-form-urlencoded' }, '{"room":"csrf"}'],
+      ['/api/dashboard/end', { 'content-type': 'application/json', origin: 'http://127.0.0.1:1' }, '{"room":"csrf"}'],
+      ['/api/dashboard/end', {}, '{"room":"csrf"}'],
+    ];
+    for (const [path, headers, body] of attempts) {
+      const res = await fetch(`${web}${path}`, { method: 'POST', headers: { cookie, ...headers }, body });
+      assert.ok(res.status === 403 || res.status === 415, `${path} ${JSON.stringify(headers)}: ${res.status}`);
+    }
+    assert.deepEqual((await service.listParticipants('csrf')).participants.map((p) => p.id), ['victim']);
+    const same = await fetch(`${web}/api/dashboard/remove`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin: web }, body: '{"room":"csrf","participantId":"victim"}' });
+    assert.equal(same.status, 200, 'the page itself still works');
+    await member.leave().catch(() => undefined);
+  });
+
+  it('without its login nothing of the dashboard answers; a forged webhook is refused (held)', async () => {
+    for (const [method, path] of [['GET', '/api/dashboard/rooms'], ['GET', '/api/dashboard/events'], ['GET', '/api/dashboard/participants?room=r'], ['POST', '/api/dashboard/end'], ['POST', '/api/dashboard/remove'], ['GET', '/api/dashboard/recordings?room=r'], ['GET', '/api/dashboard/recording?room=r&path=/recordings/a/b']] as const) {
+      const res = await fetch(`${web}${path}`, { method, headers: { 'content-type': 'application/json', cookie: 'demo_session=forged' }, ...(method === 'POST' ? { body: '{"room":"r"}' } : {}) });
+      assert.equal(res.status, 401, `${method} ${path}`);
+    }
+    const forged = await fetch(`${web}/api/webhooks`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${signJwt({ iss: API_KEY, exp: Math.floor(Date.now() / 1000) + 60, sha256: 'x' }, 'a-guessed-secret-0123456789')}` }, body: '{"id":"x","event":"room-started","createdAt":1,"project":"default","roomId":"fake","data":{}}' });
+    assert.equal(forged.status, 401);
+    const events = (await (await fetch(`${web}/api/dashboard/events`, { headers: { cookie } })).json()) as { events: Array<{ roomId: string }> };
+    assert.ok(events.events.every((e) => e.roomId !== 'fake'));
   });
 });
