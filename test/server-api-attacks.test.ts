@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { KeyStore } from '../relay/token/keys.ts';
 import { ADMIN_ACTOR } from '../src/protocol/server-api.ts';
@@ -279,6 +280,35 @@ describe('server API: attacks', () => {
     const bad = await call(t.relay.port, 'GET', '/api/v1/rooms', { token: adminToken({}, 'a-guess-at-the-secret-000') });
     assert.doesNotMatch(bad.text, new RegExp(SECRET));
     await member.leave();
+  });
+
+  it('RoomService: an unreachable node is skipped, a silent one is a TIMEOUT, an endless answer is cut', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const failover = new RoomService({ url: [`ws://127.0.0.1:${deadPort}`, t.url], apiKey: API_KEY, secret: SECRET });
+    assert.deepEqual((await failover.listRooms()).rooms instanceof Array, true);
+    assert.equal((await rejectsWith(new RoomService({ url: `ws://127.0.0.1:${deadPort}`, apiKey: API_KEY, secret: SECRET }).listRooms(), 'CONNECTION_FAILED')).reason, 'unreachable');
+    const hostile = createServer((req, res) => {
+      if (req.url?.includes('silent')) return;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(1024 * 1024, 0x20);
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+    try {
+      assert.equal((await rejectsWith(new RoomService({ url, apiKey: API_KEY, secret: SECRET, timeoutMs: 300 }).getRoom('silent'), 'TIMEOUT')).code, 'TIMEOUT');
+      assert.equal((await rejectsWith(new RoomService({ url, apiKey: API_KEY, secret: SECRET }).listRooms(), 'INTERNAL_ERROR')).reason, 'bad-response');
+    } finally {
+      hostile.closeAllConnections();
+      await new Promise((resolve) => hostile.close(resolve));
+    }
   });
 
   it('each key has its own rate: a key at its limit does not slow another project', async () => {
