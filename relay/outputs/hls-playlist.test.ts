@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { h264Codec, LivePlaylist, masterPlaylist, windowOf } from './hls-playlist.ts';
-import { concatList, planPieces } from './recording-composite.ts';
 
 describe('HLS playlists', () => {
   it('a sliding window: sequence numbers, discontinuities counted as they leave, files deleted a window after', () => {
@@ -41,18 +40,5 @@ describe('HLS playlists', () => {
     const text = masterPlaylist({ width: 1280, height: 720, fps: 25, bandwidth: 2_673_000, codecs });
     assert.match(text, /TYPE=SUBTITLES,GROUP-ID="stage".*URI="subs.m3u8"/);
     assert.match(text, /#EXT-X-STREAM-INF:BANDWIDTH=2673000,CODECS="avc1.640028,mp4a.40.2",RESOLUTION=1280x720,FRAME-RATE=25.000,SUBTITLES="stage"\nmedia.m3u8\n/);
-  });
-});
-
-describe('a recording film', () => {
-  it('fills the time before the first run and between runs with the card, skips runs that wrote nothing', () => {
-    const runs = [
-      { run: 0, seconds: 4, startedAt: 11_000 },
-      { run: 1, seconds: 0, startedAt: null },
-      { run: 2, seconds: 3, startedAt: 16_500 },
-      { run: 3, seconds: 2, startedAt: 19_550 },
-    ];
-    assert.deepEqual(planPieces(runs, 10_000), [{ card: 1 }, { part: 0 }, { card: 1.5 }, { part: 2 }, { part: 3 }]);
-    assert.equal(concatList([{ card: 125 }, { part: 2 }]), 'ffconcat version 1.0\nfile card.ts\noutpoint 60.000\nduration 60.000\nfile card.ts\noutpoint 60.000\nduration 60.000\nfile card.ts\noutpoint 5.000\nduration 5.000\nfile part-2.ts\n');
   });
 });
