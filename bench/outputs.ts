@@ -23,7 +23,7 @@ import { mintToken } from '../src/server/mint.ts';
 import { CHROMIUM_ARGS } from '../playwright.config.ts';
 import { nodePlatform } from '../test/media-helpers.ts';
 import { startNginxRtmp } from '../test/nginx-rtmp.ts';
-import { realTrack, type RealTrack } from '../test/real-media.ts';
+import { realTrack, vp8Clip, type RealTrack } from '../test/real-media.ts';
 import { serveStatic } from '../test-e2e/static-server.ts';
 import { summary, table } from './lib.ts';
 import { speakingMicrophone } from './paced-media.ts';
@@ -52,7 +52,7 @@ async function relayChild(config: Record<string, unknown>): Promise<RelayChild> 
   const dir = mkdtempSync(join(tmpdir(), 'tessera-bench-outputs-'));
   const proc = child('server-child.ts', ['relay'], {
     BENCH_SECRET: SECRET,
-    BENCH_RELAY_CONFIG: JSON.stringify({ mediaIp: '127.0.0.1', recordingsDir: join(dir, 'recordings'), hlsDir: join(dir, 'hls'), allowPrivateRtmp: true, logLevel: 'warn', ...config }),
+    BENCH_RELAY_CONFIG: JSON.stringify({ mediaIp: '127.0.0.1', recordingsDir: join(dir, 'recordings'), hlsDir: join(dir, 'hls'), allowPrivateRtmp: true, logLevel: process.env.BENCH_OUTPUTS_LOG ?? 'warn', ...config }),
   });
   const { url } = await message<{ url: string }>(proc);
   return {
@@ -82,9 +82,14 @@ let retries = 0;
 
 async function cpuRows(rtmp: string): Promise<Array<Array<string | number>>> {
   const rows: Array<Array<string | number>> = [];
-  const sizes = quick ? [{ label: '360p', width: 640, height: 360, videoKbps: 800 }] : [{ label: '360p', width: 640, height: 360, videoKbps: 800 }, { label: '720p', width: 1280, height: 720, videoKbps: 2500 }];
-  const stages = quick ? [1] : [1, 4, 9];
+  const allSizes = [{ label: '360p', width: 640, height: 360, videoKbps: 800 }, { label: '720p', width: 1280, height: 720, videoKbps: 2500 }];
+  // BENCH_OUTPUTS_SIZES=720p, BENCH_OUTPUTS_TILES=9: one part of the table
+  const sizes = process.env.BENCH_OUTPUTS_SIZES ? allSizes.filter((s) => process.env.BENCH_OUTPUTS_SIZES!.split(',').includes(s.label)) : quick ? allSizes.slice(0, 1) : allSizes;
+  const stages = process.env.BENCH_OUTPUTS_TILES ? process.env.BENCH_OUTPUTS_TILES.split(',').map(Number) : quick ? [1] : [1, 4, 9];
   const outputs: Array<[OutputName, object | undefined]> = [['recording', undefined], ['hls', undefined], ['livestream', { url: `${rtmp}/bench-key` }]];
+  // each publisher sends one clip encoded once: nine encoders of their own took both cores
+  const clipDir = mkdtempSync(join(tmpdir(), 'tessera-bench-clip-'));
+  const clip = await vp8Clip(join(clipDir, 'camera.webm'));
   for (const size of sizes) {
     const relay = await relayChild({ composite: { width: size.width, height: size.height, fps: 25, videoKbps: size.videoKbps } });
     const control = await join$(relay.url, 'cpu', 'control');
@@ -92,7 +97,7 @@ async function cpuRows(rtmp: string): Promise<Array<Array<string | number>>> {
     for (const tiles of stages) {
       while (people.length < tiles) {
         const room = await join$(relay.url, 'cpu', `p${people.length}`);
-        const tracks = [await realTrack('video'), await realTrack('audio')];
+        const tracks = [await realTrack('video', { file: clip, loop: true }), await realTrack('audio')];
         // on two busy cores a publication may not connect in time: count it and publish again
         const publish = async (source: 'camera' | 'microphone', track: MediaStreamTrack) => {
           for (let attempt = 0; ; attempt++) {
@@ -138,6 +143,7 @@ async function cpuRows(rtmp: string): Promise<Array<Array<string | number>>> {
     await control.leave();
     await relay.close();
   }
+  rmSync(clipDir, { recursive: true, force: true });
   return rows;
 }
 
