@@ -88,9 +88,21 @@ const { url } = await message<{ url: string }>(relay);
 const metricsUrl = `http://127.0.0.1:${new URL(url).port}/metrics`;
 const mint = (claims: Record<string, unknown>) => mintToken({ apiKey: 'bench', secret: SECRET, grant: {}, ...claims } as Parameters<typeof mintToken>[0]);
 
+// ---- the machine's floor: a raw ws echo in a process of its own, idle ----------------------
+const echo = spawn('server-child.ts', ['echo'], {});
+const echoSocket = new WebSocket((await message<{ url: string }>(echo)).url, { perMessageDeflate: false });
+await new Promise((resolve, reject) => echoSocket.once('open', resolve).once('error', reject));
+let echoPhase: Phase | null = null;
+echoSocket.on('message', (data) => {
+  const at = Number(String(data));
+  echoPhase?.floor.push(performance.now() - at);
+});
+
 // ---- the normal room ---------------------------------------------------------------------
 interface Phase {
   chat: number[];
+  /** Round trips to an idle raw ws echo server in its own process: what the machine adds. */
+  floor: number[];
   /** [seconds into the phase it was sent, round trip] of every chat sample. */
   chatAt: Array<[number, number]>;
   startedAt: number;
@@ -123,7 +135,7 @@ interface Phase {
   peaks: Map<string, number>;
 }
 const newPhase = (): Phase => ({
-  chat: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0,
+  chat: [], floor: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0,
   viewerChat: 0, viewerFrames: 0, viewerBytes: 0, audienceCpu: 0, selfCpu: 0, selfLag: 0, audienceClosed: 0, sdkDisconnects: 0, victims: {}, peaks: new Map(),
 });
 const phases: Phase[] = [newPhase(), newPhase(), newPhase()]; // warm-up, alone, attack
@@ -280,7 +292,10 @@ async function measure(index: number, seconds: number): Promise<void> {
   phase.startedAt = startedAt;
   const until = Date.now() + seconds * 1000;
   let outstanding = 0;
+  echoPhase = phase;
   const loops = [
+    // the floor: the same cadence as the chat, to a server that does nothing else
+    every(CHAT_EVERY_MS, until, () => echoSocket.send(String(performance.now()))),
     // chat: a speaker publishes, four probe viewers receive (and the 1,000 viewers, counted)
     every(CHAT_EVERY_MS, until, () => {
       if (outstanding > 500) return void phase.skipped++;
@@ -390,6 +405,8 @@ interface FloodStats {
 const [, alone, attack] = phases as [Phase, Phase, Phase];
 const chatAlone = summary(alone.chat);
 const chatAttack = summary(attack.chat);
+const floorAlone = summary(alone.floor);
+const floorAttack = summary(attack.floor);
 const listAlone = summary(alone.list);
 const listAttack = summary(attack.list);
 const ipcAlone = summary(alone.ipc);
@@ -474,6 +491,8 @@ console.log(
       [`chat round trip, speaker publish → ${RECORDERS} subscriber members, p50`, ms(chatAlone.p50), ms(chatAttack.p50), x(chatAlone.p50, chatAttack.p50), ''],
       [`chat round trip, p99 (${int(alone.chat.length)} / ${int(attack.chat.length)} samples; lost ${lost(alone)} / ${lost(attack)})`, ms(chatAlone.p99), ms(chatAttack.p99), `**${x(chatAlone.p99, chatAttack.p99)}**`, '≤ 2×'],
       ['chat round trip p99 in each quarter of the attack', '', chatQuarters(attack), '', ''],
+      [`the machine's floor: round trip to an idle raw ws echo server in its own process, p50 / p99 (${int(alone.floor.length)} / ${int(attack.floor.length)} samples)`, `${ms(floorAlone.p50)} / ${ms(floorAlone.p99)}`, `${ms(floorAttack.p50)} / ${ms(floorAttack.p99)}`, x(floorAlone.p99, floorAttack.p99), ''],
+      ['chat p99 over the floor\'s p99 (what the relay adds, against what the machine adds)', `${(chatAlone.p99 / floorAlone.p99).toFixed(2)}×`, `${(chatAttack.p99 / floorAttack.p99).toFixed(2)}×`, x(chatAlone.p99 / floorAlone.p99, chatAttack.p99 / floorAttack.p99), ''],
       ['participants.list (page of 100 viewers) round trip, p50', ms(listAlone.p50), ms(listAttack.p50), x(listAlone.p50, listAttack.p50), ''],
       [`participants.list round trip, p99 (failed ${alone.listFailed} / ${attack.listFailed})`, ms(listAlone.p99), ms(listAttack.p99), `**${x(listAlone.p99, listAttack.p99)}**`, '≤ 2×'],
       [`relay event loop: IPC answer p50 / p99 (unanswered within 10 s: ${alone.ipcTimeouts} / ${attack.ipcTimeouts})`, `${ms(ipcAlone.p50)} / ${ms(ipcAlone.p99)}`, `${ms(ipcAttack.p50)} / ${ms(ipcAttack.p99)}`, x(ipcAlone.p99, ipcAttack.p99), ''],
@@ -507,6 +526,7 @@ audience.send({ cmd: 'close' });
 await within(new Promise((r) => audience.once('exit', r)), 5000);
 await within(new Promise((r) => hostile.once('exit', r)), 5000);
 stopping = true;
+echoSocket.terminate();
 if (!relayExit) await within(stop(relay), 10_000);
 killAll();
 process.exit(relayExit ? 1 : 0);

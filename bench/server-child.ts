@@ -1,6 +1,6 @@
 /**
  * A server process for the audience benchmark: the relay (`relay`) or a bare ws server that
- * answers one message per connection (`raw`, the floor). Driven over IPC: `rss` reports memory
+ * answers one message per connection (`raw`, the floor), or every message (`echo`). Driven over IPC: `rss` reports memory
  * after a GC; `simulate` adds cheap in-process viewer members to a room (for paging at 100,000).
  */
 import { WebSocketServer } from 'ws';
@@ -78,6 +78,17 @@ if (mode === 'relay') {
     if (msg.cmd === 'rss') send({ id: msg.id, ...memory() });
   });
   send({ url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`, ...memory() });
+}
+
+if (mode === 'echo') {
+  // the machine's floor for a round trip: an idle process answering every frame at once
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
+  await new Promise((r) => wss.once('listening', r));
+  wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
+  process.on('message', (msg: { cmd: string; id?: number }) => {
+    if (msg.cmd === 'exit') process.exit(0);
+  });
+  send({ url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}` });
 }
 
 if (mode === 'raw-broadcast') {

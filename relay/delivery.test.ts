@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Delivery, Outbox } from './delivery.ts';
+import { Delivery, Outbox, TURN_BYTES } from './delivery.ts';
 import { FrameScheduler, type Flow, type Turn } from './frame-gate.ts';
 
 function harness(options: { directMs?: number; writeMs?: number; sliceMs?: number } = {}) {
@@ -107,6 +107,25 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
     h.drain();
     assert.deepEqual(writes, [3]);
     assert.equal(box.pendingBytes, 0);
+  });
+
+  it('a backlog of megabytes is written over several turns of at most TURN_BYTES (at least one frame), in order, between other connections', () => {
+    const h = harness({ directMs: 0 });
+    const writes: Array<[string, number]> = [];
+    const big = new Outbox(h.delivery, (frames) => void writes.push(['big', frames.reduce((n, f) => n + f.data.length, 0)]));
+    const small = new Outbox(h.delivery, (frames) => void writes.push(['small', frames.length]));
+    const chunk = Buffer.alloc(48 * 1024, 1);
+    for (let i = 0; i < 20; i++) big.send(chunk, true, true); // 960 KiB
+    big.send(Buffer.alloc(TURN_BYTES * 2, 2), true, true); // larger than a turn: alone in its turn
+    small.send(frame('chat'), false, true);
+    h.drain();
+    const bigWrites = writes.filter(([who]) => who === 'big').map(([, n]) => n);
+    assert.ok(bigWrites.length >= 8, `${bigWrites.length} writes`);
+    for (const n of bigWrites.slice(0, -1)) assert.ok(n <= TURN_BYTES, `${n} bytes in one turn`);
+    assert.equal(bigWrites.at(-1), TURN_BYTES * 2);
+    assert.equal(bigWrites.reduce((a, b) => a + b, 0), 20 * chunk.length + TURN_BYTES * 2);
+    assert.ok(writes.findIndex(([who]) => who === 'small') < writes.length - 1, 'the other connection does not wait for the whole backlog');
+    assert.equal(big.pendingBytes, 0);
   });
 
   it('a fan-out to a thousand connections runs in slices: work of other flows runs before it ends', () => {

@@ -14,6 +14,12 @@ export const DELIVERY_FLOW = 'delivery';
  */
 export const DELIVERY_WEIGHT = 8;
 
+/**
+ * Bytes one connection is given per turn of the delivery. On loopback a write's syscall also runs
+ * the receiving side's network stack: a backlog of megabytes written at once stalled the event loop.
+ */
+export const TURN_BYTES = 128 * 1024;
+
 /** Tunables of the delivery (tests give their own clock). */
 export interface DeliveryOptions {
   /** Time spent writing at once, per turn of the event loop, before frames wait for the delivery's turns (ms). */
@@ -30,7 +36,9 @@ export interface DeliveryOptions {
  * a broadcast, a broadcast never a `joined`).
  */
 export class Outbox {
+  /** Queued frames from `head` on (the ones before it were written). */
   private frames: OutFrame[] = [];
+  private head = 0;
   private bytes = 0;
   /** Whether it is in the delivery's queue (it belongs to the delivery). */
   scheduled = false;
@@ -48,13 +56,18 @@ export class Outbox {
     return this.bytes;
   }
 
+  /** Whether frames wait here. */
+  get waiting(): boolean {
+    return this.head < this.frames.length;
+  }
+
   /**
    * @param fanout a copy of a frame sent to many (its time is the delivery's, within the
    *   allowance); otherwise a frame for this connection alone (an answer, `joined`), written at
    *   once when nothing waits, its time the sender's
    */
   send(data: Uint8Array, binary: boolean, fanout: boolean): void {
-    if (this.frames.length === 0 && !this.scheduled) {
+    if (!this.waiting && !this.scheduled) {
       if (!fanout) return this.write([{ data, binary }]);
       if (this.delivery.mayWriteNow()) return this.delivery.timed(() => this.write([{ data, binary }]));
     }
@@ -63,18 +76,40 @@ export class Outbox {
     this.delivery.schedule(this);
   }
 
-  /** Write everything queued now, in order (the delivery's turn, or before a close frame). */
+  /** Write everything queued now, in order (before a close frame). */
   flush(): void {
-    if (this.frames.length === 0) return;
-    const frames = this.frames;
-    this.frames = [];
-    this.bytes = 0;
-    this.write(frames);
+    this.flushSome(Infinity);
+  }
+
+  /**
+   * Write the oldest queued frames, in order, up to `maxBytes` (at least one frame): one
+   * connection's backlog of megabytes is written over several turns, not in one long syscall.
+   * True when frames still wait.
+   */
+  flushSome(maxBytes: number): boolean {
+    if (!this.waiting) return false;
+    let end = this.head;
+    let taken = 0;
+    while (end < this.frames.length && (end === this.head || taken + this.frames[end]!.data.length <= maxBytes)) {
+      taken += this.frames[end]!.data.length;
+      end++;
+    }
+    const batch = this.frames.slice(this.head, end);
+    if (end >= this.frames.length) {
+      this.frames = [];
+      this.head = 0;
+    } else {
+      this.head = end;
+    }
+    this.bytes -= taken;
+    this.write(batch);
+    return this.waiting;
   }
 
   /** The connection is gone: what waits is dropped. */
   clear(): void {
     this.frames = [];
+    this.head = 0;
     this.bytes = 0;
   }
 }
@@ -143,12 +178,15 @@ export class Delivery implements Turn {
     this.scheduler.enqueue(this);
   }
 
-  /** The scheduler's turn: one connection's frames. */
+  /**
+   * The scheduler's turn: one connection's frames, up to `TURN_BYTES` of them; a connection with
+   * more waits again behind the others.
+   */
   step(): boolean {
     const outbox = this.shift();
     if (outbox) {
       outbox.scheduled = false;
-      outbox.flush();
+      if (outbox.flushSome(TURN_BYTES)) this.schedule(outbox);
     }
     return this.backlog > 0;
   }
