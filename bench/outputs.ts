@@ -3,6 +3,8 @@
  * - CPU of the relay and its ffmpegs per running output, with a stage of 1, 4 and 9 publishers
  *   (camera + microphone each) composited at 360p and 720p, against the same relay and stage
  *   with no output in the same run (the floor).
+ * - The composite following the stage: a camera published or unpublished → the first output of
+ *   a run with the new stage.
  * - HLS live delay: a camera turns white at a known wall-clock time; hls.js in Chromium plays
  *   the room's playlist and notes when its picture turns white.
  * - Transcription latency: a microphone speaks a sentence; the time from its last sample to the
@@ -29,6 +31,10 @@ import { summary, table } from './lib.ts';
 import { speakingMicrophone } from './paced-media.ts';
 import { child, message, stop } from './procs.ts';
 import { measureTree } from './tree-cpu.ts';
+import { CompositeRun } from '../relay/outputs/ffmpeg/composite-run.ts';
+import { compositeFont, DEFAULT_COMPOSITE } from '../relay/outputs/media-output.ts';
+import { createLogger } from '../relay/log.ts';
+import { startTestRelay } from '../test/helpers.ts';
 
 (globalThis as { WebSocket?: unknown }).WebSocket ??= NodeWebSocket;
 
@@ -145,6 +151,70 @@ async function cpuRows(rtmp: string): Promise<Array<Array<string | number>>> {
   }
   rmSync(clipDir, { recursive: true, force: true });
   return rows;
+}
+
+// ---- the composite follows the stage ----------------------------------------------------
+
+/**
+ * How long the composite takes to show a stage change: from the moment a publication is
+ * announced (publish resolved) or gone (unpublish resolved) to the first output of a run whose
+ * stage has it, or no longer has it. The relay and the composite run in this process (the
+ * composite's own object, as every media output makes it), its publishers are werift here.
+ */
+async function stageFollow(): Promise<{ comes: number[]; goes: number[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-bench-follow-'));
+  const relay = await startTestRelay({ mediaIp: '127.0.0.1', logger: createLogger('silent') });
+  const tracks: RealTrack[] = [];
+  const clip = await vp8Clip(join(dir, 'clip.webm'));
+  const real = async (kind: 'video' | 'audio') => {
+    const t = kind === 'video' ? await realTrack('video', { file: clip, loop: true }) : await realTrack('audio');
+    tracks.push(t);
+    return t;
+  };
+  const grant = { canPublish: true, canSubscribe: true };
+  const ada = await relay.join({ token: relay.token({ roomId: 'follow', participantId: 'ada', grant }), media: nodePlatform });
+  const bo = await relay.join({ token: relay.token({ roomId: 'follow', participantId: 'bo', grant }), media: nodePlatform });
+  await ada.localParticipant.publish('camera', (await real('video')).track);
+  const room = relay.relay.context.rooms.get('default', 'follow')!;
+  const composite = new CompositeRun((tap) => room.media.tap(tap), {
+    ffmpeg: 'ffmpeg',
+    workDir: join(dir, 'work'),
+    ...DEFAULT_COMPOSITE,
+    roomName: 'follow',
+    font: compositeFont(),
+    nameOf: (id) => room.get(id)?.name ?? id,
+    output: () => ['-f', 'null', '-'],
+    failed: (reason) => console.error(`bench:outputs: the composite failed: ${reason}`),
+    log: createLogger(process.env.BENCH_OUTPUTS_LOG === 'debug' ? 'debug' : 'silent'),
+  });
+  const stage = () => composite.stage.map((t) => `${t.participantId}:${t.source}`).join(' ');
+  /** Ms from now until a run with this stage writes. */
+  const until = async (want: string): Promise<number> => {
+    const t0 = Date.now();
+    while (!(stage() === want && composite.seconds > 0) && Date.now() - t0 < 30_000) await sleep(20);
+    return Date.now() - t0;
+  };
+  const comes: number[] = [];
+  const goes: number[] = [];
+  try {
+    await composite.start();
+    await until('ada:camera');
+    for (let i = 0; i < (quick ? 2 : 5); i++) {
+      await sleep(2000);
+      await bo.localParticipant.publish('camera', (await real('video')).track);
+      comes.push(await until('ada:camera bo:camera'));
+      await sleep(2000);
+      await bo.localParticipant.unpublish('camera');
+      goes.push(await until('ada:camera'));
+    }
+  } finally {
+    await composite.stop();
+    for (const t of tracks) t.stop();
+    await Promise.all([ada.leave(), bo.leave()]);
+    await relay.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { comes, goes };
 }
 
 // ---- HLS live delay ----------------------------------------------------------------------
@@ -287,7 +357,7 @@ async function transcriptionLatency(): Promise<{ latencies: number[]; texts: str
 export async function benchOutputs(): Promise<string> {
   const nginx = await startNginxRtmp();
   const out: string[] = [];
-  const parts = (process.env.BENCH_OUTPUTS_PARTS ?? 'cpu,hls,asr').split(',');
+  const parts = (process.env.BENCH_OUTPUTS_PARTS ?? 'cpu,follow,hls,asr').split(',');
   try {
     if (parts.includes('cpu')) {
       const rows = await cpuRows(nginx.url);
@@ -298,6 +368,7 @@ export async function benchOutputs(): Promise<string> {
   } finally {
     await nginx.stop();
   }
+  const follow = parts.includes('follow') ? await stageFollow() : { comes: [], goes: [] };
   const { delays, reported } = parts.includes('hls') ? await hlsDelay() : { delays: [NaN], reported: [NaN] };
   const d = summary(delays);
   const asr = parts.includes('asr') ? await transcriptionLatency() : { latencies: [], texts: [] };
@@ -307,6 +378,8 @@ export async function benchOutputs(): Promise<string> {
     table(
       ['measure', 'figure', 'goal'],
       [
+        [`the composite follows the stage (720p): a camera published → a run with it writes (${follow.comes.length} changes)`, follow.comes.length ? `median ${(summary(follow.comes).p50 / 1000).toFixed(2)} s, max ${(Math.max(...follow.comes) / 1000).toFixed(2)} s` : '—', '≤ 3 s'],
+        [`… a camera unpublished → a run without it writes (${follow.goes.length} changes)`, follow.goes.length ? `median ${(summary(follow.goes).p50 / 1000).toFixed(2)} s, max ${(Math.max(...follow.goes) / 1000).toFixed(2)} s` : '—', '≤ 3 s'],
         [`HLS live delay, camera turns white → white in hls.js (2 s segments, liveSyncDurationCount 1; ${delays.length} flashes)`, `median ${(d.p50 / 1000).toFixed(2)} s, max ${(Math.max(...delays) / 1000).toFixed(2)} s`, '≤ 6 s'],
         ["… hls.js's own latency estimate at those moments (live edge − position)", `median ${(summary(reported).p50 / 1000).toFixed(2)} s`, ''],
         [`transcription, end of speech → final event (${asr.latencies.length} of ${quick ? 2 : 6} utterances heard)`, l ? `median ${l.p50} ms, max ${Math.max(...asr.latencies)} ms` : 'no final event', '≤ 2 s'],

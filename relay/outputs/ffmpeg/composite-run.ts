@@ -229,9 +229,10 @@ export class CompositeRun {
       const sdp = join(dir, `run-${run}.sdp`);
       await writeFile(sdp, feedSdp(tracks.map((t, i) => ({ kind: t.kind, port: ports[i]! }))), { mode: 0o600 });
       // the SDP names every codec; a keyframe's worth of probing is enough (5 s by default delays the run)
-      input = ['-protocol_whitelist', 'file,udp,rtp', '-analyzeduration', '1000000', '-use_wallclock_as_timestamps', '1', '-i', sdp];
+      input = ['-protocol_whitelist', 'file,udp,rtp', '-analyzeduration', '1000000', '-fpsprobesize', '0', '-use_wallclock_as_timestamps', '1', '-i', sdp];
     }
     const producing = this.producing;
+    const begun = performance.now();
     const ffmpeg = await FfmpegProcess.start({
       ffmpeg: this.options.ffmpeg,
       stdin: true,
@@ -243,7 +244,10 @@ export class CompositeRun {
         this.written = Number(us[1]) / 1e6;
         if (this.written <= 0) return;
         // the first report places output time 0 on the wall clock (the encoder's latency is a few frames)
-        this.outputStart ??= Date.now() - this.written * 1000;
+        if (this.outputStart === null) {
+          this.outputStart = Date.now() - this.written * 1000;
+          this.options.log.debug('composite run writes', { run, afterMs: Math.round(performance.now() - begun) });
+        }
         producing.resolve(true);
         this.firstOutput.resolve(true);
       },
@@ -262,6 +266,7 @@ export class CompositeRun {
     this.ffmpeg = null;
     this.feed = null;
     this.producing?.resolve(false);
+    const stopBegun = performance.now();
     if (ffmpeg) {
       const stopAt = Date.now();
       // fed until it has finished: ffmpeg reads its stdin (the "q") only while packets come in;
@@ -272,7 +277,7 @@ export class CompositeRun {
       const startedAt = this.written > 0 ? stopAt - this.written * 1000 : null;
       this.ended.push({ run: this.run, seconds: this.written, startedAt });
     }
-    if (feed) this.options.log.debug('composite run ended', { run: this.run, packets: feed.sent.join(' ') });
+    if (feed) this.options.log.debug('composite run ended', { run: this.run, packets: feed.sent.join(' '), stopMs: Math.round(performance.now() - stopBegun) });
     feed?.stop();
   }
 
