@@ -100,6 +100,11 @@ export class Outbox {
       this.head = 0;
     } else {
       this.head = end;
+      // a connection whose queue never empties must not keep every frame it ever sent
+      if (this.head >= 64 && this.head * 2 >= this.frames.length) {
+        this.frames = this.frames.slice(this.head);
+        this.head = 0;
+      }
     }
     this.bytes -= taken;
     this.write(batch);
