@@ -6,11 +6,12 @@ const here = new URL('.', import.meta.url).pathname;
 /**
  * Start `bench/<script>` under tsx with `--expose-gc`. `BENCH_PROFILE=<first arg>` adds a CPU
  * profile (in `BENCH_PROFILE_DIR`) to the children started with that first argument;
- * `BENCH_TRACE_GC=1` makes the relay child print its garbage collections (`--trace-gc`).
+ * `BENCH_TRACE_GC=1` makes the relay child print its garbage collections (`--trace-gc`); any other
+ * value is taken as the relay child's V8 flags (e.g. `'--trace-gc --trace-incremental-marking'`).
  */
 export function child(script: string, args: string[], env: Record<string, string> = {}): ChildProcess {
   const prof = process.env.BENCH_PROFILE && args[0] === process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? '.'}`] : [];
-  return fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc', ...prof, ...(args[0] === 'relay' && process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc', ...prof, ...(args[0] === 'relay' && process.env.BENCH_TRACE_GC ? (process.env.BENCH_TRACE_GC === '1' ? ['--trace-gc'] : process.env.BENCH_TRACE_GC.split(' ')) : [])], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 }
 
 /** The next message of `proc` that `pick` accepts. */

@@ -361,6 +361,8 @@ export class FrameGate implements Turn {
   /**
    * @param heldBudget the relay-wide budget of held bytes: a connection that would pass it is
    *   treated as flooding, so all connections together never hold more
+   * @param binaryDebtMs how long until the member has paid for what its binary frames cost
+   *   (its fan-out budget): until then its binary frames wait and its socket is not read
    */
   constructor(
     private readonly ws: WebSocket,
@@ -369,6 +371,7 @@ export class FrameGate implements Turn {
     private readonly onFlood: () => void,
     private readonly heldBudget: Budget,
     private readonly scheduler: FrameScheduler,
+    private readonly binaryDebtMs: () => number = () => 0,
   ) {
     this.text = new TokenBucket(budget.frameRate, budget.frameRate * 2);
     this.textBytes = new TokenBucket(budget.textByteRate, budget.textByteBurst);
@@ -390,13 +393,13 @@ export class FrameGate implements Turn {
 
   /** Take what a frame costs: a frame token, and for text (parsed as JSON) its bytes. */
   private admit(isBinary: boolean, bytes: number): boolean {
-    if (isBinary) return this.binary.take();
+    if (isBinary) return this.binaryDebtMs() <= 0 && this.binary.take();
     if (this.text.msUntilToken() > 0 || this.textBytes.msUntilToken(bytes) > 0) return false;
     return this.text.take() && this.textBytes.take(bytes);
   }
 
   private wait(isBinary: boolean, bytes: number): number {
-    return isBinary ? this.binary.msUntilToken() : Math.max(this.text.msUntilToken(), this.textBytes.msUntilToken(bytes));
+    return isBinary ? Math.max(this.binaryDebtMs(), this.binary.msUntilToken()) : Math.max(this.text.msUntilToken(), this.textBytes.msUntilToken(bytes));
   }
 
   /** A frame arrived from the parser. */

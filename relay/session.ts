@@ -81,7 +81,7 @@ export class Session implements MemberLink, LobbyJoiner {
     const { config } = relay;
     const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
     this.outbox = new Outbox(relay.delivery, (frames) => this.write(frames));
-    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrameGuarded(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames);
+    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrameGuarded(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames, () => this.scope?.member.fanout.msUntilToken(0) ?? 0);
     limitPayload(ws, config.maxJoinFrameBytes);
     // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
     const overBudget = () => {

@@ -125,6 +125,54 @@ describe('issue 11: the attack review', () => {
     sender.ws.close();
   });
 
+  it('what a sender makes the relay read costs it even when nobody receives it: a stream to nobody, chunks of no stream', async () => {
+    const small = await startTestRelay({ fanoutByteRate: 256 * KiB, fanoutByteBurst: 256 * KiB });
+    try {
+      const victim = await rawJoin(small.url, small.token({ roomId: 'nobody', participantId: 'v', grant: {} }), { participantId: 'v' });
+      const sender = await rawJoin(small.url, small.token({ roomId: 'nobody', grant: { canPublishData: true } }));
+      const opened = await sender.request('stream.open', { size: 64 * 1024 * KiB, kind: 'bytes', to: ['v'] });
+      const { streamId, chunkBytes } = opened.result as { streamId: number; chunkBytes: number };
+      victim.ws.close();
+      await until(() => small.relay.context.rooms.get('default', 'nobody')?.get('v') === undefined);
+      const acks: number[] = [];
+      sender.ws.on('message', (data, binary) => {
+        if (binary) return;
+        const f = JSON.parse(String(data)) as { name?: string; data?: { seq: number } };
+        if (f.name === 'stream.ack' && f.data) acks.push(f.data.seq);
+      });
+      // 1 MiB to nobody, each chunk sent once the previous one is acknowledged
+      const started = performance.now();
+      const chunks = Math.ceil((1024 * KiB) / chunkBytes);
+      for (let seq = 0; seq < chunks; seq++) {
+        const frame = Buffer.alloc(9 + chunkBytes);
+        frame[0] = 1;
+        frame.writeUInt32BE(streamId, 1);
+        frame.writeUInt32BE(seq, 5);
+        sender.ws.send(frame);
+        await until(() => acks.includes(seq), 10_000);
+      }
+      // 256 KiB of burst, then 768 KiB at 256 KiB/s: about 3 s, where it took no time before
+      assert.ok(performance.now() - started > 2000, `1 MiB to nobody took ${Math.round(performance.now() - started)} ms`);
+      // chunks of no stream are read all the same: paid for, and not read while the sender owes
+      const refused: unknown[] = [];
+      sender.ws.on('message', (data, binary) => {
+        if (!binary && String(data).includes('unknown-stream')) refused.push(data);
+      });
+      const strayStart = performance.now();
+      for (let seq = 0; seq < 16; seq++) {
+        const frame = Buffer.alloc(9 + chunkBytes);
+        frame[0] = 1;
+        frame.writeUInt32BE(streamId + 1000, 1);
+        sender.ws.send(frame);
+      }
+      await until(() => refused.length === 16, 10_000);
+      assert.ok(performance.now() - strayStart > 2000, `1 MiB of stray chunks was read in ${Math.round(performance.now() - strayStart)} ms`);
+      sender.ws.close();
+    } finally {
+      await small.close();
+    }
+  });
+
   it('requests that arrive after session.leave are refused, not run for a member already gone', async () => {
     const c = await rawJoin(t.url, t.token({ roomId: 'after-leave', grant: { canPublishData: true } }));
     c.ws.send(JSON.stringify({ type: 'request', id: 71, method: 'session.leave', params: {} }));

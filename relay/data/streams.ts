@@ -82,11 +82,13 @@ export class StreamBoard {
   chunk(sender: Member, frame: Buffer): void {
     const header = decodeChunkHeader(frame);
     if (!header) {
+      this.stray(sender, frame);
       sender.link.send({ type: 'error', error: { code: 'INVALID_ARGUMENT', kind: 'Request', message: 'a binary frame must be a stream chunk', reason: 'bad-chunk' } });
       return;
     }
     const stream = this.streams.get(header.streamId);
     if (!stream || stream.sender !== sender) {
+      this.stray(sender, frame);
       sender.link.send({ type: 'error', error: { code: 'NOT_FOUND', kind: 'Request', message: `no open stream ${header.streamId} of yours`, reason: 'unknown-stream' } });
       return;
     }
@@ -97,13 +99,26 @@ export class StreamBoard {
       : bytes > this.limits.streamChunkBytes ? `a chunk carries at most ${this.limits.streamChunkBytes} bytes`
       : stream.received + bytes > stream.size ? 'more bytes than the stream announced'
       : null;
-    if (problem) return this.abort(stream, { code: 'INVALID_ARGUMENT', kind: 'Request', message: problem, reason: 'bad-chunk' }, true);
+    if (problem) {
+      this.abort(stream, { code: 'INVALID_ARGUMENT', kind: 'Request', message: problem, reason: 'bad-chunk' }, true);
+      this.stray(sender, frame);
+      return;
+    }
     stream.received += bytes;
     stream.nextSeq++;
     for (const m of stream.recipients) m.link.sendBinary(frame);
-    sender.fanout.spend(frame.length * stream.recipients.size);
+    // the relay reads every byte even when nobody is left to receive it: that is paid for too
+    sender.fanout.spend(frame.length * Math.max(1, stream.recipients.size));
     stream.unacked = header.seq;
     if (!stream.ackTimer) this.acknowledge(stream);
+  }
+
+  /**
+   * A binary frame no stream took was read all the same: it is paid for like a forwarded one,
+   * and while its sender owes, the relay reads no more of its binary frames (the frame gate).
+   */
+  private stray(sender: Member, frame: Buffer): void {
+    sender.fanout.spend(frame.length);
   }
 
   /**
