@@ -1,27 +1,21 @@
 import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode, wireError, type ErrorReason } from '../src/protocol/codes.ts';
-import { PROTOCOL_VERSION, type ErrorFrame, type JoinFrame, type RequestFrame, type ResumeFrame, type ServerFrame, type WireError } from '../src/protocol/messages.ts';
+import type { ErrorFrame, JoinFrame, ResumeFrame, WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
-import { Serialized, type RelayContext, type RequestScope } from './context.ts';
-import { RelayError, toWireError } from './errors.ts';
+import type { RelayContext, RequestScope } from './context.ts';
+import { Connection, rawText } from './connection.ts';
+import { dispatch } from './dispatch.ts';
 import type { LogFields } from './log.ts';
-import { HANDLERS, type Handler } from './handlers/index.ts';
 import { enter, judge, snapshot, type Verdict } from './join.ts';
-import { FrameGate, rawLength } from './frame-gate.ts';
-import { Outbox, type OutFrame } from './delivery.ts';
+import { rawLength } from './frame-gate.ts';
 import { waitInLobby, type LobbyJoiner } from './lobby-wait.ts';
-import { AwayLink } from './seats.ts';
+import { holdSeat, takeSeat } from './resume.ts';
 import type { Waiting } from './rooms/lobby.ts';
 import { TokenBucket } from './data/token-bucket.ts';
-import type { Member, MemberLink, Room } from './rooms/types.ts';
+import type { Member, Room } from './rooms/types.ts';
 
-/** What the resume of a member closed while away is told, by the close code it got. */
-const AWAY_ENDINGS: Record<number, WireError> = {
-  [CloseCode.REMOVED]: { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'removed', message: 'you were removed from this room' },
-  [CloseCode.ROOM_ENDED]: { code: 'ROOM_ENDED', kind: 'State', reason: 'room-ended', message: 'the room has ended' },
-  [CloseCode.DUPLICATE_IDENTITY]: { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'duplicate-identity', message: 'you joined this room from elsewhere' },
-};
+export { OVERSIZE_FACTOR } from './connection.ts';
 
 /** What the server learns of a session's life. */
 export interface SessionHooks {
@@ -31,20 +25,6 @@ export interface SessionHooks {
   ended(session: Session): void;
 }
 
-/** Frames up to this many times the frame limit are read and answered PAYLOAD_TOO_LARGE; larger ones close the socket (1009). */
-export const OVERSIZE_FACTOR = 4;
-
-/** Before the join, ws's receiver refuses a frame whose header announces more than the join-frame limit. */
-function limitPayload(ws: WebSocket, bytes: number): void {
-  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
-  if (receiver && typeof receiver._maxPayload === 'number') receiver._maxPayload = bytes;
-}
-
-function rawText(data: RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data as ArrayBuffer).toString('utf8');
-}
-
 /** The request id of a frame too large to parse, if it starts the way the SDK writes requests. */
 function leadingRequestId(text: string): number | undefined {
   const m = /^\{"type":"request","id":(\d{1,15})[,}]/.exec(text.slice(0, 64));
@@ -52,57 +32,43 @@ function leadingRequestId(text: string): number | undefined {
 }
 
 /**
- * One WebSocket connection: unauthenticated until its join frame is accepted (at most
- * `maxJoinFrameBytes` read from the socket meanwhile), then a member of one room whose
- * requests are dispatched through the handler table, at the pace of its frame budget.
+ * What is said on one connection: unauthenticated until its join (or resume) frame is accepted,
+ * waiting in a lobby, or a member of one room whose requests are dispatched through the handler
+ * table. How its bytes come and go, within their budgets, is the {@link Connection}'s.
  */
-export class Session implements MemberLink, LobbyJoiner {
+export class Session extends Connection implements LobbyJoiner {
   private state: 'pending' | 'waiting' | 'joined' | 'closed' = 'pending';
   private waitingIn: { room: Room; waiting: Waiting } | null = null;
   private joinTimer: ReturnType<typeof setTimeout> | null;
   private scope: Omit<RequestScope, 'after'> | null = null;
   private refusals = 0;
   private refusalWindow = 0;
-  private readonly gate: FrameGate;
-  /** What is sent to this connection, in order: a fan-out is delivered in slices. */
-  private readonly outbox: Outbox;
-  /** Bytes read from the socket before the join was accepted. */
-  private preAuthBytes = 0;
-  private readonly countPreAuth: (chunk: Buffer) => void;
-  /** Cleared by each heartbeat, set by each pong. */
-  alive = true;
 
   constructor(
-    private readonly ws: WebSocket,
-    readonly relay: RelayContext,
+    ws: WebSocket,
+    relay: RelayContext,
     private readonly hooks: SessionHooks,
-    private readonly socket?: Socket,
+    socket?: Socket,
   ) {
-    const { config } = relay;
-    const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
-    this.outbox = new Outbox(relay.delivery, (frames) => this.write(frames));
-    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrameGuarded(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames, () => this.scope?.member.fanout.msUntilToken(0) ?? 0);
-    limitPayload(ws, config.maxJoinFrameBytes);
-    // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
-    const overBudget = () => {
-      // ws refuses an oversized frame from its header (1009) and then only discards: allow for that
-      const limit = (config.maxJoinFrameBytes + 1024) * (ws.readyState === ws.OPEN ? 1 : 4);
-      if (this.preAuthBytes <= limit || this.state === 'joined' || this.state === 'waiting') return;
-      relay.log.info('connection refused before join', { reason: 'pre-auth-bytes', bytes: this.preAuthBytes });
-      this.setState('closed');
-      ws.terminate();
-    };
-    this.countPreAuth = (chunk) => {
-      this.preAuthBytes += chunk.length;
-      // checked after ws has parsed this chunk (its own errors are emitted on the next tick)
-      if (this.preAuthBytes > config.maxJoinFrameBytes + 1024) setImmediate(overBudget);
-    };
-    socket?.on('data', this.countPreAuth);
-    this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), config.joinTimeoutMs);
-    ws.on('message', (data, isBinary) => this.gate.push(data, isBinary));
-    ws.on('pong', () => (this.alive = true));
-    ws.on('error', (err) => relay.log.debug('socket error', { error: err.message }));
+    super(ws, relay, socket, () => this.scope?.member.fanout.msUntilToken(0) ?? 0);
+    this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), relay.config.joinTimeoutMs);
     ws.on('close', (code) => this.ended(code));
+  }
+
+  protected get preAuth(): boolean {
+    return this.state === 'pending' || this.state === 'closed';
+  }
+
+  protected get over(): boolean {
+    return this.state === 'closed';
+  }
+
+  protected get who(): LogFields {
+    return this.scope ? { participant: this.scope.member.id, room: this.scope.room.id } : {};
+  }
+
+  protected refusedBeforeJoin(): void {
+    this.setState('closed');
   }
 
   private setState(next: 'waiting' | 'joined' | 'closed'): void {
@@ -113,14 +79,7 @@ export class Session implements MemberLink, LobbyJoiner {
   /** A connection that has not sent its join frame gives its place to a newer one (the relay is at `--max-pending`). */
   evict(): void {
     this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'the relay needed the place of a connection that had not joined', 'evicted');
-    this.ws.terminate();
-  }
-
-  /** A socket refused before it joined gets a moment for the closing handshake, not the 30 s ws would wait. */
-  private closeSoon(code: number, reason: string): void {
-    this.outbox.flush();
-    this.ws.close(code, reason);
-    setTimeout(() => this.ws.terminate(), 1000).unref();
+    this.terminate();
   }
 
   /** The member, once joined. */
@@ -128,86 +87,12 @@ export class Session implements MemberLink, LobbyJoiner {
     return this.scope?.member ?? null;
   }
 
-  send(frame: ServerFrame): void {
-    this.sendOwn(Buffer.from(JSON.stringify(frame)));
-  }
-
-  /** A frame for this connection alone (an answer, an event of its own): not part of a fan-out. */
-  private sendOwn(data: Buffer): void {
-    if (this.admitSend(false)) this.outbox.send(data, false, false);
-  }
-
-  /** Unsent bytes: queued for the delivery, and in the socket. */
-  get bufferedAmount(): number {
-    return this.ws.bufferedAmount + this.outbox.pendingBytes;
-  }
-
-  sendRaw(data: Buffer, optional = false): void {
-    if (this.admitSend(optional)) this.outbox.send(data, false, true);
-  }
-
-  sendBinary(data: Uint8Array): void {
-    if (this.admitSend(false)) this.outbox.send(data, true, true);
-  }
-
-  /** Frames the outbox lets go, in one write to the socket when there are several. */
-  private write(frames: readonly OutFrame[]): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
-    const socket = frames.length > 1 ? this.socket : undefined;
-    socket?.cork();
-    for (const { data, binary } of frames) this.ws.send(data, { binary });
-    socket?.uncork();
-  }
-
-  /**
-   * A member that is not keeping up first stops getting optional traffic (pubsub, whiteboard),
-   * so nobody can aim enough of it at a victim to get the victim cut; what it must get (answers,
-   * roster, outputs) still queues, up to the hard cap, past which it is dropped rather than grow
-   * the relay's memory.
-   */
-  private admitSend(optional: boolean): boolean {
-    if (this.state === 'closed') return false;
-    const queued = this.bufferedAmount;
-    const { sendSoftLimitBytes, maxBufferedBytes } = this.relay.config;
-    if (optional && queued > sendSoftLimitBytes) {
-      this.relay.counters.dropped++;
-      return false;
-    }
-    if (queued <= maxBufferedBytes) return true;
-    this.relay.log.warn('participant dropped: slow consumer', { participant: this.member?.id, room: this.member ? this.scope?.room.id : undefined, unsent: queued });
-    this.cut(CloseCode.SLOW_CONSUMER, 'slow-consumer');
-    return false;
-  }
-
-  /** End the session now, with `code` (slow consumer, flooding, over the relay-wide budget). */
-  cut(code: number, reason: string): void {
-    if (this.state === 'closed') return;
-    this.relay.counters.cut++;
-    this.close(code, reason);
-    this.ws.terminate();
-  }
-
-  /** Leave the room (if joined) and close the socket with `code`. */
+  /** Leave the room (if joined) and close the socket with `code`; what was sent before goes first. */
   close(code: number, reason: string): void {
     if (this.state === 'closed') return;
     this.leaveRoom();
     this.setState('closed');
-    this.gate.close();
-    // what was sent before the close frame arrives before it
-    this.outbox.flush();
-    this.ws.close(code, reason);
-  }
-
-  /** Heartbeat tick: drop a peer that did not answer the previous ping. */
-  heartbeat(): void {
-    if (!this.alive) {
-      // cut like a dropped network: the member keeps its seat for the grace period
-      this.relay.log.info('participant dropped: heartbeat timeout', { participant: this.member?.id });
-      this.ws.terminate();
-      return;
-    }
-    this.alive = false;
-    this.ws.ping();
+    this.closeSocket(code, reason);
   }
 
   /**
@@ -215,9 +100,9 @@ export class Session implements MemberLink, LobbyJoiner {
    * costs that frame (answered `INTERNAL_ERROR`, and a join in progress is refused), never the
    * process and every room in it.
    */
-  private onFrameGuarded(data: RawData, isBinary: boolean): void {
+  protected onFrame(data: RawData, isBinary: boolean): void {
     try {
-      this.onFrame(data, isBinary);
+      this.onFrameUnguarded(data, isBinary);
     } catch (err) {
       this.fault('frame handling failed', err);
       if (this.state === 'closed') return;
@@ -235,7 +120,7 @@ export class Session implements MemberLink, LobbyJoiner {
     }
   }
 
-  private onFrame(data: RawData, isBinary: boolean): void {
+  private onFrameUnguarded(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     this.alive = true;
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
@@ -257,7 +142,8 @@ export class Session implements MemberLink, LobbyJoiner {
     }
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
     const request = parsed.value;
-    this.dispatch(request).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
+    if (!this.scope) return;
+    dispatch(this.scope, request, this).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
   }
 
   private onJoinFrame(data: RawData, isBinary: boolean): void {
@@ -306,10 +192,8 @@ export class Session implements MemberLink, LobbyJoiner {
   private becomeMember(member: Member, room: Room): void {
     const { config } = this.relay;
     this.setState('joined');
-    this.socket?.off('data', this.countPreAuth);
     // its frames now use its token's share of the relay: every connection of one token shares one
-    this.gate.moveTo(`${member.project}\n${member.tokenKey}`);
-    limitPayload(this.ws, config.maxFrameBytes * OVERSIZE_FACTOR);
+    this.authenticated(`${member.project}\n${member.tokenKey}`);
     this.scope = {
       relay: this.relay,
       member,
@@ -326,7 +210,7 @@ export class Session implements MemberLink, LobbyJoiner {
     const waiting = this.waitingIn;
     this.waitingIn = null;
     this.refuseJoin(error, frame);
-    if (waiting) this.dropRoomIfEmpty(waiting.room);
+    if (waiting) this.relay.rooms.release(waiting.room);
   }
 
   get waitingForLobby(): boolean {
@@ -335,39 +219,18 @@ export class Session implements MemberLink, LobbyJoiner {
 
   /** Come back to a held seat on this connection. */
   private resume(frame: ResumeFrame): void {
-    const { relay } = this;
-    if (frame.v !== PROTOCOL_VERSION) {
-      return this.refuseJoin({ code: 'INVALID_ARGUMENT', kind: 'Request', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}` }, 'resume');
-    }
-    const seat = relay.seats.take(frame.credential);
+    const seat = takeSeat(this.relay, frame, this);
     if (!('member' in seat)) return this.refuseJoin(seat, 'resume');
     const { member, room } = seat;
-    if (!relay.keys.isActive(seat.apiKey)) {
-      relay.seats.forget(member);
-      member.link = this;
-      room.remove(member);
-      this.dropRoomIfEmpty(room);
-      return this.refuseJoin({ code: 'INVALID_API_KEY', kind: 'Auth', reason: 'revoked-api-key', message: 'the API key of this session has been revoked' }, 'resume');
-    }
-    // the old connection may still look open (the client gave up on it first): it is replaced
-    const old = member.link;
-    member.link = this;
-    if (old instanceof Session) old.replaced();
-    // media transports and data streams belonged to the old connection: the SDK starts them again
-    room.media.memberLeft(member);
-    room.streams.memberLeft(member);
     this.becomeMember(member, room);
-    relay.log.info('resumed', { participant: member.id, room: room.id, project: room.project });
-    this.send({ ...snapshot(relay, room, member), resumed: true });
+    this.send({ ...snapshot(this.relay, room, member), resumed: true });
   }
 
-  /** Another connection took this member over (a resume): end quietly, the member lives on. */
-  private replaced(): void {
+  replaced(): void {
     this.scope = null;
     this.setState('closed');
-    this.gate.close();
-    this.outbox.clear();
-    this.ws.terminate();
+    this.detach();
+    this.terminate();
   }
 
   private refuseJoin(refusal: WireError, frame: JoinFrame | 'resume'): void {
@@ -377,7 +240,6 @@ export class Session implements MemberLink, LobbyJoiner {
     this.relay.log.info('join refused', { code: refusal.code, reason: refusal.reason, ...who });
     this.send({ type: 'join-error', error: wireError(refusal.code, refusal.message, refusal.reason) });
     this.setState('closed');
-    this.gate.close();
     this.closeSoon(CloseCode.JOIN_REFUSED, refusal.code);
   }
 
@@ -392,7 +254,7 @@ export class Session implements MemberLink, LobbyJoiner {
       this.refusals = 0;
     }
     if (++this.refusals > this.relay.config.messageBurst * 10) {
-      this.relay.log.warn('participant cut off: flooding', { participant: this.member?.id });
+      this.relay.log.warn('participant cut off: flooding', this.who);
       this.cut(CloseCode.FLOODING, 'flooding');
     }
   }
@@ -404,37 +266,19 @@ export class Session implements MemberLink, LobbyJoiner {
     scope.room.streams.chunk(scope.member, frame);
   }
 
-  private async dispatch(request: RequestFrame): Promise<void> {
-    if (!this.scope) return;
-    // between `session.leave` (or a removal) and the socket's close, the member is no longer in its room
-    if (this.scope.room.get(this.scope.member.id) !== this.scope.member) {
-      return this.send({ type: 'response', id: request.id, error: { code: 'NOT_CONNECTED', kind: 'State', message: 'this session has left the room', reason: 'left' } });
-    }
-    const deferred: Array<() => void> = [];
-    const scope: RequestScope = { ...this.scope, after: (fn) => deferred.push(fn) };
-    let result: unknown;
-    try {
-      const handler = HANDLERS[request.method] as Handler<typeof request.method>;
-      result = await handler(scope, request.params);
-    } catch (err) {
-      // answered first: a fault below (even the log's) must not leave the call waiting
-      this.send({ type: 'response', id: request.id, error: toWireError(err) });
-      if (!(err instanceof RelayError)) this.fault('request failed', err, { method: request.method });
-      return;
-    }
-    if (result instanceof Serialized) this.sendOwn(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
-    else this.send({ type: 'response', id: request.id, result });
-    for (const fn of deferred) fn();
-  }
-
   /** Count and log a fault of the relay's own; a logger that throws does not make it worse. */
-  private fault(message: string, err: unknown, fields: LogFields = {}): void {
+  fault(message: string, err: unknown, fields: LogFields = {}): void {
     this.relay.counters.faults++;
     try {
       this.relay.log.error(message, { ...fields, state: this.state, error: err instanceof Error ? (err.stack ?? err.message) : typeof err });
     } catch {
       // nothing more to do: the fault is counted in /metrics
     }
+  }
+
+  /** An answer already serialised (see {@link dispatch}). */
+  override sendOwn(data: Buffer): void {
+    super.sendOwn(data);
   }
 
   private answerBadFrame(parsed: Extract<Parsed<unknown>, { ok: false }>): void {
@@ -454,7 +298,6 @@ export class Session implements MemberLink, LobbyJoiner {
     this.relay.log.info('connection refused before join', { reason });
     this.sendError({ code: 'INVALID_ARGUMENT', kind: 'Request', message, reason });
     this.setState('closed');
-    this.gate.close();
     this.closeSoon(code, reason);
   }
 
@@ -469,7 +312,7 @@ export class Session implements MemberLink, LobbyJoiner {
       this.waitingIn = null;
       waiting.room.lobby.cancel(waiting.waiting.request.participantId, waiting.waiting);
       this.relay.log.info('lobby: joiner went away', { participant: waiting.waiting.request.participantId, room: waiting.room.id });
-      this.dropRoomIfEmpty(waiting.room);
+      this.relay.rooms.release(waiting.room);
     }
     const scope = this.scope;
     if (!scope) return;
@@ -477,50 +320,16 @@ export class Session implements MemberLink, LobbyJoiner {
     const { room, member, relay } = scope;
     relay.seats.forget(member);
     if (room.remove(member)) relay.log.info('left', { participant: member.id, room: room.id });
-    this.dropRoomIfEmpty(room);
-  }
-
-  /**
-   * The connection dropped (no closing handshake, or a dead heartbeat): the member keeps its
-   * seat for the grace period, reached through nothing, so that a resume finds it and the
-   * others see no blip. Returns false when there is no seat to hold.
-   */
-  private holdSeat(): boolean {
-    const scope = this.scope;
-    if (!scope) return false;
-    const { room, member, relay } = scope;
-    const away = new AwayLink((code) => {
-      // closed while away: removed, room ended, replaced by a new join of the identity
-      relay.seats.endWhileAway(member, AWAY_ENDINGS[code] ?? { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'the session ended' });
-      if (member.link === away) room.remove(member);
-      this.dropRoomIfEmpty(room);
-    });
-    member.link = away;
-    const held = relay.seats.hold(member, relay.config.resumeGraceMs, () => {
-      if (member.link !== away) return;
-      if (room.remove(member)) relay.log.info('left: did not come back', { participant: member.id, room: room.id });
-      this.dropRoomIfEmpty(room);
-    });
-    if (!held) {
-      member.link = this;
-      return false;
-    }
-    this.scope = null;
-    relay.log.info('away: seat held', { participant: member.id, room: room.id, graceMs: relay.config.resumeGraceMs });
-    return true;
-  }
-
-  private dropRoomIfEmpty(room: Room): void {
-    if (room.size === 0 && room.lobby.size === 0) this.relay.rooms.delete(room);
+    relay.rooms.release(room);
   }
 
   private ended(code: number): void {
     this.clearJoinTimer();
-    this.gate.close();
-    this.outbox.clear();
-    this.socket?.off('data', this.countPreAuth);
+    this.detach();
     // 1006: no closing handshake, the network or the peer died; anything else was meant
-    if (!(this.state === 'joined' && code === 1006 && this.holdSeat())) this.leaveRoom();
+    const scope = this.scope;
+    if (this.state === 'joined' && code === 1006 && scope && holdSeat(this.relay, scope.member, scope.room)) this.scope = null;
+    else this.leaveRoom();
     this.setState('closed');
     this.hooks.ended(this);
   }

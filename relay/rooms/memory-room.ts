@@ -226,6 +226,10 @@ export class MemoryRoomRegistry implements RoomRegistry {
     this.services.observer?.roomFinished(held);
   }
 
+  release(room: Room): void {
+    if (room.size === 0 && room.lobby.size === 0) this.delete(room);
+  }
+
   inProject(project: string): IterableIterator<Room> {
     return (this.byProject.get(project) ?? new Set<MemoryRoom>()).values();
   }

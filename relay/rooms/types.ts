@@ -120,8 +120,10 @@ export type Opener = 'room' | 'domain';
 export interface RoomRegistry {
   get(project: string, roomId: string): Room | undefined;
   getOrCreate(project: string, roomId: string, opener: Opener): Room;
-  /** Forget a room (it is empty, or it ended). */
+  /** Forget a room (it ended, or the relay stops): its members must have been closed. */
   delete(room: Room): void;
+  /** Forget a room if nobody is in it or waiting in its lobby: called whenever someone leaves either. */
+  release(room: Room): void;
   /** Rooms open now, and how many of them a project's domain-wide tokens opened. */
   readonly size: number;
   /** Rooms open now that domain-wide tokens opened: of one project, or of all. */

@@ -1,0 +1,193 @@
+import type { Socket } from 'node:net';
+import type { RawData, WebSocket } from 'ws';
+import { CloseCode } from '../src/protocol/codes.ts';
+import type { ServerFrame } from '../src/protocol/messages.ts';
+import type { RelayContext } from './context.ts';
+import type { LogFields } from './log.ts';
+import { Outbox, type OutFrame } from './delivery.ts';
+import { FrameGate } from './frame-gate.ts';
+import type { MemberLink } from './rooms/types.ts';
+
+/** Frames up to this many times the frame limit are read and answered PAYLOAD_TOO_LARGE; larger ones close the socket (1009). */
+export const OVERSIZE_FACTOR = 4;
+
+/** Before the join, ws's receiver refuses a frame whose header announces more than the join-frame limit. */
+export function limitPayload(ws: WebSocket, bytes: number): void {
+  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (receiver && typeof receiver._maxPayload === 'number') receiver._maxPayload = bytes;
+}
+
+export function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data as ArrayBuffer).toString('utf8');
+}
+
+/**
+ * One WebSocket as the relay holds it, whatever is said on it: what goes out (through its
+ * outbox, within its byte caps), what comes in (through its frame gate, within its budgets,
+ * and before authentication within the pre-auth byte budget), its heartbeat and its end. What
+ * the frames mean is the {@link Session}'s.
+ */
+export abstract class Connection implements MemberLink {
+  /** Whether it has not joined (and is not waiting in a lobby): the pre-auth budget applies. */
+  protected abstract get preAuth(): boolean;
+  /** Whether it is over: nothing more is sent. */
+  protected abstract get over(): boolean;
+  /** A frame its budgets let through. */
+  protected abstract onFrame(data: RawData, isBinary: boolean): void;
+  /** Its socket was refused before it joined (over the pre-auth budget). */
+  protected abstract refusedBeforeJoin(): void;
+  /** Whom it speaks for, if anyone (for logs). */
+  protected abstract get who(): LogFields;
+  /** Leave the room (if joined) and close with `code`. */
+  abstract close(code: number, reason: string): void;
+
+  protected readonly gate: FrameGate;
+  /** What is sent to this connection, in order: a fan-out is delivered in slices. */
+  protected readonly outbox: Outbox;
+  /** Bytes read from the socket before the join was accepted. */
+  private preAuthBytes = 0;
+  private readonly countPreAuth: (chunk: Buffer) => void;
+  /** Cleared by each heartbeat, set by each frame and pong. */
+  alive = true;
+
+  /** @param owes how long until the member it speaks for has paid for its binary frames (see {@link FrameGate}) */
+  constructor(
+    protected readonly ws: WebSocket,
+    readonly relay: RelayContext,
+    protected readonly socket: Socket | undefined,
+    owes: () => number,
+  ) {
+    const { config } = relay;
+    const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
+    this.outbox = new Outbox(relay.delivery, (frames) => this.write(frames));
+    this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames, owes);
+    limitPayload(ws, config.maxJoinFrameBytes);
+    // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
+    const overBudget = () => {
+      // ws refuses an oversized frame from its header (1009) and then only discards: allow for that
+      const limit = (config.maxJoinFrameBytes + 1024) * (ws.readyState === ws.OPEN ? 1 : 4);
+      if (this.preAuthBytes <= limit || !this.preAuth) return;
+      relay.log.info('connection refused before join', { reason: 'pre-auth-bytes', bytes: this.preAuthBytes });
+      this.refusedBeforeJoin();
+      ws.terminate();
+    };
+    this.countPreAuth = (chunk) => {
+      this.preAuthBytes += chunk.length;
+      // checked after ws has parsed this chunk (its own errors are emitted on the next tick)
+      if (this.preAuthBytes > config.maxJoinFrameBytes + 1024) setImmediate(overBudget);
+    };
+    socket?.on('data', this.countPreAuth);
+    ws.on('message', (data, isBinary) => this.gate.push(data, isBinary));
+    ws.on('pong', () => (this.alive = true));
+    ws.on('error', (err) => relay.log.debug('socket error', { error: err.message }));
+  }
+
+  /** Authenticated: larger frames, no pre-auth count, and the frames of `flow` share its part of the relay. */
+  protected authenticated(flow: string): void {
+    this.socket?.off('data', this.countPreAuth);
+    this.gate.moveTo(flow);
+    limitPayload(this.ws, this.relay.config.maxFrameBytes * OVERSIZE_FACTOR);
+  }
+
+  /** The socket is gone: nothing more is read or written. */
+  protected detach(): void {
+    this.gate.close();
+    this.outbox.clear();
+    this.socket?.off('data', this.countPreAuth);
+  }
+
+  /** A socket refused before it joined gets a moment for the closing handshake, not the 30 s ws would wait. */
+  protected closeSoon(code: number, reason: string): void {
+    this.gate.close();
+    this.outbox.flush();
+    this.ws.close(code, reason);
+    setTimeout(() => this.ws.terminate(), 1000).unref();
+  }
+
+  /** Close the socket with `code` once what was sent before has gone out. */
+  protected closeSocket(code: number, reason: string): void {
+    this.gate.close();
+    this.outbox.flush();
+    this.ws.close(code, reason);
+  }
+
+  send(frame: ServerFrame): void {
+    this.sendOwn(Buffer.from(JSON.stringify(frame)));
+  }
+
+  /** A frame for this connection alone (an answer, an event of its own): not part of a fan-out. */
+  protected sendOwn(data: Buffer): void {
+    if (this.admitSend(false)) this.outbox.send(data, false, false);
+  }
+
+  /** Unsent bytes: queued for the delivery, and in the socket. */
+  get bufferedAmount(): number {
+    return this.ws.bufferedAmount + this.outbox.pendingBytes;
+  }
+
+  sendRaw(data: Buffer, optional = false): void {
+    if (this.admitSend(optional)) this.outbox.send(data, false, true);
+  }
+
+  sendBinary(data: Uint8Array): void {
+    if (this.admitSend(false)) this.outbox.send(data, true, true);
+  }
+
+  /** Frames the outbox lets go, in one write to the socket when there are several. */
+  private write(frames: readonly OutFrame[]): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    const socket = frames.length > 1 ? this.socket : undefined;
+    socket?.cork();
+    for (const { data, binary } of frames) this.ws.send(data, { binary });
+    socket?.uncork();
+  }
+
+  /**
+   * A member that is not keeping up first stops getting optional traffic (pubsub, whiteboard),
+   * so nobody can aim enough of it at a victim to get the victim cut; what it must get (answers,
+   * roster, outputs) still queues, up to the hard cap, past which it is dropped rather than grow
+   * the relay's memory.
+   */
+  private admitSend(optional: boolean): boolean {
+    if (this.over) return false;
+    const queued = this.bufferedAmount;
+    const { sendSoftLimitBytes, maxBufferedBytes } = this.relay.config;
+    if (optional && queued > sendSoftLimitBytes) {
+      this.relay.counters.dropped++;
+      return false;
+    }
+    if (queued <= maxBufferedBytes) return true;
+    this.relay.log.warn('participant dropped: slow consumer', { ...this.who, unsent: queued });
+    this.cut(CloseCode.SLOW_CONSUMER, 'slow-consumer');
+    return false;
+  }
+
+  /** End the session now, with `code` (slow consumer, flooding, over the relay-wide budget). */
+  cut(code: number, reason: string): void {
+    if (this.over) return;
+    this.relay.counters.cut++;
+    this.close(code, reason);
+    this.ws.terminate();
+  }
+
+  /** Heartbeat tick: drop a peer that did not answer the previous ping. */
+  heartbeat(): void {
+    if (!this.alive) {
+      // cut like a dropped network: the member keeps its seat for the grace period
+      this.relay.log.info('participant dropped: heartbeat timeout', this.who);
+      this.ws.terminate();
+      return;
+    }
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  /** Another connection took over the member this one spoke for (a resume): end quietly, the member lives on. */
+  abstract replaced(): void;
+
+  /** Drop the socket at once, without a closing handshake. */
+  protected terminate(): void {
+    this.ws.terminate();
+  }
+}

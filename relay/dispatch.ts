@@ -1,0 +1,40 @@
+import type { RequestFrame, ServerFrame } from '../src/protocol/messages.ts';
+import { Serialized, type RequestScope } from './context.ts';
+import { RelayError, toWireError } from './errors.ts';
+import { HANDLERS, type Handler } from './handlers/index.ts';
+import type { LogFields } from './log.ts';
+
+/** Where a request's answer goes, and a fault of the relay's own is reported. */
+export interface Answerer {
+  send(frame: ServerFrame): void;
+  /** An answer already serialised. */
+  sendOwn(data: Buffer): void;
+  fault(message: string, err: unknown, fields?: LogFields): void;
+}
+
+/**
+ * Run one request of a member through the handler table and answer it; what the handler
+ * deferred (`scope.after`) runs once the answer is sent. A handler's `RelayError` is the
+ * caller's answer; anything else is a fault of the relay, answered `INTERNAL_ERROR` and logged.
+ */
+export async function dispatch(base: Omit<RequestScope, 'after'>, request: RequestFrame, out: Answerer): Promise<void> {
+  // between `session.leave` (or a removal) and the socket's close, the member is no longer in its room
+  if (base.room.get(base.member.id) !== base.member) {
+    return out.send({ type: 'response', id: request.id, error: { code: 'NOT_CONNECTED', kind: 'State', message: 'this session has left the room', reason: 'left' } });
+  }
+  const deferred: Array<() => void> = [];
+  const scope: RequestScope = { ...base, after: (fn) => deferred.push(fn) };
+  let result: unknown;
+  try {
+    const handler = HANDLERS[request.method] as Handler<typeof request.method>;
+    result = await handler(scope, request.params);
+  } catch (err) {
+    // answered first: a fault below (even the log's) must not leave the call waiting
+    out.send({ type: 'response', id: request.id, error: toWireError(err) });
+    if (!(err instanceof RelayError)) out.fault('request failed', err, { method: request.method });
+    return;
+  }
+  if (result instanceof Serialized) out.sendOwn(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
+  else out.send({ type: 'response', id: request.id, result });
+  for (const fn of deferred) fn();
+}
