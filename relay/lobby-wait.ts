@@ -1,20 +1,10 @@
-import type { JoinFrame, ServerFrame, WireError } from '../src/protocol/messages.ts';
+import { wireError } from '../src/protocol/codes.ts';
 import type { RelayContext } from './context.ts';
 import { capacity, identityRefusal, type Verdict } from './join.ts';
 import type { Waiting } from './rooms/lobby.ts';
 import type { Room } from './rooms/types.ts';
+import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection } from './seam.ts';
 import type { Refusal } from './token/verify.ts';
-
-/** The connection of a joiner that waits in a lobby. */
-export interface LobbyJoiner {
-  /** Whether it is still waiting (not gone, not refused). */
-  readonly waitingForLobby: boolean;
-  /** Enter the room; returns why it could not, if it could not. */
-  enterRoom(verdict: Verdict): WireError | null;
-  /** End the wait with an error: the join fails with it. */
-  leaveLobby(error: WireError, frame: JoinFrame): void;
-  send(frame: ServerFrame): void;
-}
 
 /**
  * Whether the token that asked is still good when a moderator admits it: its key still active
@@ -59,7 +49,7 @@ function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefi
  * Hold a joiner in the room's lobby until a moderator decides, its ttl (clamped to the relay's
  * maximum) runs out, or it goes. Returns why it may not wait, or where it waits.
  */
-export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: LobbyJoiner): Refusal | { room: Room; waiting: Waiting } {
+export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: LobbyJoiner, enter: (verdict: Verdict, link: MemberConnection) => Entered | Refusal): Refusal | LobbyPlace {
   const { config } = relay;
   const { project, roomId, frame, claims } = verdict;
   const existing = relay.rooms.get(project, roomId);
@@ -76,22 +66,31 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
     request: { participantId: id, name: frame.name ?? id, requestedAt },
     admit: () => {
       if (!joiner.waitingForLobby) return { code: 'NOT_FOUND', kind: 'Request', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
-      const stale = admissionRefusal(relay, verdict);
-      if (stale) {
-        joiner.leaveLobby(stale, frame);
-        return stale;
+      const refusal = admissionRefusal(relay, verdict) ?? enter(verdict, joiner.link);
+      if ('code' in refusal) {
+        joiner.leaveLobby(refusal);
+        relay.rooms.release(room);
+        return wireError(refusal.code, refusal.message, refusal.reason);
       }
-      return joiner.enterRoom(verdict);
+      joiner.admitted(refusal);
+      return null;
     },
     refuse: (error) => {
       if (error.code === 'ENTRY_DENIED' && error.reason === 'denied' && config.lobbyCooldownSec > 0) {
         relay.lobbyCooldowns.add(project, roomId, verdict.tokenKey, Date.now() / 1000 + config.lobbyCooldownSec);
       }
-      joiner.leaveLobby(error, frame);
+      joiner.leaveLobby(error);
+      relay.rooms.release(room);
     },
   };
   if (!room.lobby.hold(waiting, ttl)) return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
   relay.log.info('lobby: waiting', { participant: id, room: roomId, project, ttl });
   joiner.send({ type: 'lobby', requestedAt, ttl });
-  return { room, waiting };
+  return {
+    cancel: () => {
+      room.lobby.cancel(id, waiting);
+      relay.log.info('lobby: joiner went away', { participant: id, room: room.id });
+      relay.rooms.release(room);
+    },
+  };
 }

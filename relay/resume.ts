@@ -3,6 +3,7 @@ import { PROTOCOL_VERSION, type ResumeFrame, type WireError } from '../src/proto
 import { Connection } from './connection.ts';
 import type { RelayContext } from './context.ts';
 import { AwayLink } from './seats.ts';
+import type { MemberConnection } from './seam.ts';
 import type { Member, Room } from './rooms/types.ts';
 
 /** What the resume of a member closed while away is told, by the close code it got. */
@@ -16,7 +17,7 @@ const AWAY_ENDINGS: Record<number, WireError> = {
  * Come back to a held seat on `link`: the member, now reached through `link` (its old
  * connection, if it still looked open, is ended quietly), or why not.
  */
-export function takeSeat(relay: RelayContext, frame: ResumeFrame, link: Connection): { member: Member; room: Room } | WireError {
+export function takeSeat(relay: RelayContext, frame: ResumeFrame, link: MemberConnection): { member: Member; room: Room } | WireError {
   if (frame.v !== PROTOCOL_VERSION) {
     return { code: 'INVALID_ARGUMENT', kind: 'Request', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}` };
   }
@@ -33,7 +34,7 @@ export function takeSeat(relay: RelayContext, frame: ResumeFrame, link: Connecti
   // the old connection may still look open (the client gave up on it first): it is replaced
   const old = member.link;
   member.link = link;
-  if (old instanceof Connection && old !== link) old.replaced();
+  if (old !== link && old instanceof Connection) old.replaced();
   // media transports and data streams belonged to the old connection: the SDK starts them again
   room.media.memberLeft(member);
   room.streams.memberLeft(member);

@@ -18,6 +18,7 @@ import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
+import { LocalSeam } from './local-seam.ts';
 import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import { Delivery } from './delivery.ts';
 import type { KeyStore } from './token/keys.ts';
@@ -91,6 +92,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     seats: new Seats(),
     log,
   };
+  const seam = new LocalSeam(context);
   const sessions = new Set<Session>();
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute
@@ -110,7 +112,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const accept = (req: IncomingMessage, socket: Socket, head: Buffer) => {
     if (socket.destroyed) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const session = new Session(ws, context, hooks, socket);
+      const session = new Session(ws, context, seam, hooks, socket);
       sessions.add(session);
       pending.add(session);
     });

@@ -3,17 +3,13 @@ import type { RawData, WebSocket } from 'ws';
 import { CloseCode, wireError, type ErrorReason } from '../src/protocol/codes.ts';
 import type { ErrorFrame, JoinFrame, ResumeFrame, WireError } from '../src/protocol/messages.ts';
 import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
-import type { RelayContext, RequestScope } from './context.ts';
+import type { RelayContext } from './context.ts';
 import { Connection, rawText } from './connection.ts';
-import { dispatch } from './dispatch.ts';
 import type { LogFields } from './log.ts';
-import { enter, judge, snapshot, type Verdict } from './join.ts';
+import { judge } from './join.ts';
 import { rawLength } from './frame-gate.ts';
-import { waitInLobby, type LobbyJoiner } from './lobby-wait.ts';
-import { holdSeat, takeSeat } from './resume.ts';
-import type { Waiting } from './rooms/lobby.ts';
-import { TokenBucket } from './data/token-bucket.ts';
-import type { Member, Room } from './rooms/types.ts';
+import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from './seam.ts';
+import type { Refusal } from './token/verify.ts';
 
 export { OVERSIZE_FACTOR } from './connection.ts';
 
@@ -24,6 +20,9 @@ export interface SessionHooks {
   /** Its socket closed. */
   ended(session: Session): void;
 }
+
+/** Frames a client may send between its join frame and the answer (the SDK sends none). */
+const EARLY_FRAMES = 16;
 
 /** The request id of a frame too large to parse, if it starts the way the SDK writes requests. */
 function leadingRequestId(text: string): number | undefined {
@@ -36,27 +35,32 @@ function leadingRequestId(text: string): number | undefined {
  * waiting in a lobby, or a member of one room whose requests are dispatched through the handler
  * table. How its bytes come and go, within their budgets, is the {@link Connection}'s.
  */
-export class Session extends Connection implements LobbyJoiner {
-  private state: 'pending' | 'waiting' | 'joined' | 'closed' = 'pending';
-  private waitingIn: { room: Room; waiting: Waiting } | null = null;
+export class Session extends Connection implements LobbyJoiner, MemberConnection {
+  /** `entering`: its join or resume went to the room seam and is not answered yet. */
+  private state: 'pending' | 'entering' | 'waiting' | 'joined' | 'closed' = 'pending';
+  private lobbyPlace: LobbyPlace | null = null;
+  private joinFrame: JoinFrame | null = null;
   private joinTimer: ReturnType<typeof setTimeout> | null;
-  private scope: Omit<RequestScope, 'after'> | null = null;
+  private port: RoomPort | null = null;
+  /** Frames that came while entering: handled once in (at most {@link EARLY_FRAMES}). */
+  private early: Array<{ data: RawData; isBinary: boolean }> = [];
   private refusals = 0;
   private refusalWindow = 0;
 
   constructor(
     ws: WebSocket,
     relay: RelayContext,
+    private readonly seam: RoomSeam,
     private readonly hooks: SessionHooks,
     socket?: Socket,
   ) {
-    super(ws, relay, socket, () => this.scope?.member.fanout.msUntilToken(0) ?? 0);
+    super(ws, relay, socket, () => this.port?.owes() ?? 0);
     this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), relay.config.joinTimeoutMs);
     ws.on('close', (code) => this.ended(code));
   }
 
   protected get preAuth(): boolean {
-    return this.state === 'pending' || this.state === 'closed';
+    return this.state !== 'joined' && this.state !== 'waiting';
   }
 
   protected get over(): boolean {
@@ -64,14 +68,19 @@ export class Session extends Connection implements LobbyJoiner {
   }
 
   protected get who(): LogFields {
-    return this.scope ? { participant: this.scope.member.id, room: this.scope.room.id } : {};
+    return this.port ? { participant: this.port.member.id, room: this.port.roomId } : {};
+  }
+
+  /** What this connection's member is reached through (itself). */
+  get link(): MemberConnection {
+    return this;
   }
 
   protected refusedBeforeJoin(): void {
     this.setState('closed');
   }
 
-  private setState(next: 'waiting' | 'joined' | 'closed'): void {
+  private setState(next: 'entering' | 'waiting' | 'joined' | 'closed'): void {
     if (this.state === 'pending') this.hooks.authenticated(this);
     this.state = next;
   }
@@ -83,8 +92,8 @@ export class Session extends Connection implements LobbyJoiner {
   }
 
   /** The member, once joined. */
-  get member(): Member | null {
-    return this.scope?.member ?? null;
+  get member(): PortMember | null {
+    return this.port?.member ?? null;
   }
 
   /** Leave the room (if joined) and close the socket with `code`; what was sent before goes first. */
@@ -124,6 +133,11 @@ export class Session extends Connection implements LobbyJoiner {
     if (this.state === 'closed') return;
     this.alive = true;
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
+    if (this.state === 'entering') {
+      if (this.early.length < EARLY_FRAMES) this.early.push({ data, isBinary });
+      else this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'the join is not answered yet: wait for it', reason: 'waiting' });
+      return;
+    }
     if (this.state === 'waiting') {
       return this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
     }
@@ -142,8 +156,7 @@ export class Session extends Connection implements LobbyJoiner {
     }
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
     const request = parsed.value;
-    if (!this.scope) return;
-    dispatch(this.scope, request, this).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
+    this.port?.request(request, this).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
   }
 
   private onJoinFrame(data: RawData, isBinary: boolean): void {
@@ -153,81 +166,93 @@ export class Session extends Connection implements LobbyJoiner {
     const parsed = parseClientFrame(rawText(data));
     if (parsed.ok && parsed.value.type === 'resume') {
       this.clearJoinTimer();
-      return this.resume(parsed.value);
+      this.setState('entering');
+      this.seam.resume(parsed.value, this).then(
+        (entered) => ('port' in entered ? this.entered(entered, 'resumed') : this.refuseJoin(entered, 'resume')),
+        (err: unknown) => this.enterFailed(err, 'resume'),
+      );
+      return;
     }
     if (!parsed.ok || parsed.value.type !== 'join') {
       const problem = parsed.ok ? 'the first frame must be a join or resume frame' : parsed.problem;
       return this.refuseFrame(CloseCode.PROTOCOL_ERROR, problem, 'bad-join-frame');
     }
     this.clearJoinTimer();
-    const verdict = judge(this.relay, parsed.value);
-    if (!('claims' in verdict)) return this.refuseJoin(verdict, parsed.value);
+    const frame = parsed.value;
+    const verdict = judge(this.relay, frame);
+    if (!('claims' in verdict)) return this.refuseJoin(verdict, frame);
+    this.joinFrame = frame;
+    this.setState('entering');
     if (!verdict.ask) {
-      this.enterRoom(verdict);
+      this.seam.enter(verdict, this).then(
+        (entered) => ('port' in entered ? this.entered(entered, 'joined') : this.refuseJoin(entered, frame)),
+        (err: unknown) => this.enterFailed(err, frame),
+      );
       return;
     }
-    const held = waitInLobby(this.relay, verdict, this);
-    if ('code' in held) return this.refuseJoin(held, parsed.value);
-    this.waitingIn = held;
-    this.setState('waiting');
+    this.seam.wait(verdict, this).then(
+      (place) => {
+        if ('code' in place) return this.refuseJoin(place, frame);
+        if (this.state !== 'entering') return place.cancel(); // gone meanwhile
+        this.lobbyPlace = place;
+        this.setState('waiting');
+        this.early = [];
+      },
+      (err: unknown) => this.enterFailed(err, frame),
+    );
   }
 
-  /** Enter the room now; returns why it could not, if it could not (the join is then refused). */
-  enterRoom(verdict: Verdict): WireError | null {
-    this.waitingIn = null;
-    const outcome = enter(this.relay, verdict, this);
-    if (!('member' in outcome)) {
-      this.refuseJoin(outcome, verdict.frame);
-      return wireError(outcome.code, outcome.message, outcome.reason);
+  /** In the room, through `port` (a join, an admission from the lobby, or a resume). */
+  private entered({ port, joined }: Entered, how: 'joined' | 'resumed'): void {
+    if (this.state !== 'entering' && this.state !== 'waiting') {
+      // the socket went while the room seam was answering: the member leaves as it would have
+      port.leave();
+      return;
     }
-    const { member, room, joined } = outcome;
-    this.becomeMember(member, room);
-    this.relay.counters.joins++;
-    this.relay.log.info('joined', { participant: member.id, room: room.id, project: room.project, tier: member.tier });
-    this.send(joined);
-    return null;
-  }
-
-  /** From now on the connection speaks for `member`: larger frames, the member's budgets. */
-  private becomeMember(member: Member, room: Room): void {
-    const { config } = this.relay;
+    this.lobbyPlace = null;
+    this.port = port;
     this.setState('joined');
     // its frames now use its token's share of the relay: every connection of one token shares one
-    this.authenticated(`${member.project}\n${member.tokenKey}`);
-    this.scope = {
-      relay: this.relay,
-      member,
-      room,
-      limiter: new TokenBucket(config.messageRate, config.messageBurst),
-      bytes: new TokenBucket(config.dataByteRate, Math.max(config.dataByteBurst, config.maxPayloadBytes)),
-      flooding: () => this.flooding(),
-    };
+    this.authenticated(`${port.member.project}\n${port.member.tokenKey}`);
+    if (how === 'joined') {
+      this.relay.counters.joins++;
+      this.relay.log.info('joined', { participant: port.member.id, room: port.roomId, project: port.member.project, tier: port.member.tier });
+    }
+    this.send(joined);
+    const early = this.early;
+    this.early = [];
+    for (const { data, isBinary } of early) this.onFrame(data, isBinary);
+  }
+
+  /** The room seam failed (a fault of the relay's, or a lost node): the join is refused, the connection lives no longer. */
+  private enterFailed(err: unknown, frame: JoinFrame | 'resume'): void {
+    this.fault('entering a room failed', err);
+    this.refuseJoin({ code: 'INTERNAL_ERROR', kind: 'Network', reason: 'internal', message: 'the relay could not open this room: try again' }, frame);
+  }
+
+  /** A moderator admitted this joiner. */
+  admitted(entered: Entered): void {
+    // `entering`: a lobby elsewhere may decide before its answer to the wait arrives
+    if (this.state !== 'waiting' && this.state !== 'entering') {
+      entered.port.leave();
+      return;
+    }
+    this.entered(entered, 'joined');
   }
 
   /** The lobby ended this joiner's wait with an error: its join fails with it. */
-  leaveLobby(error: WireError, frame: JoinFrame): void {
-    if (this.state !== 'waiting') return;
-    const waiting = this.waitingIn;
-    this.waitingIn = null;
-    this.refuseJoin(error, frame);
-    if (waiting) this.relay.rooms.release(waiting.room);
+  leaveLobby(error: WireError): void {
+    if (this.state !== 'waiting' && this.state !== 'entering') return;
+    this.lobbyPlace = null;
+    this.refuseJoin(error, this.joinFrame ?? 'resume');
   }
 
   get waitingForLobby(): boolean {
     return this.state === 'waiting';
   }
 
-  /** Come back to a held seat on this connection. */
-  private resume(frame: ResumeFrame): void {
-    const seat = takeSeat(this.relay, frame, this);
-    if (!('member' in seat)) return this.refuseJoin(seat, 'resume');
-    const { member, room } = seat;
-    this.becomeMember(member, room);
-    this.send({ ...snapshot(this.relay, room, member), resumed: true });
-  }
-
   replaced(): void {
-    this.scope = null;
+    this.port = null;
     this.setState('closed');
     this.detach();
     this.terminate();
@@ -247,7 +272,7 @@ export class Session extends Connection implements LobbyJoiner {
    * Refusals for rate are cheap, but not free: a client refused more than ten bursts' worth
    * within a second is cut off.
    */
-  private flooding(): void {
+  flooded(): void {
     const now = Date.now();
     if (now - this.refusalWindow > 1000) {
       this.refusalWindow = now;
@@ -260,10 +285,8 @@ export class Session extends Connection implements LobbyJoiner {
   }
 
   private onBinary(data: RawData): void {
-    const scope = this.scope;
-    if (!scope) return;
     const frame = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    scope.room.streams.chunk(scope.member, frame);
+    this.port?.chunk(frame);
   }
 
   /** Count and log a fault of the relay's own; a logger that throws does not make it worse. */
@@ -307,28 +330,21 @@ export class Session extends Connection implements LobbyJoiner {
   }
 
   private leaveRoom(): void {
-    const waiting = this.waitingIn;
-    if (waiting) {
-      this.waitingIn = null;
-      waiting.room.lobby.cancel(waiting.waiting.request.participantId, waiting.waiting);
-      this.relay.log.info('lobby: joiner went away', { participant: waiting.waiting.request.participantId, room: waiting.room.id });
-      this.relay.rooms.release(waiting.room);
-    }
-    const scope = this.scope;
-    if (!scope) return;
-    this.scope = null;
-    const { room, member, relay } = scope;
-    relay.seats.forget(member);
-    if (room.remove(member)) relay.log.info('left', { participant: member.id, room: room.id });
-    relay.rooms.release(room);
+    this.early = [];
+    const place = this.lobbyPlace;
+    this.lobbyPlace = null;
+    place?.cancel();
+    const port = this.port;
+    this.port = null;
+    port?.leave();
   }
 
   private ended(code: number): void {
     this.clearJoinTimer();
     this.detach();
     // 1006: no closing handshake, the network or the peer died; anything else was meant
-    const scope = this.scope;
-    if (this.state === 'joined' && code === 1006 && scope && holdSeat(this.relay, scope.member, scope.room)) this.scope = null;
+    const port = this.port;
+    if (this.state === 'joined' && code === 1006 && port?.hold()) this.port = null;
     else this.leaveRoom();
     this.setState('closed');
     this.hooks.ended(this);
