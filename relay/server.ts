@@ -19,6 +19,7 @@ import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
 import { LocalSeam } from './local-seam.ts';
+import type { RoomSeam } from './seam.ts';
 import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import { Delivery } from './delivery.ts';
 import type { KeyStore } from './token/keys.ts';
@@ -44,6 +45,8 @@ export type RelayOptions = Partial<RelayConfig> & {
   frames?: FrameScheduler;
   /** The delivery of outbound frames, on `frames` (tests give one with their own allowance). */
   delivery?: Delivery;
+  /** Where connections enter rooms; default: every room in this process ({@link LocalSeam}). */
+  seam?: (context: RelayContext) => RoomSeam;
 };
 
 /** A running relay. */
@@ -92,7 +95,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     seats: new Seats(),
     log,
   };
-  const seam = new LocalSeam(context);
+  const seam = options.seam?.(context) ?? new LocalSeam(context);
   const sessions = new Set<Session>();
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute

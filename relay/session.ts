@@ -205,7 +205,9 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   /** In the room, through `port` (a join, an admission from the lobby, or a resume). */
   private entered({ port, joined }: Entered, how: 'joined' | 'resumed'): void {
     if (this.state !== 'entering' && this.state !== 'waiting') {
-      // the socket went while the room seam was answering: the member leaves as it would have
+      // the socket went while the room seam was answering. A resumed member leaves too: the
+      // credential it would come back with was in the answer it never got (the one it holds
+      // is used up), so a held seat would only keep its identity from joining again
       port.leave();
       return;
     }
