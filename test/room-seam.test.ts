@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { PROTOCOL_VERSION } from '../src/protocol/messages.ts';
 import { LocalSeam } from '../relay/local-seam.ts';
 import type { RoomSeam } from '../relay/seam.ts';
+import type { RelayContext } from '../relay/context.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin } from './raw.ts';
 
@@ -16,7 +17,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A seam in front of the local one that answers `delayMs` later, or fails while `failing`. */
 function slowSeam(delayMs: number, state: { failing: boolean }) {
-  return (context: Parameters<NonNullable<Parameters<typeof startTestRelay>[0]['seam']>>[0]): RoomSeam => {
+  return (context: RelayContext): RoomSeam => {
     const local = new LocalSeam(context);
     const later = async <T>(fn: () => Promise<T>): Promise<T> => {
       await sleep(delayMs);
