@@ -83,6 +83,8 @@ export interface RelayConfig {
   composite: { width: number; height: number; fps: number; videoKbps: number };
   /** Bearer token `/metrics` asks for; without it, `/metrics` answers only on a loopback listener. */
   metricsToken?: string;
+  /** `redis://HOST:PORT`: this relay is a node of a cluster sharing rooms through that Redis. */
+  redis?: string;
   /** Let `livestream` push to loopback and private addresses (tests, a local RTMP server). */
   allowPrivateRtmp: boolean;
   /** How long an output may take to start before it is `failed` (ms). */
@@ -253,6 +255,18 @@ export function webhookUrl(name: string, value: string): string {
   return value;
 }
 
+/** A `redis://` or `rediss://` URL, or a usage error. */
+function redisUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`--redis needs a URL such as redis://127.0.0.1:6379, not ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`--redis needs a redis:// or rediss:// URL, not ${JSON.stringify(value)}`);
+  return value;
+}
+
 function integer(name: string, value: string, min: number): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got "${value}"`);
@@ -290,6 +304,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-media-transports', env: 'TESSERA_MAX_MEDIA_TRANSPORTS', help: `media peer connections (publications + subscriptions) the relay holds at once (default ${DEFAULTS.maxMediaTransports})`, apply: (c, v) => void (c.maxMediaTransports = integer('--max-media-transports', v, 1)) },
   { flag: '--composite', env: 'TESSERA_COMPOSITE', help: `the stage composite's picture, WIDTHxHEIGHT[@FPS] (default ${DEFAULTS.composite.width}x${DEFAULTS.composite.height}@${DEFAULTS.composite.fps})`, apply: (c, v) => void (c.composite = compositeSize(v)) },
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'a speech service speaking POST /v1/audio/transcriptions (the transcription output\'s default engine when set; else the local one, pocketsphinx); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
+  { flag: '--redis', env: 'TESSERA_REDIS', help: 'redis://HOST:PORT: run as a node of a cluster sharing rooms through this Redis (docs/scaling.md); without it every room is in this process', apply: (c, v) => void (c.redis = redisUrl(v)) },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
   { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },
   { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },

@@ -190,4 +190,8 @@ export abstract class Connection implements MemberLink {
   protected terminate(): void {
     this.ws.terminate();
   }
+
+  drop(): void {
+    this.ws.terminate();
+  }
 }

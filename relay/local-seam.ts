@@ -18,7 +18,7 @@ class LocalPort implements RoomPort {
     private readonly relay: RelayContext,
     readonly member: Member,
     private readonly room: Room,
-    link: MemberConnection,
+    private readonly link: MemberConnection,
   ) {
     const { config } = relay;
     this.scope = {
@@ -27,7 +27,7 @@ class LocalPort implements RoomPort {
       room,
       limiter: new TokenBucket(config.messageRate, config.messageBurst),
       bytes: new TokenBucket(config.dataByteRate, Math.max(config.dataByteBurst, config.maxPayloadBytes)),
-      flooding: () => link.flooded(),
+      flooding: () => this.link.flooded(),
     };
   }
 
@@ -48,6 +48,8 @@ class LocalPort implements RoomPort {
   }
 
   leave(): void {
+    // taken over by another connection meanwhile (a resume elsewhere): that one speaks for it now
+    if (this.member.link !== this.link) return;
     const { relay, member, room } = this;
     relay.seats.forget(member);
     if (room.remove(member)) relay.log.info('left', { participant: member.id, room: room.id });
@@ -55,6 +57,7 @@ class LocalPort implements RoomPort {
   }
 
   hold(): boolean {
+    if (this.member.link !== this.link) return true;
     return holdSeat(this.relay, this.member, this.room);
   }
 }
@@ -67,7 +70,7 @@ export class LocalSeam implements RoomSeam {
   constructor(private readonly relay: RelayContext) {}
 
   /** Enter now: what both a join and a lobby admission do. */
-  private enterNow(verdict: Verdict, link: MemberConnection): Entered | Refusal {
+  enterNow(verdict: Verdict, link: MemberConnection): Entered | Refusal {
     const outcome = enter(this.relay, verdict, link);
     if (!('member' in outcome)) return outcome;
     return { port: new LocalPort(this.relay, outcome.member, outcome.room, link), joined: outcome.joined };

@@ -1,6 +1,5 @@
 import { CloseCode } from '../src/protocol/codes.ts';
 import { PROTOCOL_VERSION, type ResumeFrame, type WireError } from '../src/protocol/messages.ts';
-import { Connection } from './connection.ts';
 import type { RelayContext } from './context.ts';
 import { AwayLink } from './seats.ts';
 import type { MemberConnection } from './seam.ts';
@@ -34,7 +33,7 @@ export function takeSeat(relay: RelayContext, frame: ResumeFrame, link: MemberCo
   // the old connection may still look open (the client gave up on it first): it is replaced
   const old = member.link;
   member.link = link;
-  if (old !== link && old instanceof Connection) old.replaced();
+  if (old !== link) old.replaced?.();
   // media transports and data streams belonged to the old connection: the SDK starts them again
   room.media.memberLeft(member);
   room.streams.memberLeft(member);

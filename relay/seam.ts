@@ -14,6 +14,8 @@ import type { Refusal } from './token/verify.ts';
 export interface MemberConnection extends MemberLink {
   /** The member was refused for its rate: a connection refused again and again is cut. */
   flooded(): void;
+  /** Cut the socket as a lost network would (its room's node is gone): the client comes back by itself. */
+  drop(): void;
 }
 
 /** Who a port speaks for. */

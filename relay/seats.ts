@@ -23,10 +23,13 @@ export class Seats {
   private readonly byCredential = new Map<string, Seat>();
   private readonly credentialOf = new Map<Member, string>();
 
+  /** @param prefix what every credential starts with (a cluster node's id, so that any node finds the seat's) */
+  constructor(private readonly prefix = '') {}
+
   /** A fresh credential for `member` (the previous one stops working). */
   issue(member: Member, room: Room, apiKey: string): string {
     this.forget(member);
-    const credential = randomBytes(24).toString('base64url');
+    const credential = this.prefix + randomBytes(24).toString('base64url');
     this.byCredential.set(credential, { member, room, apiKey, timer: null, ended: null });
     this.credentialOf.set(member, credential);
     return credential;

@@ -19,6 +19,8 @@ import { serveHttp } from './http.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
 import { LocalSeam } from './local-seam.ts';
+import { NodeBus } from './cluster/bus.ts';
+import { ClusterSeam } from './cluster/cluster-seam.ts';
 import type { RoomSeam } from './seam.ts';
 import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import { Delivery } from './delivery.ts';
@@ -73,6 +75,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const budgets = relayBudgets(config);
   const frames = options.frames ?? new FrameScheduler();
   const webhooks = new WebhookQueues((url, body, authorization) => postWebhook(url, body, authorization, WEBHOOK_TIMEOUT_MS, config.allowPrivateWebhooks), log, { ...QUEUE_LIMITS, ...options.webhookLimits });
+  const bus = config.redis ? await NodeBus.connect(config.redis, log) : null;
   const context: RelayContext = {
     counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0, faults: 0, webhooks },
     config,
@@ -92,10 +95,11 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     lobbyCooldowns: new Bans(),
     frames,
     delivery: options.delivery ?? new Delivery(frames),
-    seats: new Seats(),
+    seats: new Seats(bus ? ClusterSeam.credentialPrefix(bus.node) : ''),
     log,
   };
-  const seam = options.seam?.(context) ?? new LocalSeam(context);
+  const cluster = bus ? new ClusterSeam(context, bus) : null;
+  const seam = options.seam?.(context) ?? cluster ?? new LocalSeam(context);
   const sessions = new Set<Session>();
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute
@@ -190,6 +194,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         for (const room of [...context.rooms]) context.rooms.delete(room);
         webhooks.close();
         context.seats.dispose();
+        await cluster?.close();
+        await bus?.close();
         // the rooms' media outputs finish their files (a recording's MP4), then no ffmpeg is left
         await mediaOutputsStopped(config, MEDIA_STOP_MS);
         await stopAllFfmpeg();

@@ -44,6 +44,11 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   private port: RoomPort | null = null;
   /** Frames that came while entering: handled once in (at most {@link EARLY_FRAMES}). */
   private early: Array<{ data: RawData; isBinary: boolean }> = [];
+  /**
+   * Frames the room sent while entering, before the answer (a room on another node may be
+   * quicker than its answer): they follow `joined` (or `lobby`), at most {@link EARLY_FRAMES}.
+   */
+  private ahead: Array<{ data: Uint8Array; binary: boolean; optional: boolean }> = [];
   private refusals = 0;
   private refusalWindow = 0;
 
@@ -83,6 +88,26 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   private setState(next: 'entering' | 'waiting' | 'joined' | 'closed'): void {
     if (this.state === 'pending') this.hooks.authenticated(this);
     this.state = next;
+  }
+
+  override sendRaw(data: Buffer, optional = false): void {
+    if (this.state !== 'entering') return super.sendRaw(data, optional);
+    if (this.ahead.length < EARLY_FRAMES) this.ahead.push({ data, binary: false, optional });
+  }
+
+  override sendBinary(data: Uint8Array): void {
+    if (this.state !== 'entering') return super.sendBinary(data);
+    if (this.ahead.length < EARLY_FRAMES) this.ahead.push({ data, binary: true, optional: false });
+  }
+
+  /** What the room sent ahead of the answer, now that the answer went. */
+  private sendAhead(): void {
+    const ahead = this.ahead;
+    this.ahead = [];
+    for (const f of ahead) {
+      if (f.binary) super.sendBinary(f.data);
+      else super.sendRaw(Buffer.from(f.data), f.optional);
+    }
   }
 
   /** A connection that has not sent its join frame gives its place to a newer one (the relay is at `--max-pending`). */
@@ -197,6 +222,7 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
         this.lobbyPlace = place;
         this.setState('waiting');
         this.early = [];
+        this.sendAhead();
       },
       (err: unknown) => this.enterFailed(err, frame),
     );
@@ -221,6 +247,7 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       this.relay.log.info('joined', { participant: port.member.id, room: port.roomId, project: port.member.project, tier: port.member.tier });
     }
     this.send(joined);
+    this.sendAhead();
     const early = this.early;
     this.early = [];
     for (const { data, isBinary } of early) this.onFrame(data, isBinary);

@@ -64,7 +64,8 @@ export interface ReconnectPolicy {
 
 /** Options of {@link Connection.open}. */
 export interface OpenOptions {
-  url: string;
+  /** The relay's URLs (the nodes of one cluster), tried in order. */
+  urls: readonly string[];
   join: JoinFrame;
   timeoutMs: number;
   /** Heartbeat interval: a ping after this long without a frame; dead after 2.5 intervals. */
@@ -205,12 +206,37 @@ export class Connection {
   private lastFrameAt = Date.now();
   private heartbeat: ReturnType<typeof setInterval> | null = null;
 
+  /** The index in `options.urls` of the node last joined (tried first when the connection drops). */
+  private node = 0;
+
   private constructor(private readonly options: OpenOptions) {}
+
+  /**
+   * `attempt` against each node in turn, starting with the one last joined, until one answers:
+   * a node that cannot be reached (or does not answer in time) gives way to the next; any
+   * other error is the answer.
+   */
+  private async anyNode(attempt: (url: string) => Promise<Handshake>): Promise<Handshake> {
+    const { urls } = this.options;
+    let last: unknown;
+    for (let i = 0; i < urls.length; i++) {
+      const index = (this.node + i) % urls.length;
+      try {
+        const result = await attempt(urls[index]!);
+        this.node = index;
+        return result;
+      } catch (err) {
+        if (!(err instanceof SdkError && (err.code === 'CONNECTION_FAILED' || err.code === 'TIMEOUT'))) throw err;
+        last = err;
+      }
+    }
+    throw last;
+  }
 
   /** Open the socket, send the join frame, and resolve with the relay's `joined` answer. */
   static async open(options: OpenOptions): Promise<{ connection: Connection; joined: JoinedFrame }> {
-    const result = await handshake(options.url, options.join, options);
     const connection = new Connection(options);
+    const result = await connection.anyNode((url) => handshake(url, options.join, options));
     connection.adopt(result);
     return { connection, joined: result.joined };
   }
@@ -417,14 +443,15 @@ export class Connection {
       if (this.state !== 'reconnecting') return;
       try {
         const attempt = { timeoutMs: Math.min(this.options.timeoutMs, 5000) };
-        let result: Handshake;
-        try {
-          result = await handshake(this.options.url, { type: 'resume', v: PROTOCOL_VERSION, credential: this.credential }, attempt);
-        } catch (err) {
-          // the relay no longer knows the session (it restarted, or the seat expired): join again
-          if (!(err instanceof SdkError && err.reason === 'resume-unknown')) throw err;
-          result = await handshake(this.options.url, this.options.join, attempt);
-        }
+        const result = await this.anyNode(async (url) => {
+          try {
+            return await handshake(url, { type: 'resume', v: PROTOCOL_VERSION, credential: this.credential }, attempt);
+          } catch (err) {
+            // the relay no longer knows the session (it restarted, or the seat expired): join again
+            if (!(err instanceof SdkError && err.reason === 'resume-unknown')) throw err;
+            return handshake(url, this.options.join, attempt);
+          }
+        });
         if (this.state !== 'reconnecting') {
           result.ws.close(1000, 'left');
           return;

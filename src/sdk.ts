@@ -5,10 +5,16 @@ import { browserPlatform, type MediaPlatform } from './media/platform.ts';
 import { Room } from './room.ts';
 import { peekClaims } from './token.ts';
 
+/** The most relay URLs a join takes. */
+const MAX_URLS = 16;
+
 /** Options of `Sdk.join()`. */
 export interface JoinOptions {
-  /** The relay's `ws://` or `wss://` URL. */
-  url: string;
+  /**
+   * The relay's `ws://` or `wss://` URL, or the URLs of several nodes of one cluster: the first
+   * that answers is joined, and when its node is lost the session resumes on the next.
+   */
+  url: string | readonly string[];
   /** The access token your backend minted. */
   token: string;
   /** The room to join; defaults to the token's `roomId`. */
@@ -89,11 +95,12 @@ export const Sdk = Object.freeze({
    */
   async join(options: JoinOptions): Promise<Room> {
     if (typeof options !== 'object' || options === null) throw new SdkError('INVALID_ARGUMENT', 'join needs an options object');
-    if (typeof options.url !== 'string' || !/^wss?:\/\//i.test(options.url)) {
-      throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws:// or wss:// URL, got ${JSON.stringify(options.url)}`);
+    const urls: readonly unknown[] = Array.isArray(options.url) ? options.url : [options.url];
+    if (urls.length === 0 || urls.length > MAX_URLS || !urls.every((u): u is string => typeof u === 'string' && /^wss?:\/\//i.test(u))) {
+      throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws:// or wss:// URL, or 1 to ${MAX_URLS} of them, got ${JSON.stringify(options.url)}`);
     }
     const { connection, joined } = await Connection.open({
-      url: options.url,
+      urls,
       join: buildJoinFrame(options),
       timeoutMs: options.timeoutMs ?? 15_000,
       heartbeatMs: options.heartbeatMs ?? 10_000,

@@ -22,6 +22,8 @@ export interface MemberLink {
   sendBinary(data: Uint8Array): void;
   send(frame: ServerFrame): void;
   close(code: number, reason: string): void;
+  /** Another connection took the member over (a resume): end quietly, the member lives on. */
+  replaced?(): void;
   /** Bytes queued for this member and not yet written to the network. */
   readonly bufferedAmount: number;
 }

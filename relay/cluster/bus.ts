@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Logger } from '../log.ts';
+
+/** A message between nodes: a JSON header and, for frames and chunks, the bytes as they are. */
+export interface Envelope {
+  readonly header: Record<string, unknown>;
+  readonly payload: Buffer | null;
+}
+
+const SEPARATOR = 0x0a;
+
+/** One message as bytes: the header's JSON, a newline, the payload. */
+export function encodeEnvelope(header: Record<string, unknown>, payload: Uint8Array | null): Buffer {
+  const head = Buffer.from(JSON.stringify(header));
+  if (!payload) return head;
+  return Buffer.concat([head, Buffer.from([SEPARATOR]), payload]);
+}
+
+/** The message of some bytes, or null when they are not one (JSON never holds a raw newline). */
+export function decodeEnvelope(bytes: Buffer): Envelope | null {
+  const cut = bytes.indexOf(SEPARATOR);
+  try {
+    const header: unknown = JSON.parse((cut < 0 ? bytes : bytes.subarray(0, cut)).toString('utf8'));
+    if (typeof header !== 'object' || header === null || Array.isArray(header)) return null;
+    return { header: header as Record<string, unknown>, payload: cut < 0 ? null : bytes.subarray(cut + 1) };
+  } catch {
+    return null;
+  }
+}
+
+/** How long a call to another node may take before it fails (ms). */
+export const CALL_TIMEOUT_MS = 5000;
+
+const KEY_PREFIX = 'tessera:';
+const nodeChannel = (node: string) => `${KEY_PREFIX}node:${node}`;
+const aliveKey = (node: string) => `${KEY_PREFIX}alive:${node}`;
+/** How often a node says it is alive, and how long each saying lasts (ms): a dead node is known within {@link ALIVE_MS}. */
+const BEAT_MS = 500;
+export const ALIVE_MS = 1500;
+
+/**
+ * The relay's link to the other nodes of its cluster, through Redis: one connection for
+ * commands and publishing, one subscribed to this node's own channel. A message to a node is a
+ * publish on its channel (Redis keeps them in order between two connections), so what one node
+ * sends another arrives in the order it was sent. Calls are messages with an id, answered on
+ * the caller's channel.
+ */
+export class NodeBus {
+  readonly node: string;
+  readonly redis: Redis;
+  private readonly sub: Redis;
+  private readonly calls = new Map<number, { resolve: (e: Envelope) => void; reject: (err: Error) => void; timer: ReturnType<typeof setTimeout> }>();
+  private nextCall = 1;
+  private handler: (from: string, envelope: Envelope) => void = () => undefined;
+
+  private constructor(url: string, node: string, private readonly log: Logger) {
+    this.node = node;
+    const options = { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true };
+    this.redis = new Redis(url, options);
+    this.sub = new Redis(url, options);
+    for (const r of [this.redis, this.sub]) r.on('error', (err: Error) => log.warn('redis', { error: err.message }));
+    this.sub.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message));
+  }
+
+  /** Connect to Redis at `url` as node `node` (a fresh random id by default) and listen on its channel. */
+  static async connect(url: string, log: Logger, node = randomBytes(6).toString('hex')): Promise<NodeBus> {
+    const bus = new NodeBus(url, node, log);
+    await Promise.all([bus.redis.connect(), bus.sub.connect()]);
+    await bus.sub.subscribe(nodeChannel(node));
+    await bus.beat();
+    bus.heartbeat = setInterval(() => void bus.beat(), BEAT_MS);
+    bus.heartbeat.unref();
+    return bus;
+  }
+
+  private heartbeat: ReturnType<typeof setInterval> | null = null;
+
+  /** Say this node is alive for {@link ALIVE_MS} more. */
+  private async beat(): Promise<void> {
+    try {
+      await this.redis.set(aliveKey(this.node), '1', 'PX', ALIVE_MS);
+    } catch (err) {
+      this.log.warn('cluster: heartbeat failed', { error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /** Which of `nodes` are alive (their heartbeat has not run out). */
+  async alive(nodes: readonly string[]): Promise<Set<string>> {
+    if (nodes.length === 0) return new Set();
+    const found = await this.redis.mget(...nodes.map(aliveKey));
+    return new Set(nodes.filter((_, i) => found[i] !== null));
+  }
+
+  /** What to do with a message from another node that is not an answer to a call. */
+  onMessage(handler: (from: string, envelope: Envelope) => void): void {
+    this.handler = handler;
+  }
+
+  /** Send `header` (and `payload`) to `node`. */
+  send(node: string, header: Record<string, unknown>, payload: Uint8Array | null = null): void {
+    this.redis.publish(nodeChannel(node), encodeEnvelope({ ...header, from: this.node }, payload)).catch((err: Error) => this.log.warn('redis publish failed', { node, error: err.message }));
+  }
+
+  /** Send and wait for the answer (`answer()` on the other side), or fail after {@link CALL_TIMEOUT_MS}. */
+  call(node: string, header: Record<string, unknown>, payload: Uint8Array | null = null): Promise<Envelope> {
+    const call = this.nextCall++;
+    return new Promise<Envelope>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.calls.delete(call);
+        reject(new Error(`node ${node} did not answer within ${CALL_TIMEOUT_MS} ms`));
+      }, CALL_TIMEOUT_MS);
+      this.calls.set(call, { resolve, reject, timer });
+      this.send(node, { ...header, call });
+    });
+  }
+
+  /** Answer the call a message carried. */
+  answer(to: Envelope, header: Record<string, unknown>, payload: Uint8Array | null = null): void {
+    const from = to.header.from;
+    const call = to.header.call;
+    if (typeof from !== 'string' || typeof call !== 'number') return;
+    this.send(from, { ...header, answers: call }, payload);
+  }
+
+  private receive(bytes: Buffer): void {
+    const envelope = decodeEnvelope(bytes);
+    if (!envelope) return this.log.warn('cluster: a message that is not one', { bytes: bytes.length });
+    const { answers, from } = envelope.header;
+    if (typeof answers === 'number') {
+      const pending = this.calls.get(answers);
+      if (!pending) return;
+      this.calls.delete(answers);
+      clearTimeout(pending.timer);
+      pending.resolve(envelope);
+      return;
+    }
+    if (typeof from !== 'string') return;
+    try {
+      this.handler(from, envelope);
+    } catch (err) {
+      this.log.error('cluster: handling a message failed', { type: String(envelope.header.t), error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    await this.redis.del(aliveKey(this.node)).catch(() => 0);
+    for (const { reject, timer } of this.calls.values()) {
+      clearTimeout(timer);
+      reject(new Error('the node is closing'));
+    }
+    this.calls.clear();
+    this.sub.disconnect();
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+export const clusterKey = (...parts: string[]) => KEY_PREFIX + parts.map((p) => encodeURIComponent(p)).join(':');

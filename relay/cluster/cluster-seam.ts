@@ -1,0 +1,386 @@
+import type { JoinedFrame, RequestFrame, ResumeFrame, WireError } from '../../src/protocol/messages.ts';
+import type { RelayContext } from '../context.ts';
+import type { Verdict } from '../join.ts';
+import { LocalSeam } from '../local-seam.ts';
+import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from '../seam.ts';
+import type { Refusal } from '../token/verify.ts';
+import { ALIVE_MS, clusterKey, type Envelope, type NodeBus } from './bus.ts';
+import { RemoteLink, RemotePort } from './links.ts';
+
+/** How long a node's claim to be a room's home lasts unless renewed (ms). */
+export const LEASE_MS = 6000;
+/** How often a home renews the claims of the rooms it holds (ms). */
+const RENEW_MS = 2000;
+
+/** Renew a lease if this node holds it: PEXPIRE only when the value is ours. */
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+/** Give up a lease if this node holds it. */
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+
+/** The scripts {@link ClusterSeam} defines on its Redis connection. */
+interface Scripts {
+  tesseraRenew(key: string, node: string, ms: number): Promise<number>;
+  tesseraRelease(key: string, node: string): Promise<number>;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const roomKey = (project: string, roomId: string) => `${project}\u0000${roomId}`;
+
+/** At this node, for a room homed elsewhere: one of its connections, by link id. */
+interface Edge {
+  readonly conn: MemberConnection;
+  /** The node its room is homed on. */
+  readonly home: string;
+  readonly joiner?: LobbyJoiner;
+}
+
+/** At the home, a member (or lobby joiner) whose connection is on another node. */
+interface Guest {
+  readonly link: RemoteLink;
+  port?: RoomPort;
+  place?: LobbyPlace;
+}
+
+/**
+ * The room seam of a cluster node. Each room has one home node at a time, the holder of its
+ * lease in Redis (`SET NX` with a time-out, renewed while the room lives there). Everything of a
+ * room runs at its home, as on a single relay (the {@link LocalSeam}); a member connected to
+ * another node enters, waits, resumes and acts through messages to the home, and the home
+ * reaches its connection through a {@link RemoteLink}. Resume credentials start with the id of
+ * the node that holds the seat.
+ */
+export class ClusterSeam implements RoomSeam {
+  private readonly local: LocalSeam;
+  private readonly edges = new Map<string, Edge>();
+  private readonly guests = new Map<string, Guest>();
+  /** Leases this node holds, by room key. */
+  private readonly leases = new Map<string, { project: string; roomId: string }>();
+  private nextLink = 1;
+  private readonly timer: ReturnType<typeof setInterval>;
+  private readonly sweep: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly relay: RelayContext,
+    private readonly bus: NodeBus,
+  ) {
+    this.local = new LocalSeam(relay);
+    bus.onMessage((from, envelope) => this.receive(from, envelope));
+    bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
+    bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
+    this.timer = setInterval(() => void this.renew(), RENEW_MS);
+    this.timer.unref();
+    this.sweep = setInterval(() => void this.checkNodes(), ALIVE_MS / 2);
+    this.sweep.unref();
+  }
+
+  /** The credential prefix of seats held on this node. */
+  static credentialPrefix(node: string): string {
+    return `${node}.`;
+  }
+
+  /** The node that is the room's home, claiming it for this node when nobody holds it. */
+  private async home(project: string, roomId: string): Promise<string> {
+    const key = clusterKey('home', project, roomId);
+    const { redis, node } = this.bus;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if ((await redis.set(key, node, 'PX', LEASE_MS, 'NX')) === 'OK') {
+        this.leases.set(roomKey(project, roomId), { project, roomId });
+        return node;
+      }
+      const holder = await redis.get(key);
+      if (holder === node) this.leases.set(roomKey(project, roomId), { project, roomId });
+      if (!holder) continue;
+      if (holder === node || (await this.bus.alive([holder])).has(holder)) return holder;
+      // its home died with the room: the lease is given up for a new home to claim
+      await (redis as unknown as Scripts).tesseraRelease(key, holder);
+    }
+    throw new Error(`no home for room ${roomId}`);
+  }
+
+  private link(home: string, conn: MemberConnection, joiner?: LobbyJoiner): string {
+    const id = `${this.nextLink++}`;
+    this.edges.set(id, joiner ? { conn, home, joiner } : { conn, home });
+    return id;
+  }
+
+  private port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
+    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link));
+  }
+
+  async enter(verdict: Verdict, conn: MemberConnection): Promise<Entered | Refusal> {
+    const home = await this.home(verdict.project, verdict.roomId);
+    if (home === this.bus.node) return this.local.enter(verdict, conn);
+    const link = this.link(home, conn);
+    const answer = await this.callHome(home, { t: 'enter', verdict, link }, link);
+    const entered = this.entered(answer, home, link);
+    if ('code' in entered) this.edges.delete(link);
+    return entered;
+  }
+
+  async wait(verdict: Verdict, joiner: LobbyJoiner): Promise<LobbyPlace | Refusal> {
+    const home = await this.home(verdict.project, verdict.roomId);
+    if (home === this.bus.node) return this.local.wait(verdict, joiner);
+    const link = this.link(home, joiner.link, joiner);
+    const answer = await this.callHome(home, { t: 'wait', verdict, link }, link);
+    const refusal = answer.header.refusal as Refusal | undefined;
+    if (refusal) {
+      this.edges.delete(link);
+      return refusal;
+    }
+    return {
+      cancel: () => {
+        this.edges.delete(link);
+        this.bus.send(home, { t: 'cancel', link });
+      },
+    };
+  }
+
+  async resume(frame: ResumeFrame, conn: MemberConnection): Promise<Entered | WireError> {
+    const dot = frame.credential.indexOf('.');
+    const home = dot > 0 ? frame.credential.slice(0, dot) : this.bus.node;
+    if (home === this.bus.node) return this.local.resume(frame, conn);
+    // the node that held the seat is gone, and the seat with it: the SDK joins again
+    const lost: WireError = { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
+    if (!(await this.bus.alive([home])).has(home)) return lost;
+    const link = this.link(home, conn);
+    let answer: Envelope;
+    try {
+      answer = await this.callHome(home, { t: 'resume', frame, link }, link);
+    } catch {
+      return lost;
+    }
+    const entered = this.entered(answer, home, link);
+    if ('code' in entered) this.edges.delete(link);
+    return entered;
+  }
+
+  private async callHome(home: string, header: Record<string, unknown>, link: string): Promise<Envelope> {
+    try {
+      return await this.bus.call(home, header);
+    } catch (err) {
+      this.edges.delete(link);
+      throw err;
+    }
+  }
+
+  /** The home's answer to an entry: the member's port, or why not. */
+  private entered(answer: Envelope, home: string, link: string): Entered | Refusal {
+    const { refusal, joined, member } = answer.header as { refusal?: Refusal; joined?: JoinedFrame; member?: PortMember };
+    if (refusal) return refusal;
+    if (!joined || !member) throw new Error('the home answered an entry without its member');
+    return { port: this.port(home, link, joined, member), joined };
+  }
+
+  // ---- at the home: messages from members' nodes ----
+
+  private guest(from: string, link: unknown): Guest | undefined {
+    const id = str(link);
+    return id === null ? undefined : this.guests.get(`${from}\u0000${id}`);
+  }
+
+  private receive(from: string, envelope: Envelope): void {
+    const h = envelope.header;
+    switch (h.t) {
+      // at the home
+      case 'enter':
+      case 'resume':
+        return void this.hostEntry(from, envelope);
+      case 'wait':
+        return void this.hostWait(from, envelope);
+      case 'req': {
+        const guest = this.guest(from, h.link);
+        if (!guest?.port) return;
+        const link = guest.link;
+        void guest.port.request(h.request as RequestFrame, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault: (message, err) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) }) });
+        return;
+      }
+      case 'chunk':
+        if (envelope.payload) this.guest(from, h.link)?.port?.chunk(Buffer.from(envelope.payload));
+        return;
+      case 'leave':
+      case 'hold': {
+        const guest = this.guest(from, h.link);
+        if (!guest) return;
+        this.guests.delete(`${from}\u0000${guest.link.link}`);
+        if (h.t === 'leave' || !guest.port?.hold()) guest.port?.leave();
+        return;
+      }
+      case 'cancel': {
+        const guest = this.guest(from, h.link);
+        if (!guest) return;
+        this.guests.delete(`${from}\u0000${guest.link.link}`);
+        guest.place?.cancel();
+        return;
+      }
+      // at the member's node
+      case 'frame': {
+        const edge = this.edges.get(str(h.link) ?? '');
+        if (!edge || !envelope.payload) return;
+        if (h.b === 1) edge.conn.sendBinary(envelope.payload);
+        else edge.conn.sendRaw(Buffer.from(envelope.payload), h.o === 1);
+        return;
+      }
+      case 'close': {
+        const id = str(h.link) ?? '';
+        const edge = this.edges.get(id);
+        if (!edge) return;
+        this.edges.delete(id);
+        edge.conn.close(typeof h.code === 'number' ? h.code : 1011, str(h.reason) ?? '');
+        return;
+      }
+      case 'replaced': {
+        const id = str(h.link) ?? '';
+        const edge = this.edges.get(id);
+        this.edges.delete(id);
+        edge?.conn.replaced?.();
+        return;
+      }
+      case 'flooded':
+        return this.edges.get(str(h.link) ?? '')?.conn.flooded();
+      case 'drop':
+        return this.edges.get(str(h.link) ?? '')?.conn.drop();
+      case 'admitted': {
+        const id = str(h.link) ?? '';
+        const edge = this.edges.get(id);
+        const { joined, member } = h as { joined?: JoinedFrame; member?: PortMember };
+        if (!edge?.joiner || !joined || !member) return;
+        this.edges.set(id, { conn: edge.conn, home: edge.home });
+        edge.joiner.admitted({ port: this.port(from, id, joined, member), joined });
+        return;
+      }
+      case 'lobby-left': {
+        const id = str(h.link) ?? '';
+        const edge = this.edges.get(id);
+        if (!edge?.joiner) return;
+        this.edges.delete(id);
+        edge.joiner.leaveLobby(h.error as WireError);
+        return;
+      }
+      default:
+        this.relay.log.warn('cluster: unknown message', { type: String(h.t), from });
+    }
+  }
+
+  private guestLink(from: string, link: string): RemoteLink {
+    const remote = new RemoteLink(this.bus, from, link);
+    return remote;
+  }
+
+  private async hostEntry(from: string, envelope: Envelope): Promise<void> {
+    const h = envelope.header;
+    const link = str(h.link);
+    if (link === null) return;
+    const remote = this.guestLink(from, link);
+    const outcome = h.t === 'enter' ? this.local.enterNow(h.verdict as Verdict, remote) : await this.local.resume(h.frame as ResumeFrame, remote);
+    if ('code' in outcome) return this.bus.answer(envelope, { refusal: outcome });
+    this.hostMember(from, remote, outcome.port);
+    this.bus.answer(envelope, { joined: outcome.joined, member: memberOf(outcome.port) });
+  }
+
+  private hostMember(from: string, remote: RemoteLink, port: RoomPort): void {
+    const key = `${from}\u0000${remote.link}`;
+    this.guests.set(key, { link: remote, port });
+    remote.onClose = () => {
+      if (this.guests.get(key)?.port === port) this.guests.delete(key);
+      port.leave();
+    };
+    remote.onReplaced = () => {
+      if (this.guests.get(key)?.port === port) this.guests.delete(key);
+    };
+    this.keepLease(port);
+  }
+
+  private async hostWait(from: string, envelope: Envelope): Promise<void> {
+    const link = str(envelope.header.link);
+    if (link === null) return;
+    const remote = this.guestLink(from, link);
+    const key = `${from}\u0000${link}`;
+    let waiting = true;
+    const joiner: LobbyJoiner = {
+      get waitingForLobby() {
+        return waiting;
+      },
+      link: remote,
+      admitted: (entered) => {
+        waiting = false;
+        this.hostMember(from, remote, entered.port);
+        this.bus.send(from, { t: 'admitted', link, joined: entered.joined, member: memberOf(entered.port) });
+      },
+      leaveLobby: (error) => {
+        waiting = false;
+        this.guests.delete(key);
+        this.bus.send(from, { t: 'lobby-left', link, error });
+      },
+      send: (frame) => remote.send(frame),
+    };
+    const place = await this.local.wait(envelope.header.verdict as Verdict, joiner);
+    if ('code' in place) return this.bus.answer(envelope, { refusal: place });
+    this.guests.set(key, { link: remote, place });
+    this.bus.answer(envelope, { ok: true });
+  }
+
+  private keepLease(port: RoomPort): void {
+    this.leases.set(roomKey(port.member.project, port.roomId), { project: port.member.project, roomId: port.roomId });
+  }
+
+  /** Renew the leases of the rooms this node holds; give up those of rooms that are gone. */
+  private async renew(): Promise<void> {
+    const redis = this.bus.redis as unknown as Scripts;
+    for (const [key, { project, roomId }] of [...this.leases]) {
+      const redisKey = clusterKey('home', project, roomId);
+      try {
+        if (this.relay.rooms.get(project, roomId)) await redis.tesseraRenew(redisKey, this.bus.node, LEASE_MS);
+        else {
+          this.leases.delete(key);
+          await redis.tesseraRelease(redisKey, this.bus.node);
+        }
+      } catch (err) {
+        this.relay.log.warn('cluster: lease renewal failed', { room: roomId, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  }
+
+  /**
+   * Nodes that died: members of rooms homed here whose connections were there are away (their
+   * seats held for the grace period, so that they resume elsewhere); connections here to rooms
+   * homed there are dropped, so that their clients come back and the room opens on a live node.
+   */
+  private async checkNodes(): Promise<void> {
+    const nodes = new Set<string>();
+    for (const g of this.guests.values()) nodes.add(g.link.edge);
+    for (const e of this.edges.values()) nodes.add(e.home);
+    nodes.delete(this.bus.node);
+    if (nodes.size === 0) return;
+    let alive: Set<string>;
+    try {
+      alive = await this.bus.alive([...nodes]);
+    } catch {
+      return; // Redis is away: nothing can be told about the others
+    }
+    for (const [key, guest] of [...this.guests]) {
+      if (alive.has(guest.link.edge)) continue;
+      this.guests.delete(key);
+      guest.place?.cancel();
+      if (guest.port && !guest.port.hold()) guest.port.leave();
+    }
+    for (const [id, edge] of [...this.edges]) {
+      if (alive.has(edge.home)) continue;
+      this.edges.delete(id);
+      this.relay.log.info('cluster: the home of a room is gone', { node: edge.home });
+      edge.conn.drop();
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    clearInterval(this.sweep);
+    const redis = this.bus.redis as unknown as Scripts;
+    await Promise.all([...this.leases.values()].map(({ project, roomId }) => redis.tesseraRelease(clusterKey('home', project, roomId), this.bus.node).catch(() => 0)));
+    this.leases.clear();
+  }
+}
+
+function memberOf(port: RoomPort): PortMember {
+  const { id, tier, project, tokenKey } = port.member;
+  return { id, tier, project, tokenKey };
+}

@@ -1,0 +1,101 @@
+/**
+ * A member whose connection is on one node and whose room is homed on another: at the home,
+ * a `RemoteLink` stands for its connection; at its node, a `RemotePort` stands for its room.
+ * Both only forward, through the {@link NodeBus}.
+ */
+import type { RequestFrame, ServerFrame } from '../../src/protocol/messages.ts';
+import type { Answerer } from '../dispatch.ts';
+import type { MemberConnection, PortMember, RoomPort } from '../seam.ts';
+import type { NodeBus } from './bus.ts';
+
+/** At the room's home: the connection of a member on node `edge`, known there as `link`. */
+export class RemoteLink implements MemberConnection {
+  /** Unsent bytes are the member's node's to count and cap: it drops or cuts as for any connection. */
+  readonly bufferedAmount = 0;
+  private closed = false;
+  /** The member leaves the room once its link is closed from here (removal, end, takeover). */
+  onClose: () => void = () => undefined;
+
+  constructor(
+    private readonly bus: NodeBus,
+    readonly edge: string,
+    readonly link: string,
+  ) {}
+
+  send(frame: ServerFrame): void {
+    this.sendRaw(Buffer.from(JSON.stringify(frame)));
+  }
+
+  sendRaw(data: Buffer, optional = false): void {
+    if (this.closed) return;
+    this.bus.send(this.edge, optional ? { t: 'frame', link: this.link, o: 1 } : { t: 'frame', link: this.link }, data);
+  }
+
+  sendBinary(data: Uint8Array): void {
+    if (this.closed) return;
+    this.bus.send(this.edge, { t: 'frame', link: this.link, b: 1 }, data);
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.bus.send(this.edge, { t: 'close', link: this.link, code, reason });
+    this.onClose();
+  }
+
+  replaced(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.bus.send(this.edge, { t: 'replaced', link: this.link });
+    this.onReplaced();
+  }
+
+  /** The member is spoken for by another connection now (a resume): forget this one. */
+  onReplaced: () => void = () => undefined;
+
+  flooded(): void {
+    this.bus.send(this.edge, { t: 'flooded', link: this.link });
+  }
+
+  drop(): void {
+    this.bus.send(this.edge, { t: 'drop', link: this.link });
+  }
+}
+
+/** At the member's node: its room, homed on node `home`, where it is known as `link`. */
+export class RemotePort implements RoomPort {
+  constructor(
+    private readonly bus: NodeBus,
+    private readonly home: string,
+    private readonly link: string,
+    readonly roomId: string,
+    readonly member: PortMember,
+    private readonly forget: () => void,
+  ) {}
+
+  request(request: RequestFrame, _out: Answerer): Promise<void> {
+    // answered by the home through the member's link, like every frame it sends
+    this.bus.send(this.home, { t: 'req', link: this.link, request });
+    return Promise.resolve();
+  }
+
+  chunk(frame: Buffer): void {
+    this.bus.send(this.home, { t: 'chunk', link: this.link }, frame);
+  }
+
+  /** The home charges the member's fan-out and holds back its stream acknowledgements: nothing to wait for here. */
+  owes(): number {
+    return 0;
+  }
+
+  leave(): void {
+    this.forget();
+    this.bus.send(this.home, { t: 'leave', link: this.link });
+  }
+
+  hold(): boolean {
+    this.forget();
+    this.bus.send(this.home, { t: 'hold', link: this.link });
+    return true;
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Issue 14: relay nodes sharing rooms through a real Redis (`redis-server` on a free port, no
+ * persistence). Three nodes; members of one room spread over them see one room.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Room } from '../src/room.ts';
+import { KeyStore } from '../relay/token/keys.ts';
+import { mintToken, type MintOptions } from '../src/server/mint.ts';
+import { startRelay, type Relay } from '../relay/server.ts';
+import { Sdk } from '../src/sdk.ts';
+import { nextEvent, until } from './helpers.ts';
+import { startRedis, type TestRedis } from './redis.ts';
+
+const API_KEY = 'cluster-key';
+const SECRET = 'cluster-secret-cluster-secret-32b';
+
+describe('issue 14: three relay nodes on one Redis', () => {
+  let redis: TestRedis;
+  let nodes: Relay[];
+  const rooms: Room[] = [];
+  const token = (claims: Omit<MintOptions, 'apiKey' | 'secret'>) => mintToken({ apiKey: API_KEY, secret: SECRET, ...claims });
+  const join = async (node: number, options: Omit<Parameters<typeof Sdk.join>[0], 'url'>) => {
+    const room = await Sdk.join({ url: nodes[node]!.url, ...options });
+    rooms.push(room);
+    return room;
+  };
+
+  before(async () => {
+    redis = await startRedis();
+    const keys = new KeyStore({ [API_KEY]: SECRET });
+    nodes = await Promise.all([0, 1, 2].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys, redis: redis.url, media: null })));
+  });
+  after(async () => {
+    for (const room of rooms) void room.leave().catch(() => undefined);
+    await Promise.all(nodes.map((n) => n.close()));
+    await redis.stop();
+  });
+
+  it('speakers and viewers on three nodes see one stage and one count', async () => {
+    const a = await join(0, { token: token({ roomId: 'stage', participantId: 'a', grant: {} }) });
+    const b = await join(1, { token: token({ roomId: 'stage', participantId: 'b', grant: {} }) });
+    const viewers = await Promise.all([0, 1, 2].map((n) => join(n, { token: token({ roomId: 'stage', participantId: `v${n}`, isViewer: true, grant: {} }) })));
+    const c = await join(2, { token: token({ roomId: 'stage', participantId: 'c', grant: {} }) });
+    for (const room of [a, b, c, ...viewers]) {
+      await until(() => room.participantCount.speaker === 3 && room.participantCount.viewer === 3, 3000, 'counts settled');
+    }
+    // one node holds the room; members on the other two reach it through Redis
+    const homes = nodes.filter((n) => n.context.rooms.get('default', 'stage'));
+    assert.equal(homes.length, 1);
+    assert.equal(homes[0], nodes[0]);
+    assert.deepEqual([...a.remoteParticipants.keys()], ['b', 'c']);
+    assert.deepEqual([...c.remoteParticipants.keys()], ['a', 'b']);
+    assert.deepEqual([...viewers[2]!.remoteParticipants.keys()], ['a', 'b', 'c']);
+    const left = nextEvent(a, 'participant-left');
+    await b.leave();
+    assert.equal((await left).participant.id, 'b');
+    await until(() => c.participantCount.speaker === 2 && viewers[1]!.participantCount.speaker === 2, 3000, 'counts after a leave');
+  });
+
+  it('viewer pages from any node walk the whole audience once', async () => {
+    const host = await join(1, { token: token({ roomId: 'pages', participantId: 'host', grant: {} }) });
+    const audience = [];
+    for (let i = 0; i < 12; i++) audience.push(await join(i % 3, { token: token({ roomId: 'pages', participantId: `v${String(i).padStart(2, '0')}`, isViewer: true, grant: {} }) }));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await audience[2]!.getParticipants({ tier: 'viewer', limit: 5, cursor });
+      seen.push(...page.participants.map((p) => p.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    assert.deepEqual(seen, audience.map((_, i) => `v${String(i).padStart(2, '0')}`));
+    assert.equal(host.participantCount.viewer >= 0, true);
+  });
+
+  it('pubsub across nodes, with `to` and history', async () => {
+    const sender = await join(0, { token: token({ roomId: 'data', participantId: 's', grant: { canPublishData: true } }) });
+    const all = await join(1, { token: token({ roomId: 'data', participantId: 'all', isViewer: true, grant: {} }) });
+    const only = await join(2, { token: token({ roomId: 'data', participantId: 'only', isViewer: true, grant: {} }) });
+    const gotAll: unknown[] = [];
+    const gotOnly: unknown[] = [];
+    await all.pubsub.subscribe('chat', (m) => gotAll.push(m.payload));
+    await only.pubsub.subscribe('chat', (m) => gotOnly.push(m.payload));
+    await sender.pubsub.publish('chat', 'to everyone', { persist: true });
+    await sender.pubsub.publish('chat', 'to one', { to: ['only'] });
+    await until(() => gotAll.length === 1 && gotOnly.length === 2, 3000, 'messages delivered');
+    assert.deepEqual(gotAll, ['to everyone']);
+    assert.deepEqual(gotOnly, ['to everyone', 'to one']);
+    const history = await only.pubsub.getHistory('chat');
+    assert.deepEqual(history.map((m) => m.payload), ['to everyone']);
+  });
+
+  it('a lobby request on one node reaches a moderator on another, who admits it', async () => {
+    const mod = await join(0, { token: token({ roomId: 'lobby', participantId: 'mod', grant: { canModerate: true } }) });
+    const requested = nextEvent(mod, 'lobby-request');
+    const joining = join(2, { token: token({ roomId: 'lobby', participantId: 'guest', grant: {}, joinPolicy: { mode: 'ask', ttl: 60 } }) });
+    assert.equal((await requested).participantId, 'guest');
+    await mod.lobby.admit('guest');
+    const guest = await joining;
+    assert.equal(guest.localParticipant.id, 'guest');
+    await until(() => mod.remoteParticipants.has('guest'), 3000, 'the guest on stage');
+  });
+
+  it('removal and room.end reach members on every node', async () => {
+    const mod = await join(1, { token: token({ roomId: 'end', participantId: 'mod', grant: { canModerate: true } }) });
+    const x = await join(2, { token: token({ roomId: 'end', participantId: 'x', grant: {} }) });
+    const y = await join(0, { token: token({ roomId: 'end', participantId: 'y', isViewer: true, grant: {} }) });
+    const removed = nextEvent(x, 'disconnected');
+    await mod.remove('x');
+    assert.equal((await removed).reason, 'removed');
+    const ended = nextEvent(y, 'disconnected');
+    await mod.end();
+    assert.equal((await ended).reason, 'room-ended');
+  });
+});
