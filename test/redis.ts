@@ -16,8 +16,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startRedis(): Promise<TestRedis> {
-  const port = await freePort();
+/** Start `redis-server` (on `port`, or a free one): empty, every time. */
+export async function startRedis(port?: number): Promise<TestRedis> {
+  port ??= await freePort();
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let out = '';

@@ -61,6 +61,29 @@ export class NodeBus {
     this.sub = new Redis(url, options);
     for (const r of [this.redis, this.sub]) r.on('error', (err: Error) => log.warn('redis', { error: err.message }));
     this.sub.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.receive(message));
+    // messages published while this node was cut off from Redis are lost: say so when it is back
+    this.sub.on('close', () => {
+      if (this.ready) log.warn('cluster: lost Redis', {});
+      this.ready = false;
+    });
+    this.sub.on('ready', () => {
+      const wasLost = this.connectedOnce && !this.ready;
+      this.ready = true;
+      this.connectedOnce = true;
+      if (wasLost) {
+        log.warn('cluster: Redis is back', {});
+        this.recovered();
+      }
+    });
+  }
+
+  private ready = false;
+  private connectedOnce = false;
+  private recovered: () => void = () => undefined;
+
+  /** What to do when this node is back in touch with Redis after losing it (and with it, messages). */
+  onRecovered(handler: () => void): void {
+    this.recovered = handler;
   }
 
   /** Connect to Redis at `url` as node `node` (a fresh random id by default) and listen on its channel. */

@@ -56,6 +56,10 @@ export class ClusterSeam implements RoomSeam {
   /** Leases this node holds, by room key. */
   private readonly leases = new Map<string, { project: string; roomId: string }>();
   private nextLink = 1;
+  /** No node is declared dead before this time (ms since the epoch). */
+  private judgeAfter = 0;
+  /** Nodes found without a heartbeat at the last sweep: dead if still so at the next. */
+  private missing = new Set<string>();
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly sweep: ReturnType<typeof setInterval>;
 
@@ -65,6 +69,16 @@ export class ClusterSeam implements RoomSeam {
   ) {
     this.local = new LocalSeam(relay);
     bus.onMessage((from, envelope) => this.receive(from, envelope));
+    // frames to and from other nodes were lost meanwhile: members whose room is elsewhere come
+    // back through a resume, which gives them the room as it is now
+    bus.onRecovered(() => {
+      // heartbeats written before Redis went away are gone too: no node is judged until they are written again
+      this.judgeAfter = Date.now() + 2 * ALIVE_MS;
+      for (const [id, edge] of [...this.edges]) {
+        this.edges.delete(id);
+        edge.conn.drop();
+      }
+    });
     bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
     bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
     this.timer = setInterval(() => void this.renew(), RENEW_MS);
@@ -141,7 +155,7 @@ export class ClusterSeam implements RoomSeam {
     if (home === this.bus.node) return this.local.resume(frame, conn);
     // the node that held the seat is gone, and the seat with it: the SDK joins again
     const lost: WireError = { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
-    if (!(await this.bus.alive([home])).has(home)) return lost;
+    if (!(await this.homeAlive(home))) return lost;
     const link = this.link(home, conn);
     let answer: Envelope;
     try {
@@ -152,6 +166,13 @@ export class ClusterSeam implements RoomSeam {
     const entered = this.entered(answer, home, link);
     if ('code' in entered) this.edges.delete(link);
     return entered;
+  }
+
+  /** Whether `home` is alive, asking twice a heartbeat apart before saying no (a Redis that just came back has none yet). */
+  private async homeAlive(home: string): Promise<boolean> {
+    if ((await this.bus.alive([home])).has(home)) return true;
+    await new Promise((r) => setTimeout(r, ALIVE_MS));
+    return (await this.bus.alive([home])).has(home);
   }
 
   private async callHome(home: string, header: Record<string, unknown>, link: string): Promise<Envelope> {
@@ -329,8 +350,13 @@ export class ClusterSeam implements RoomSeam {
     for (const [key, { project, roomId }] of [...this.leases]) {
       const redisKey = clusterKey('home', project, roomId);
       try {
-        if (this.relay.rooms.get(project, roomId)) await redis.tesseraRenew(redisKey, this.bus.node, LEASE_MS);
-        else {
+        if (this.relay.rooms.get(project, roomId)) {
+          if ((await redis.tesseraRenew(redisKey, this.bus.node, LEASE_MS)) === 1) continue;
+          // the lease is gone (Redis restarted empty, or this node stalled past it): claim it again
+          if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) !== 'OK') {
+            this.relay.log.warn('cluster: another node claimed a room that lives here', { room: roomId, project });
+          }
+        } else {
           this.leases.delete(key);
           await redis.tesseraRelease(redisKey, this.bus.node);
         }
@@ -357,14 +383,21 @@ export class ClusterSeam implements RoomSeam {
     } catch {
       return; // Redis is away: nothing can be told about the others
     }
+    if (Date.now() < this.judgeAfter) return;
+    // dead: without a heartbeat at two sweeps in a row
+    const dead = new Set([...nodes].filter((n) => !alive.has(n) && this.missing.has(n)));
+    this.missing = new Set([...nodes].filter((n) => !alive.has(n)));
+    if (dead.size === 0) return;
     for (const [key, guest] of [...this.guests]) {
-      if (alive.has(guest.link.edge)) continue;
+      if (!dead.has(guest.link.edge)) continue;
       this.guests.delete(key);
+      // were it alive after all, its connection is cut, so that its client resumes and both agree
+      guest.link.drop();
       guest.place?.cancel();
       if (guest.port && !guest.port.hold()) guest.port.leave();
     }
     for (const [id, edge] of [...this.edges]) {
-      if (alive.has(edge.home)) continue;
+      if (!dead.has(edge.home)) continue;
       this.edges.delete(id);
       this.relay.log.info('cluster: the home of a room is gone', { node: edge.home });
       edge.conn.drop();
