@@ -90,6 +90,26 @@ describe('issue 14: three relay nodes on one Redis', () => {
     assert.deepEqual(history.map((m) => m.payload), ['to everyone']);
   });
 
+  it('a fan-out to many members on another node is one Redis publish, not one per member', async () => {
+    const { Redis } = await import('ioredis');
+    const probe = new Redis(redis.url);
+    const publishes = async () => Number(/cmdstat_publish:calls=(\d+)/.exec(await probe.info('commandstats'))?.[1] ?? 0);
+    try {
+      const sender = await join(0, { token: token({ roomId: 'fan', participantId: 's', grant: { canPublishData: true } }) });
+      const audience = await Promise.all(Array.from({ length: 30 }, (_, i) => join(1, { token: token({ roomId: 'fan', participantId: `f${i}`, isViewer: true, grant: {} }) })));
+      let got = 0;
+      await Promise.all(audience.map((room) => room.pubsub.subscribe('chat', () => got++)));
+      await new Promise((r) => setTimeout(r, 300)); // count events settle
+      const before = await publishes();
+      await sender.pubsub.publish('chat', 'to thirty');
+      await until(() => got === 30, 3000, 'all thirty received it');
+      const delta = (await publishes()) - before;
+      assert.ok(delta <= 3, `${delta} publishes for one message to 30 members on one other node`);
+    } finally {
+      probe.disconnect();
+    }
+  });
+
   it('a lobby request on one node reaches a moderator on another, who admits it', async () => {
     const mod = await join(0, { token: token({ roomId: 'lobby', participantId: 'mod', grant: { canModerate: true } }) });
     const requested = nextEvent(mod, 'lobby-request');

@@ -120,9 +120,45 @@ export class NodeBus {
     this.handler = handler;
   }
 
-  /** Send `header` (and `payload`) to `node`. */
+  /**
+   * Send `header` (and `payload`) to `node`. Messages are queued and go out together at the end
+   * of this turn of the event loop, one `PUBLISH` per node: a fan-out to a thousand members on
+   * another node is one message there, where the same frame for several links is one entry.
+   */
   send(node: string, header: Record<string, unknown>, payload: Uint8Array | null = null): void {
-    this.redis.publish(nodeChannel(node), encodeEnvelope({ ...header, from: this.node }, payload)).catch((err: Error) => this.log.warn('redis publish failed', { node, error: err.message }));
+    let queue = this.outgoing.get(node);
+    if (!queue) {
+      this.outgoing.set(node, (queue = []));
+      if (!this.flushing) {
+        this.flushing = true;
+        queueMicrotask(() => this.flush());
+      }
+    }
+    const last = queue[queue.length - 1];
+    if (header.t === 'frame' && last && last.header.t === 'frame' && last.payload === payload && last.header.o === header.o && last.header.b === header.b) {
+      (last.header.links as string[]).push(header.link as string);
+      return;
+    }
+    queue.push(header.t === 'frame' ? { header: { t: 'frame', links: [header.link], o: header.o, b: header.b }, payload } : { header, payload });
+  }
+
+  private readonly outgoing = new Map<string, Array<{ header: Record<string, unknown>; payload: Uint8Array | null }>>();
+  private flushing = false;
+  /** Messages published (one per node per turn), for tests and benchmarks. */
+  published = 0;
+
+  private flush(): void {
+    this.flushing = false;
+    for (const [node, queue] of this.outgoing) {
+      const payloads: Uint8Array[] = [];
+      const items = queue.map(({ header, payload }) => {
+        if (payload) payloads.push(payload);
+        return payload ? { ...header, len: payload.byteLength } : header;
+      });
+      this.published++;
+      this.redis.publish(nodeChannel(node), encodeEnvelope({ from: this.node, batch: items }, payloads.length ? Buffer.concat(payloads) : null)).catch((err: Error) => this.log.warn('redis publish failed', { node, error: err.message }));
+    }
+    this.outgoing.clear();
   }
 
   /** Send and wait for the answer (`answer()` on the other side), or fail after {@link CALL_TIMEOUT_MS}. */
@@ -147,8 +183,23 @@ export class NodeBus {
   }
 
   private receive(bytes: Buffer): void {
-    const envelope = decodeEnvelope(bytes);
-    if (!envelope) return this.log.warn('cluster: a message that is not one', { bytes: bytes.length });
+    const batch = decodeEnvelope(bytes);
+    const { from, batch: items } = batch?.header ?? {};
+    if (!batch || typeof from !== 'string' || !Array.isArray(items)) return this.log.warn('cluster: a message that is not one', { bytes: bytes.length });
+    let offset = 0;
+    for (const item of items as unknown[]) {
+      if (typeof item !== 'object' || item === null || Array.isArray(item)) continue;
+      const header = item as Record<string, unknown>;
+      let payload: Buffer | null = null;
+      if (typeof header.len === 'number' && batch.payload) {
+        payload = batch.payload.subarray(offset, offset + header.len);
+        offset += header.len;
+      }
+      this.receiveOne({ header: { ...header, from }, payload });
+    }
+  }
+
+  private receiveOne(envelope: Envelope): void {
     const { answers, from } = envelope.header;
     if (typeof answers === 'number') {
       const pending = this.calls.get(answers);

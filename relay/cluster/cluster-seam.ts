@@ -235,10 +235,16 @@ export class ClusterSeam implements RoomSeam {
       }
       // at the member's node
       case 'frame': {
-        const edge = this.edges.get(str(h.link) ?? '');
-        if (!edge || !envelope.payload) return;
-        if (h.b === 1) edge.conn.sendBinary(envelope.payload);
-        else edge.conn.sendRaw(Buffer.from(envelope.payload), h.o === 1);
+        const { payload } = envelope;
+        if (!payload || !Array.isArray(h.links)) return;
+        // one copy of the bytes for all its links, as a fan-out on a single relay shares one buffer
+        const data = Buffer.from(payload);
+        for (const link of h.links) {
+          const edge = this.edges.get(str(link) ?? '');
+          if (!edge) continue;
+          if (h.b === 1) edge.conn.sendBinary(data);
+          else edge.conn.sendRaw(data, h.o === 1);
+        }
         return;
       }
       case 'close': {
