@@ -110,6 +110,20 @@ describe('issue 14: three relay nodes on one Redis', () => {
     }
   });
 
+  it('a room that ended and reopened elsewhere is found there, not at the home a node remembered', async () => {
+    const first = await join(0, { token: token({ roomId: 'moves', participantId: 'a', grant: {} }) });
+    const remembered = await join(1, { token: token({ roomId: 'moves', participantId: 'b', grant: {} }) });
+    await remembered.leave();
+    await first.leave();
+    // node 0 gives the lease up at its next renewal; then node 2 opens the room again
+    await until(() => nodes[0]!.context.rooms.get('default', 'moves') === undefined, 3000, 'the room is gone');
+    await new Promise((r) => setTimeout(r, 2500));
+    const reopened = await join(2, { token: token({ roomId: 'moves', participantId: 'c', grant: {} }) });
+    const back = await join(1, { token: token({ roomId: 'moves', participantId: 'b2', grant: {} }) });
+    await until(() => back.remoteParticipants.has('c') && reopened.remoteParticipants.has('b2'), 3000, 'one room');
+    assert.deepEqual(nodes.map((n) => n.context.rooms.get('default', 'moves') !== undefined), [false, false, true]);
+  });
+
   it('a lobby request on one node reaches a moderator on another, who admits it', async () => {
     const mod = await join(0, { token: token({ roomId: 'lobby', participantId: 'mod', grant: { canModerate: true } }) });
     const requested = nextEvent(mod, 'lobby-request');

@@ -55,6 +55,8 @@ export class ClusterSeam implements RoomSeam {
   private readonly guests = new Map<string, Guest>();
   /** Leases this node holds, by room key. */
   private readonly leases = new Map<string, { project: string; roomId: string }>();
+  /** Homes of rooms elsewhere found before, by room key: forgotten when the node dies or says it is not the home. */
+  private readonly homes = new Map<string, string>();
   private nextLink = 1;
   /** No node is declared dead before this time (ms since the epoch). */
   private judgeAfter = 0;
@@ -94,6 +96,18 @@ export class ClusterSeam implements RoomSeam {
 
   /** The node that is the room's home, claiming it for this node when nobody holds it. */
   private async home(project: string, roomId: string): Promise<string> {
+    const rk = roomKey(project, roomId);
+    // a room that lives here under this node's lease, or a home found before: no Redis round trip
+    if (this.leases.has(rk) && this.relay.rooms.get(project, roomId)) return this.bus.node;
+    const known = this.homes.get(rk);
+    if (known) return known;
+    const found = await this.claimOrFind(project, roomId);
+    if (found !== this.bus.node) this.homes.set(rk, found);
+    return found;
+  }
+
+  /** Claim the room's lease for this node, or name its live holder. */
+  private async claimOrFind(project: string, roomId: string): Promise<string> {
     const key = clusterKey('home', project, roomId);
     const { redis, node } = this.bus;
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -121,21 +135,33 @@ export class ClusterSeam implements RoomSeam {
     return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link));
   }
 
-  async enter(verdict: Verdict, conn: MemberConnection): Promise<Entered | Refusal> {
+  async enter(verdict: Verdict, conn: MemberConnection, again = true): Promise<Entered | Refusal> {
     const home = await this.home(verdict.project, verdict.roomId);
     if (home === this.bus.node) return this.local.enter(verdict, conn);
     const link = this.link(home, conn);
-    const answer = await this.callHome(home, { t: 'enter', verdict, link }, link);
+    const answer = await this.callHome(home, { t: 'enter', verdict, link }, link, verdict);
+    if (answer.header.notHome === true) {
+      this.edges.delete(link);
+      this.homes.delete(roomKey(verdict.project, verdict.roomId));
+      if (again) return this.enter(verdict, conn, false);
+      throw new Error(`no node is the home of room ${verdict.roomId}`);
+    }
     const entered = this.entered(answer, home, link);
     if ('code' in entered) this.edges.delete(link);
     return entered;
   }
 
-  async wait(verdict: Verdict, joiner: LobbyJoiner): Promise<LobbyPlace | Refusal> {
+  async wait(verdict: Verdict, joiner: LobbyJoiner, again = true): Promise<LobbyPlace | Refusal> {
     const home = await this.home(verdict.project, verdict.roomId);
     if (home === this.bus.node) return this.local.wait(verdict, joiner);
     const link = this.link(home, joiner.link, joiner);
-    const answer = await this.callHome(home, { t: 'wait', verdict, link }, link);
+    const answer = await this.callHome(home, { t: 'wait', verdict, link }, link, verdict);
+    if (answer.header.notHome === true) {
+      this.edges.delete(link);
+      this.homes.delete(roomKey(verdict.project, verdict.roomId));
+      if (again) return this.wait(verdict, joiner, false);
+      throw new Error(`no node is the home of room ${verdict.roomId}`);
+    }
     const refusal = answer.header.refusal as Refusal | undefined;
     if (refusal) {
       this.edges.delete(link);
@@ -175,13 +201,24 @@ export class ClusterSeam implements RoomSeam {
     return (await this.bus.alive([home])).has(home);
   }
 
-  private async callHome(home: string, header: Record<string, unknown>, link: string): Promise<Envelope> {
+  private async callHome(home: string, header: Record<string, unknown>, link: string, room?: Pick<Verdict, 'project' | 'roomId'>): Promise<Envelope> {
     try {
       return await this.bus.call(home, header);
     } catch (err) {
       this.edges.delete(link);
+      if (room) this.homes.delete(roomKey(room.project, room.roomId));
       throw err;
     }
+  }
+
+  /**
+   * At the home, before a room is opened for a member of another node: this node must hold the
+   * room's lease (the other node may have found it here before the room ended and the lease
+   * was given up). False: another node is the home now.
+   */
+  private async stillHome(verdict: Verdict): Promise<boolean> {
+    if (this.relay.rooms.get(verdict.project, verdict.roomId) && this.leases.has(roomKey(verdict.project, verdict.roomId))) return true;
+    return (await this.claimOrFind(verdict.project, verdict.roomId)) === this.bus.node;
   }
 
   /** The home's answer to an entry: the member's port, or why not. */
@@ -297,6 +334,7 @@ export class ClusterSeam implements RoomSeam {
     const h = envelope.header;
     const link = str(h.link);
     if (link === null) return;
+    if (h.t === 'enter' && !(await this.stillHome(h.verdict as Verdict))) return this.bus.answer(envelope, { notHome: true });
     const remote = this.guestLink(from, link);
     const outcome = h.t === 'enter' ? this.local.enterNow(h.verdict as Verdict, remote) : await this.local.resume(h.frame as ResumeFrame, remote);
     if ('code' in outcome) return this.bus.answer(envelope, { refusal: outcome });
@@ -320,6 +358,7 @@ export class ClusterSeam implements RoomSeam {
   private async hostWait(from: string, envelope: Envelope): Promise<void> {
     const link = str(envelope.header.link);
     if (link === null) return;
+    if (!(await this.stillHome(envelope.header.verdict as Verdict))) return this.bus.answer(envelope, { notHome: true });
     const remote = this.guestLink(from, link);
     const key = `${from}\u0000${link}`;
     let waiting = true;
@@ -402,6 +441,7 @@ export class ClusterSeam implements RoomSeam {
       guest.place?.cancel();
       if (guest.port && !guest.port.hold()) guest.port.leave();
     }
+    for (const [key, home] of [...this.homes]) if (dead.has(home)) this.homes.delete(key);
     for (const [id, edge] of [...this.edges]) {
       if (!dead.has(edge.home)) continue;
       this.edges.delete(id);
