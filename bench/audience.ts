@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mintToken } from '../src/server/mint.ts';
 import { Sdk } from '../src/sdk.ts';
 import type { Room } from '../src/room.ts';
-import { ms, summary, table } from './lib.ts';
+import { ms, pageLatencies, summary, table } from './lib.ts';
 import { ask, child, message, stop } from './procs.ts';
 
 const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 10_000);
@@ -45,19 +45,6 @@ async function storm(mode: 'sdk' | 'raw', url: string, token: string): Promise<S
 
 async function closeStorm(s: Storm): Promise<void> {
   await Promise.all(s.workers.map((w) => new Promise((r) => { w.once('exit', r); w.send({ cmd: 'close' }); })));
-}
-
-async function pageLatencies(observer: Room, pages: number): Promise<number[]> {
-  const out: number[] = [];
-  let cursor: string | null = null;
-  for (let i = 0; i < pages; i++) {
-    const start = performance.now();
-    const page = await observer.getParticipants({ tier: 'viewer', limit: 100, cursor });
-    out.push(performance.now() - start);
-    cursor = page.nextCursor;
-    if (!cursor) cursor = null;
-  }
-  return out;
 }
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

@@ -17,7 +17,7 @@ import { mintToken } from '../src/server/mint.ts';
 import { Sdk } from '../src/sdk.ts';
 import type { Room } from '../src/room.ts';
 import { startRedis } from '../test/redis.ts';
-import { ms, summary, table } from './lib.ts';
+import { ms, pageLatencies as pages, summary, table } from './lib.ts';
 import { child, message, stop } from './procs.ts';
 
 const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 40_000);
@@ -46,18 +46,6 @@ async function storm(urls: string[], count: number, token: string): Promise<{ se
 
 async function closeWorkers(workers: ChildProcess[]): Promise<void> {
   await Promise.all(workers.map((w) => new Promise((r) => { w.once('exit', r); w.send({ cmd: 'close' }); })));
-}
-
-async function pages(observer: Room, n: number): Promise<number[]> {
-  const out: number[] = [];
-  let cursor: string | null = null;
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    const page = await observer.getParticipants({ tier: 'viewer', limit: 100, cursor });
-    out.push(performance.now() - t0);
-    cursor = page.nextCursor;
-  }
-  return out;
 }
 
 /** Relay processes: with `redis`, nodes of one cluster. Page and message budgets are lifted (pages are measured back to back). */

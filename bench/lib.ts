@@ -20,3 +20,16 @@ export const ratio = (ours: number, floor: number) => `${(ours / floor).toFixed(
 export function table(head: string[], rows: Array<Array<string | number>>): string {
   return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
+
+/** Round trips of `n` pages of 100 viewers walked in order by `observer` (ms each). */
+export async function pageLatencies(observer: import('../src/room.ts').Room, n: number): Promise<number[]> {
+  const out: number[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < n; i++) {
+    const start = performance.now();
+    const page = await observer.getParticipants({ tier: 'viewer', limit: 100, cursor });
+    out.push(performance.now() - start);
+    cursor = page.nextCursor;
+  }
+  return out;
+}

@@ -135,33 +135,35 @@ export class ClusterSeam implements RoomSeam {
     return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link));
   }
 
-  async enter(verdict: Verdict, conn: MemberConnection, again = true): Promise<Entered | Refusal> {
-    const home = await this.home(verdict.project, verdict.roomId);
-    if (home === this.bus.node) return this.local.enter(verdict, conn);
-    const link = this.link(home, conn);
-    const answer = await this.callHome(home, { t: 'enter', verdict, link }, link, verdict);
-    if (answer.header.notHome === true) {
+  /**
+   * Ask the room's home to take a member of this node (`t`: enter or wait), looking for the
+   * home again once if the one found said it no longer is. Null: the home is this node.
+   */
+  private async askHome(t: 'enter' | 'wait', verdict: Verdict, conn: MemberConnection, joiner?: LobbyJoiner): Promise<{ answer: Envelope; home: string; link: string } | null> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const home = await this.home(verdict.project, verdict.roomId);
+      if (home === this.bus.node) return null;
+      const link = this.link(home, conn, joiner);
+      const answer = await this.callHome(home, { t, verdict, link }, link, verdict);
+      if (answer.header.notHome !== true) return { answer, home, link };
       this.edges.delete(link);
       this.homes.delete(roomKey(verdict.project, verdict.roomId));
-      if (again) return this.enter(verdict, conn, false);
-      throw new Error(`no node is the home of room ${verdict.roomId}`);
     }
-    const entered = this.entered(answer, home, link);
-    if ('code' in entered) this.edges.delete(link);
+    throw new Error(`no node is the home of room ${verdict.roomId}`);
+  }
+
+  async enter(verdict: Verdict, conn: MemberConnection): Promise<Entered | Refusal> {
+    const asked = await this.askHome('enter', verdict, conn);
+    if (!asked) return this.local.enter(verdict, conn);
+    const entered = this.entered(asked.answer, asked.home, asked.link);
+    if ('code' in entered) this.edges.delete(asked.link);
     return entered;
   }
 
-  async wait(verdict: Verdict, joiner: LobbyJoiner, again = true): Promise<LobbyPlace | Refusal> {
-    const home = await this.home(verdict.project, verdict.roomId);
-    if (home === this.bus.node) return this.local.wait(verdict, joiner);
-    const link = this.link(home, joiner.link, joiner);
-    const answer = await this.callHome(home, { t: 'wait', verdict, link }, link, verdict);
-    if (answer.header.notHome === true) {
-      this.edges.delete(link);
-      this.homes.delete(roomKey(verdict.project, verdict.roomId));
-      if (again) return this.wait(verdict, joiner, false);
-      throw new Error(`no node is the home of room ${verdict.roomId}`);
-    }
+  async wait(verdict: Verdict, joiner: LobbyJoiner): Promise<LobbyPlace | Refusal> {
+    const asked = await this.askHome('wait', verdict, joiner.link, joiner);
+    if (!asked) return this.local.wait(verdict, joiner);
+    const { answer, home, link } = asked;
     const refusal = answer.header.refusal as Refusal | undefined;
     if (refusal) {
       this.edges.delete(link);
