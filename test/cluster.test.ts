@@ -11,6 +11,7 @@ import { startRelay, type Relay } from '../relay/server.ts';
 import { Sdk } from '../src/sdk.ts';
 import { nextEvent, until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
+import { rawJoin } from './raw.ts';
 
 const API_KEY = 'cluster-key';
 const SECRET = 'cluster-secret-cluster-secret-32b';
@@ -145,5 +146,49 @@ describe('issue 14: three relay nodes on one Redis', () => {
     const ended = nextEvent(y, 'disconnected');
     await mod.end();
     assert.equal((await ended).reason, 'room-ended');
+  });
+});
+
+describe('issue 14: what crosses Redis is paid for where it is read', () => {
+  const KiB = 1024;
+  let redis: TestRedis;
+  let nodes: Relay[];
+
+  before(async () => {
+    redis = await startRedis();
+    const keys = new KeyStore({ [API_KEY]: SECRET });
+    nodes = await Promise.all(
+      [0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys, redis: redis.url, media: null, fanoutByteRate: 256 * KiB, fanoutByteBurst: 256 * KiB })),
+    );
+  });
+  after(async () => {
+    await Promise.all(nodes.map((n) => n.close()));
+    await redis.stop();
+  });
+
+  it("a member's binary frames are charged at its own node, which stops reading them while it owes", async () => {
+    const token = (participantId: string) => mintToken({ apiKey: API_KEY, secret: SECRET, roomId: 'binary', participantId, grant: { canPublishData: true } });
+    const host = await rawJoin(nodes[0]!.url, token('host'), { participantId: 'host' });
+    const sender = await rawJoin(nodes[1]!.url, token('s'), { participantId: 's' });
+    assert.ok(nodes[0]!.context.rooms.get('default', 'binary'), 'the room is homed on node 0');
+    const opened = await sender.request('stream.open', { size: 1024 * KiB, kind: 'bytes', to: ['host'] });
+    const { streamId, chunkBytes } = opened.result as { streamId: number; chunkBytes: number };
+    const refused: unknown[] = [];
+    sender.ws.on('message', (data, binary) => {
+      if (!binary && String(data).includes('unknown-stream')) refused.push(data);
+    });
+    // 1 MiB of chunks of no stream: 256 KiB of burst, then 256 KiB/s, whichever node reads them
+    const started = performance.now();
+    const count = Math.ceil((1024 * KiB) / chunkBytes);
+    for (let seq = 0; seq < count; seq++) {
+      const frame = Buffer.alloc(9 + chunkBytes);
+      frame[0] = 1;
+      frame.writeUInt32BE(streamId + 1000, 1);
+      sender.ws.send(frame);
+    }
+    await until(() => refused.length === count, 10_000, 'every stray chunk refused');
+    assert.ok(performance.now() - started > 2000, `1 MiB of stray chunks crossed Redis in ${Math.round(performance.now() - started)} ms`);
+    host.ws.close();
+    sender.ws.close();
   });
 });

@@ -6,6 +6,7 @@ import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, Ro
 import type { Refusal } from '../token/verify.ts';
 import { ALIVE_MS, clusterKey, type Envelope, type NodeBus } from './bus.ts';
 import { RemoteLink, RemotePort } from './links.ts';
+import { TokenBucket } from '../data/token-bucket.ts';
 
 /** How long a node's claim to be a room's home lasts unless renewed (ms). */
 export const LEASE_MS = 6000;
@@ -80,6 +81,8 @@ export class ClusterSeam implements RoomSeam {
         this.edges.delete(id);
         edge.conn.drop();
       }
+      // and the members of rooms homed here whose connections are elsewhere: what they asked meanwhile was lost
+      for (const guest of this.guests.values()) guest.link.drop();
     });
     bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
     bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
@@ -132,7 +135,8 @@ export class ClusterSeam implements RoomSeam {
   }
 
   private port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
-    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link));
+    const { fanoutByteRate, fanoutByteBurst } = this.relay.config;
+    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), new TokenBucket(fanoutByteRate, fanoutByteBurst));
   }
 
   /**

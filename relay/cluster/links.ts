@@ -7,6 +7,7 @@ import type { RequestFrame, ServerFrame } from '../../src/protocol/messages.ts';
 import type { Answerer } from '../dispatch.ts';
 import type { MemberConnection, PortMember, RoomPort } from '../seam.ts';
 import type { NodeBus } from './bus.ts';
+import { TokenBucket } from '../data/token-bucket.ts';
 
 /** At the room's home: the connection of a member on node `edge`, known there as `link`. */
 export class RemoteLink implements MemberConnection {
@@ -64,6 +65,11 @@ export class RemoteLink implements MemberConnection {
 
 /** At the member's node: its room, homed on node `home`, where it is known as `link`. */
 export class RemotePort implements RoomPort {
+  /**
+   * @param binary what the member's binary frames may cost here before they reach the home (its
+   *   fan-out budget's rate and burst): every chunk crosses Redis, so the member's node charges
+   *   it before reading more, as the home charges what it forwards
+   */
   constructor(
     private readonly bus: NodeBus,
     private readonly home: string,
@@ -71,6 +77,7 @@ export class RemotePort implements RoomPort {
     readonly roomId: string,
     readonly member: PortMember,
     private readonly forget: () => void,
+    private readonly binary: TokenBucket,
   ) {}
 
   request(request: RequestFrame, _out: Answerer): Promise<void> {
@@ -80,12 +87,12 @@ export class RemotePort implements RoomPort {
   }
 
   chunk(frame: Buffer): void {
+    this.binary.spend(frame.length);
     this.bus.send(this.home, { t: 'chunk', link: this.link }, frame);
   }
 
-  /** The home charges the member's fan-out and holds back its stream acknowledgements: nothing to wait for here. */
   owes(): number {
-    return 0;
+    return this.binary.msUntilToken(0);
   }
 
   leave(): void {
