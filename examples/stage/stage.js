@@ -315,16 +315,7 @@ async function chat(room) {
     refreshTargets();
   });
   room.on('participant-left', refreshTargets);
-  try {
-    await room.pubsub.subscribe('chat', (m) => {
-      // someone who wrote to you privately can be answered privately
-      if (Array.isArray(m.payload.to) && !room.remoteParticipants.has(m.from)) addViewerTarget(m.from, nameOf(m.from, m.payload.name));
-      show(m);
-    });
-    for (const m of await room.pubsub.getHistory('chat', { limit: 50 })) show(m);
-  } catch (err) {
-    showError(err);
-  }
+  // listening before anything is awaited: a message typed the moment the room shows is sent, not a page reload
   $('chat-form').addEventListener('submit', guard(async (event) => {
     event.preventDefault();
     const text = $('chat-text').value.trim();
@@ -335,6 +326,16 @@ async function chat(room) {
     show({ from: me, payload, timestamp: sent.timestamp });
     $('chat-text').value = '';
   }));
+  try {
+    await room.pubsub.subscribe('chat', (m) => {
+      // someone who wrote to you privately can be answered privately
+      if (Array.isArray(m.payload.to) && !room.remoteParticipants.has(m.from)) addViewerTarget(m.from, nameOf(m.from, m.payload.name));
+      show(m);
+    });
+    for (const m of await room.pubsub.getHistory('chat', { limit: 50 })) show(m);
+  } catch (err) {
+    showError(err);
+  }
 }
 
 function addViewerTarget(id, name) {
