@@ -55,13 +55,17 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
     return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-reserved', message: `"${ADMIN_ACTOR}" names the server API in messages and output changes: no participant may take it` };
   }
   const key = tokenKey(frame.token, claims);
-  // a removal sticks to the token, pinned or not (an unpinned one would otherwise just pick a new id)
-  if (relay.bans.has(verified.project, roomId, key, now)) {
-    return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'removed', message: 'this token was used by someone removed from this room: a new token is needed to come back' };
-  }
+  const banned = bannedRefusal(relay, verified.project, roomId, key);
+  if (banned) return banned;
   const pinned = claims.participantId !== undefined;
   const opener: Opener = claims.roomId === undefined ? 'domain' : 'room';
   return { frame, claims, project: verified.project, roomId, pinned, tokenKey: key, opener, ask: claims.joinPolicy?.mode === 'ask' };
+}
+
+/** A removal sticks to the token, pinned or not (an unpinned one would otherwise just pick a new id). */
+function bannedRefusal(relay: RelayContext, project: string, roomId: string, key: string): Refusal | null {
+  if (!relay.bans.has(project, roomId, key, Date.now() / 1000)) return null;
+  return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'removed', message: 'this token was used by someone removed from this room: a new token is needed to come back' };
 }
 
 /**
@@ -100,6 +104,9 @@ export function identityRefusal(room: Room | undefined, verdict: Verdict): Refus
  */
 export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): Admission | Refusal {
   const { frame, claims, project, roomId, pinned } = verdict;
+  // judged again where the room lives: the verdict may come from another node, or from before a removal (the lobby)
+  const banned = bannedRefusal(relay, project, roomId, verdict.tokenKey);
+  if (banned) return banned;
   const current = relay.rooms.get(project, roomId);
   const reserved = identityRefusal(current, verdict);
   if (reserved) return reserved;

@@ -3,6 +3,7 @@
  * persistence). Three nodes; members of one room spread over them see one room.
  */
 import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
 import { after, before, describe, it } from 'node:test';
 import type { Room } from '../src/room.ts';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -146,6 +147,33 @@ describe('issue 14: three relay nodes on one Redis', () => {
     const ended = nextEvent(y, 'disconnected');
     await mod.end();
     assert.equal((await ended).reason, 'room-ended');
+  });
+
+  it('a removed token stays out through every node, and after its room reopens on another node', async () => {
+    const mod = await join(0, { token: token({ roomId: 'bans', participantId: 'mod', grant: { canModerate: true } }) });
+    const banned = token({ roomId: 'bans', participantId: 'z', grant: {} });
+    const z = await join(1, { token: banned });
+    const removed = nextEvent(z, 'disconnected');
+    await mod.remove('z');
+    assert.equal((await removed).reason, 'removed');
+    for (const node of [1, 2, 0]) {
+      await assert.rejects(Sdk.join({ url: nodes[node]!.url, token: banned }), (err: { reason?: string }) => err.reason === 'removed', `through node ${node}`);
+    }
+    // the room ends and opens again on a node that never knew it: the ban is the room's, not its home's
+    await mod.end();
+    const redisClient = new Redis(redis.url);
+    const fresh = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: new KeyStore({ [API_KEY]: SECRET }), redis: redis.url, media: null });
+    try {
+      await until(async () => (await redisClient.exists('tessera:home:default:bans')) === 0, 5000, 'the lease given up');
+      await Sdk.join({ url: fresh.url, token: token({ roomId: 'bans', participantId: 'first', grant: {} }) });
+      assert.ok(fresh.context.rooms.get('default', 'bans'), 'reopened on the new node');
+      for (const url of [fresh.url, nodes[1]!.url, nodes[0]!.url]) {
+        await assert.rejects(Sdk.join({ url, token: banned }), (err: { reason?: string }) => err.reason === 'removed', `reopened, through ${url}`);
+      }
+    } finally {
+      redisClient.disconnect();
+      await fresh.close();
+    }
   });
 });
 

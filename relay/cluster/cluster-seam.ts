@@ -84,6 +84,17 @@ export class ClusterSeam implements RoomSeam {
       // and the members of rooms homed here whose connections are elsewhere: what they asked meanwhile was lost
       for (const guest of this.guests.values()) guest.link.drop();
     });
+    // a ban is the room's, wherever it is homed next: kept in Redis until the token expires
+    relay.bans.onAdd = (project, roomId, tokenKey, exp) => {
+      const key = clusterKey('bans', project, roomId);
+      bus.redis
+        .multi()
+        .hset(key, tokenKey, String(exp))
+        .expireat(key, Math.ceil(exp), 'GT')
+        .expireat(key, Math.ceil(exp), 'NX')
+        .exec()
+        .catch((err: unknown) => relay.log.error('cluster: a ban was not stored in Redis', { room: roomId, error: err instanceof Error ? err.message : String(err) }));
+    };
     bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
     bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
     this.timer = setInterval(() => void this.renew(), RENEW_MS);
@@ -116,6 +127,7 @@ export class ClusterSeam implements RoomSeam {
     for (let attempt = 0; attempt < 3; attempt++) {
       if ((await redis.set(key, node, 'PX', LEASE_MS, 'NX')) === 'OK') {
         this.leases.set(roomKey(project, roomId), { project, roomId });
+        await this.learnBans(project, roomId);
         return node;
       }
       const holder = await redis.get(key);
@@ -126,6 +138,12 @@ export class ClusterSeam implements RoomSeam {
       await (redis as unknown as Scripts).tesseraRelease(key, holder);
     }
     throw new Error(`no home for room ${roomId}`);
+  }
+
+  /** The room's bans from Redis, where its earlier homes kept them: this node is its home now. */
+  private async learnBans(project: string, roomId: string): Promise<void> {
+    const bans = await this.bus.redis.hgetall(clusterKey('bans', project, roomId));
+    for (const [tokenKey, exp] of Object.entries(bans)) this.relay.bans.learn(project, roomId, tokenKey, Number(exp));
   }
 
   private link(home: string, conn: MemberConnection, joiner?: LobbyJoiner): string {

@@ -7,6 +7,8 @@
  */
 export class Bans {
   private readonly until = new Map<string, number>();
+  /** Told of each ban added here (a cluster node keeps them in Redis for the room's next home). */
+  onAdd: ((project: string, roomId: string, tokenKey: string, exp: number) => void) | null = null;
 
   private static key(project: string, roomId: string, tokenKey: string): string {
     return `${project}\u0000${roomId}\u0000${tokenKey}`;
@@ -14,7 +16,14 @@ export class Bans {
 
   /** Ban until `exp` (unix seconds). */
   add(project: string, roomId: string, tokenKey: string, exp: number): void {
-    this.until.set(Bans.key(project, roomId, tokenKey), exp);
+    this.learn(project, roomId, tokenKey, exp);
+    this.onAdd?.(project, roomId, tokenKey, exp);
+  }
+
+  /** Know of a ban added elsewhere (another node of a cluster): the latest expiry wins. */
+  learn(project: string, roomId: string, tokenKey: string, exp: number): void {
+    const key = Bans.key(project, roomId, tokenKey);
+    this.until.set(key, Math.max(exp, this.until.get(key) ?? 0));
   }
 
   /** True while the token is refused in that room. */
