@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream';
 import { bearer } from './api/auth.ts';
 import { serveApi } from './api/index.ts';
+import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
@@ -110,7 +111,7 @@ function route(segments: readonly string[]): Handler | null {
  * wrong method, 404 under a known prefix), never a throw. Returns false for paths it does not
  * serve, which the caller answers.
  */
-export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number): boolean {
+export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number, api: ApiRunner = runHere): boolean {
   try {
     const target = parseTarget(req.url);
     if (!('segments' in target)) {
@@ -118,7 +119,7 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
       return true;
     }
     if (target.segments[0] === 'api') {
-      serveApi(req, res, relay, target.segments.slice(1));
+      serveApi(req, res, relay, target.segments.slice(1), api);
       return true;
     }
     const handler = route(target.segments);

@@ -16,6 +16,7 @@ import { localProviders } from './outputs/providers.ts';
 import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
+import { runHere, type ApiRunner } from './api/routes.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
 import { LocalSeam } from './local-seam.ts';
@@ -100,10 +101,11 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   };
   const cluster = bus ? new ClusterSeam(context, bus) : null;
   const seam = options.seam?.(context) ?? cluster ?? new LocalSeam(context);
+  const api: ApiRunner = cluster ? (route, call) => cluster.runApi(route, call) : runHere;
   const sessions = new Set<Session>();
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute
-  const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => answerHttp(req, res, context, sessions));
+  const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => answerHttp(req, res, context, sessions, api));
   // frames up to OVERSIZE_FACTOR times the limit are read to be answered; the session lowers it before the join
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes * OVERSIZE_FACTOR, perMessageDeflate: false });
   // connections that have not sent their join frame, oldest first: when they fill their budget,
@@ -244,8 +246,8 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-function answerHttp(req: IncomingMessage, res: ServerResponse, context: RelayContext, sessions: Set<Session>): void {
-  if (serveHttp(req, res, context, sessions.size)) return;
+function answerHttp(req: IncomingMessage, res: ServerResponse, context: RelayContext, sessions: Set<Session>, api: ApiRunner): void {
+  if (serveHttp(req, res, context, sessions.size, api)) return;
   res.writeHead(426, { 'content-type': 'text/plain' });
   res.end('This is a Tessera relay: connect with a WebSocket (the Tessera SDK does).\n');
 }

@@ -11,7 +11,7 @@ import type { RelayContext } from '../context.ts';
 import { RelayError, toWireError } from '../errors.ts';
 import { ApiBudgets, authorize } from './auth.ts';
 import { readBody } from './body.ts';
-import { match, type ApiCall } from './routes.ts';
+import { match, type ApiCall, type ApiRunner } from './routes.ts';
 
 /** How long a request body may take to arrive. */
 const BODY_TIMEOUT_MS = 5000;
@@ -33,6 +33,13 @@ export function statusOf(error: WireError): number {
 
 const budgetsOf = new WeakMap<RelayContext, ApiBudgets>();
 
+/** The relay's budgets of the server API, per API key. */
+export function apiBudgets(relay: RelayContext): ApiBudgets {
+  let budgets = budgetsOf.get(relay);
+  if (!budgets) budgetsOf.set(relay, (budgets = new ApiBudgets(relay)));
+  return budgets;
+}
+
 function answer(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string | number> = {}): void {
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
@@ -53,8 +60,8 @@ function refuse(req: IncomingMessage, res: ServerResponse, error: WireError, hea
 }
 
 /** Serve a request under `/api` (`segments` after it). Never throws. */
-export function serveApi(req: IncomingMessage, res: ServerResponse, relay: RelayContext, segments: readonly string[]): void {
-  handle(req, res, relay, segments).catch((err: unknown) => {
+export function serveApi(req: IncomingMessage, res: ServerResponse, relay: RelayContext, segments: readonly string[], run: ApiRunner): void {
+  handle(req, res, relay, segments, run).catch((err: unknown) => {
     if (!(err instanceof RelayError)) {
       relay.counters.faults++;
       relay.log.error('server API request failed', { method: req.method, target: req.url, error: err instanceof Error ? err.message : String(err) });
@@ -71,20 +78,18 @@ function allowed(segments: readonly string[]): string {
   return [...methods].join(', ');
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, relay: RelayContext, segments: readonly string[]): Promise<void> {
+async function handle(req: IncomingMessage, res: ServerResponse, relay: RelayContext, segments: readonly string[], run: ApiRunner): Promise<void> {
   const [version, ...path] = segments;
   const candidates = version === 'v1' ? match(path) : [];
   if (candidates.length === 0) throw new RelayError('NOT_FOUND', 'no such route of the server API (see docs/server-api.md)', 'unknown-route');
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   const found = candidates.find(({ route }) => route.method === method);
   if (!found) throw new RelayError('INVALID_ARGUMENT', `${String(req.method).slice(0, 16)} is not allowed here`, 'method-not-allowed');
-  let budgets = budgetsOf.get(relay);
-  if (!budgets) budgetsOf.set(relay, (budgets = new ApiBudgets(relay)));
-  const caller = authorize(req, relay, budgets);
+  const caller = authorize(req, relay, apiBudgets(relay));
   const body = await readBody(req, found.route.body, relay.config.maxFrameBytes, BODY_TIMEOUT_MS);
   const at = (req.url ?? '').indexOf('?');
   const query = new URLSearchParams(at < 0 ? '' : (req.url ?? '').slice(at + 1));
   const call: ApiCall<string> = { relay, caller, params: found.params, query, body };
-  const result = await found.route.handle(call);
+  const result = await run(found.route, call);
   answer(req, res, 200, result);
 }

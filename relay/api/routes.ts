@@ -55,6 +55,16 @@ function summary(room: Room): RoomSummary {
   return { roomId: room.id, createdAt: room.createdAt, counts: room.counts(), lobby: room.lobby.size, outputs: room.outputs.statuses() };
 }
 
+/** The summaries of those of `ids` that are open here in `project`. */
+export function summariesHere(relay: RelayContext, project: string, ids: readonly string[]): RoomSummary[] {
+  const found: RoomSummary[] = [];
+  for (const id of ids) {
+    const room = isId(id) ? relay.rooms.get(project, id) : undefined;
+    if (room) found.push(summary(room));
+  }
+  return found;
+}
+
 /** An integer query value within bounds, or its default when absent. */
 function integerQuery(query: URLSearchParams, name: string, min: number, max: number, fallback: number): number {
   const text = query.get(name);
@@ -64,23 +74,34 @@ function integerQuery(query: URLSearchParams, name: string, min: number, max: nu
   return n;
 }
 
-function listRooms(call: ApiCall<'rooms'>): RoomPage {
-  const limit = integerQuery(call.query, 'limit', 1, MAX_ROOMS_PAGE, DEFAULT_ROOMS_PAGE);
-  const cursor = call.query.get('cursor');
+/** The page `GET /rooms` asks for: its size, and the id its cursor names (rooms come by id). */
+export function roomsPageQuery(query: URLSearchParams): { limit: number; after: string | null } {
+  const limit = integerQuery(query, 'limit', 1, MAX_ROOMS_PAGE, DEFAULT_ROOMS_PAGE);
+  const cursor = query.get('cursor');
   let after: string | null = null;
   if (cursor !== null) {
     after = Buffer.from(cursor, 'base64url').toString('utf8');
     if (!isId(after) || Buffer.from(after).toString('base64url') !== cursor) throw new RelayError('INVALID_ARGUMENT', 'unknown cursor: start again without one', 'bad-cursor');
   }
+  return { limit, after };
+}
+
+/**
+ * The page of rooms: `rooms` (in id order, at most `limit`), and whether more follow. A page
+ * of 100 rooms with their outputs is tens of kilobytes: paid like a page of participants.
+ */
+export function roomsPage(call: Pick<ApiCall<string>, 'caller' | 'relay'>, rooms: RoomSummary[], more: boolean): RoomPage {
+  spendBytes(call.caller, Buffer.byteLength(JSON.stringify(rooms)), call.relay);
+  const last = rooms.at(-1);
+  return { rooms, nextCursor: more && last !== undefined ? Buffer.from(last.roomId).toString('base64url') : null };
+}
+
+function listRooms(call: ApiCall<'rooms'>): RoomPage {
+  const { limit, after } = roomsPageQuery(call.query);
   const ids: string[] = [];
   for (const room of call.relay.rooms.inProject(call.caller.project)) if (after === null || room.id > after) ids.push(room.id);
   ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const page = ids.slice(0, limit);
-  const rooms = page.map((id) => summary(call.relay.rooms.get(call.caller.project, id)!));
-  // a page of 100 rooms with their outputs is tens of kilobytes: paid like a page of participants
-  spendBytes(call.caller, Buffer.byteLength(JSON.stringify(rooms)), call.relay);
-  const last = page.at(-1);
-  return { rooms, nextCursor: ids.length > limit && last !== undefined ? Buffer.from(last).toString('base64url') : null };
+  return roomsPage(call, summariesHere(call.relay, call.caller.project, ids.slice(0, limit)), ids.length > limit);
 }
 
 function listParticipants(call: ApiCall<'rooms/:room/participants'>): ParticipantPage {
@@ -141,6 +162,15 @@ function publishData(call: ApiCall<'rooms/:room/data'>): PublishResult {
   const { caller, relay } = call;
   return publishFrom(relay, room, { id: ADMIN_ACTOR, fanout: caller.budget.fanout }, parsed.value, (bytes) => spendBytes(caller, bytes, relay));
 }
+
+/**
+ * Where a route runs once its call is authorized and read: here (a single relay), or where its
+ * room lives (a cluster node forwards it to the room's home).
+ */
+export type ApiRunner = (route: Route, call: ApiCall<string>) => Promise<unknown>;
+
+/** Run every route on this relay. */
+export const runHere: ApiRunner = async (route, call) => route.handle(call);
 
 /** Every route of `/api/v1`. */
 export const ROUTES: readonly Route[] = [

@@ -161,14 +161,14 @@ export class NodeBus {
     this.outgoing.clear();
   }
 
-  /** Send and wait for the answer (`answer()` on the other side), or fail after {@link CALL_TIMEOUT_MS}. */
-  call(node: string, header: Record<string, unknown>, payload: Uint8Array | null = null): Promise<Envelope> {
+  /** Send and wait for the answer (`answer()` on the other side), or fail after `timeoutMs` ({@link CALL_TIMEOUT_MS}). */
+  call(node: string, header: Record<string, unknown>, payload: Uint8Array | null = null, timeoutMs = CALL_TIMEOUT_MS): Promise<Envelope> {
     const call = this.nextCall++;
     return new Promise<Envelope>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.calls.delete(call);
-        reject(new Error(`node ${node} did not answer within ${CALL_TIMEOUT_MS} ms`));
-      }, CALL_TIMEOUT_MS);
+        reject(new Error(`node ${node} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
       this.calls.set(call, { resolve, reject, timer });
       this.send(node, { ...header, call });
     });

@@ -7,6 +7,8 @@ import type { Refusal } from '../token/verify.ts';
 import { ALIVE_MS, clusterKey, type Envelope, type NodeBus } from './bus.ts';
 import { RemoteLink, RemotePort } from './links.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
+import type { ApiCall, Route } from '../api/routes.ts';
+import { ClusterApi } from './cluster-api.ts';
 
 /** How long a node's claim to be a room's home lasts unless renewed (ms). */
 export const LEASE_MS = 6000;
@@ -22,6 +24,7 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
 interface Scripts {
   tesseraRenew(key: string, node: string, ms: number): Promise<number>;
   tesseraRelease(key: string, node: string): Promise<number>;
+  tesseraForgetRoom(list: string, lease: string, roomId: string): Promise<number>;
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -52,6 +55,7 @@ interface Guest {
  */
 export class ClusterSeam implements RoomSeam {
   private readonly local: LocalSeam;
+  private readonly api: ClusterApi;
   private readonly edges = new Map<string, Edge>();
   private readonly guests = new Map<string, Guest>();
   /** Leases this node holds, by room key. */
@@ -71,6 +75,7 @@ export class ClusterSeam implements RoomSeam {
     private readonly bus: NodeBus,
   ) {
     this.local = new LocalSeam(relay);
+    this.api = new ClusterApi(relay, bus, (project, roomId) => this.homeHere(project, roomId));
     bus.onMessage((from, envelope) => this.receive(from, envelope));
     // frames to and from other nodes were lost meanwhile: members whose room is elsewhere come
     // back through a resume, which gives them the room as it is now
@@ -108,11 +113,21 @@ export class ClusterSeam implements RoomSeam {
     return `${node}.`;
   }
 
+  /** Whether the room lives on this node, under its lease. */
+  private homeHere(project: string, roomId: string): boolean {
+    return this.relay.rooms.get(project, roomId) !== undefined && this.leases.has(roomKey(project, roomId));
+  }
+
+  /** Run a server-API call where its room lives. */
+  runApi(route: Route, call: ApiCall<string>): Promise<unknown> {
+    return this.api.run(route, call);
+  }
+
   /** The node that is the room's home, claiming it for this node when nobody holds it. */
   private async home(project: string, roomId: string): Promise<string> {
     const rk = roomKey(project, roomId);
     // a room that lives here under this node's lease, or a home found before: no Redis round trip
-    if (this.leases.has(rk) && this.relay.rooms.get(project, roomId)) return this.bus.node;
+    if (this.homeHere(project, roomId)) return this.bus.node;
     const known = this.homes.get(rk);
     if (known) return known;
     const found = await this.claimOrFind(project, roomId);
@@ -127,7 +142,7 @@ export class ClusterSeam implements RoomSeam {
     for (let attempt = 0; attempt < 3; attempt++) {
       if ((await redis.set(key, node, 'PX', LEASE_MS, 'NX')) === 'OK') {
         this.leases.set(roomKey(project, roomId), { project, roomId });
-        await this.learnBans(project, roomId);
+        await Promise.all([this.learnBans(project, roomId), redis.zadd(ClusterApi.roomsKey(project), 0, roomId)]);
         return node;
       }
       const holder = await redis.get(key);
@@ -241,7 +256,7 @@ export class ClusterSeam implements RoomSeam {
    * was given up). False: another node is the home now.
    */
   private async stillHome(verdict: Verdict): Promise<boolean> {
-    if (this.relay.rooms.get(verdict.project, verdict.roomId) && this.leases.has(roomKey(verdict.project, verdict.roomId))) return true;
+    if (this.homeHere(verdict.project, verdict.roomId)) return true;
     return (await this.claimOrFind(verdict.project, verdict.roomId)) === this.bus.node;
   }
 
@@ -269,6 +284,9 @@ export class ClusterSeam implements RoomSeam {
         return void this.hostEntry(from, envelope);
       case 'wait':
         return void this.hostWait(from, envelope);
+      case 'api':
+      case 'api-rooms':
+        return void this.api.serve(envelope);
       case 'req': {
         const guest = this.guest(from, h.link);
         if (!guest?.port) return;
@@ -424,10 +442,12 @@ export class ClusterSeam implements RoomSeam {
           // the lease is gone (Redis restarted empty, or this node stalled past it): claim it again
           if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) !== 'OK') {
             this.relay.log.warn('cluster: another node claimed a room that lives here', { room: roomId, project });
+          } else {
+            await this.bus.redis.zadd(ClusterApi.roomsKey(project), 0, roomId);
           }
         } else {
           this.leases.delete(key);
-          await redis.tesseraRelease(redisKey, this.bus.node);
+          await this.release(project, roomId);
         }
       } catch (err) {
         this.relay.log.warn('cluster: lease renewal failed', { room: roomId, error: err instanceof Error ? err.message : String(err) });
@@ -474,11 +494,19 @@ export class ClusterSeam implements RoomSeam {
     }
   }
 
+  /** Give up the room's lease, and its place in its project's list if nobody claimed it meanwhile. */
+  private async release(project: string, roomId: string): Promise<void> {
+    const redis = this.bus.redis as unknown as Scripts;
+    if ((await redis.tesseraRelease(clusterKey('home', project, roomId), this.bus.node)) === 1) {
+      await redis.tesseraForgetRoom(ClusterApi.roomsKey(project), clusterKey('home', project, roomId), roomId);
+    }
+  }
+
   async close(): Promise<void> {
     clearInterval(this.timer);
     clearInterval(this.sweep);
     const redis = this.bus.redis as unknown as Scripts;
-    await Promise.all([...this.leases.values()].map(({ project, roomId }) => redis.tesseraRelease(clusterKey('home', project, roomId), this.bus.node).catch(() => 0)));
+    await Promise.all([...this.leases.values()].map(({ project, roomId }) => this.release(project, roomId).catch(() => 0)));
     this.leases.clear();
   }
 }
