@@ -23,16 +23,30 @@ export class Seats {
   private readonly byCredential = new Map<string, Seat>();
   private readonly credentialOf = new Map<Member, string>();
 
-  /** @param prefix what every credential starts with (a cluster node's id, so that any node finds the seat's) */
-  constructor(private readonly prefix = '') {}
+  /** Told of each credential issued (a cluster node keeps it with the room's record in Redis). */
+  onIssue: ((member: Member, room: Room, credential: string) => void) | null = null;
+
+  /**
+   * @param prefix what a credential of a seat in `room` starts with (on a cluster: the node and
+   *   the room, so that any node finds the seat, or the room's next home once the node is gone)
+   */
+  constructor(private readonly prefix: (room: Room) => string = () => '') {}
 
   /** A fresh credential for `member` (the previous one stops working). */
   issue(member: Member, room: Room, apiKey: string): string {
+    const credential = this.prefix(room) + randomBytes(24).toString('base64url');
+    this.restore(member, room, apiKey, credential);
+    this.onIssue?.(member, room, credential);
+    return credential;
+  }
+
+  /** The seat of `member` under a credential issued before (by a node that is gone). */
+  restore(member: Member, room: Room, apiKey: string, credential: string): void {
     this.forget(member);
-    const credential = this.prefix + randomBytes(24).toString('base64url');
+    const before = this.byCredential.get(credential);
+    if (before) this.forget(before.member);
     this.byCredential.set(credential, { member, room, apiKey, timer: null, ended: null });
     this.credentialOf.set(member, credential);
-    return credential;
   }
 
   /** The seat of a credential, if it is still good (its timer is cancelled: the member is back). */

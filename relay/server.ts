@@ -22,6 +22,7 @@ import { OVERSIZE_FACTOR, Session } from './session.ts';
 import { LocalSeam } from './local-seam.ts';
 import { NodeBus } from './cluster/bus.ts';
 import { ClusterSeam } from './cluster/cluster-seam.ts';
+import { RoomObservers } from './rooms/observers.ts';
 import type { RoomSeam } from './seam.ts';
 import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import { Delivery } from './delivery.ts';
@@ -77,6 +78,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const frames = options.frames ?? new FrameScheduler();
   const webhooks = new WebhookQueues((url, body, authorization) => postWebhook(url, body, authorization, WEBHOOK_TIMEOUT_MS, config.allowPrivateWebhooks), log, { ...QUEUE_LIMITS, ...options.webhookLimits });
   const bus = config.redis ? await NodeBus.connect(config.redis, log) : null;
+  const observers = new RoomObservers(new WebhookObserver(options.keys, config.webhookUrl, webhooks));
   const context: RelayContext = {
     counters: { joins: 0, refusals: new Map(), dropped: 0, cut: 0, faults: 0, webhooks },
     config,
@@ -90,16 +92,16 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         log,
         media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp, maxTransports: config.maxMediaTransports }) : options.media,
         budgets,
-        observer: new WebhookObserver(options.keys, config.webhookUrl, webhooks),
+        observer: observers,
       }),
     bans: new Bans(),
     lobbyCooldowns: new Bans(),
     frames,
     delivery: options.delivery ?? new Delivery(frames),
-    seats: new Seats(bus ? ClusterSeam.credentialPrefix(bus.node) : ''),
+    seats: new Seats(bus ? (room) => ClusterSeam.credentialPrefix(bus.node, room) : undefined),
     log,
   };
-  const cluster = bus ? new ClusterSeam(context, bus) : null;
+  const cluster = bus ? new ClusterSeam(context, bus, options.rooms ? null : observers) : null;
   const seam = options.seam?.(context) ?? cluster ?? new LocalSeam(context);
   const api: ApiRunner = cluster ? (route, call) => cluster.runApi(route, call) : runHere;
   const sessions = new Set<Session>();
@@ -192,6 +194,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       closing ??= (async () => {
         clearInterval(heartbeat);
         clearInterval(sendSweep);
+        // a cluster node's rooms move on: their records stay, leases and heartbeat are given up first
+        await cluster?.leaving();
         for (const session of [...sessions]) session.close(CloseCode.SERVER_SHUTDOWN, 'server-shutdown');
         for (const room of [...context.rooms]) context.rooms.delete(room);
         webhooks.close();

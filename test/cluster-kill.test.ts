@@ -4,7 +4,7 @@
  * sees no leave and no join.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,30 +16,11 @@ import { startRelay, type Relay } from '../relay/server.ts';
 import { Sdk } from '../src/sdk.ts';
 import { until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
+import { spawnNode } from './spawn-node.ts';
 
 const API_KEY = 'kill-key';
 const SECRET = 'kill-secret-kill-secret-kill-secret';
 const CLIENTS = 100;
-
-/** A relay node in its own process (so that it can be killed), through the CLI. */
-async function spawnNode(redis: string, keysFile: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/relay-node.ts', '--host', '127.0.0.1', '--port', '0', '--redis', redis, '--keys', keysFile, '--log-level', 'error'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`the node did not start: ${out}`)), 20_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /listening on (ws:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`the node exited (${code}): ${out}`)));
-  });
-  child.stdout!.resume();
-  return { url, child };
-}
 
 describe('issue 14: a node is killed', () => {
   let redis: TestRedis;

@@ -98,11 +98,14 @@ export class NodeBus {
   }
 
   private heartbeat: ReturnType<typeof setInterval> | null = null;
+  private retired = false;
 
   /** Say this node is alive for {@link ALIVE_MS} more. */
   private async beat(): Promise<void> {
     try {
-      await this.redis.set(aliveKey(this.node), '1', 'PX', ALIVE_MS);
+      // a beat sent before the node retired would say it lives again: SET only while it has not
+      if (!this.retired) await this.redis.set(aliveKey(this.node), '1', 'PX', ALIVE_MS);
+      if (this.retired) await this.redis.del(aliveKey(this.node));
     } catch (err) {
       this.log.warn('cluster: heartbeat failed', { error: err instanceof Error ? err.message : String(err) });
     }
@@ -217,9 +220,15 @@ export class NodeBus {
     }
   }
 
-  async close(): Promise<void> {
+  /** Stop saying this node is alive, at once: the others stop sending it their resumes. */
+  async retire(): Promise<void> {
+    this.retired = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     await this.redis.del(aliveKey(this.node)).catch(() => 0);
+  }
+
+  async close(): Promise<void> {
+    await this.retire();
     for (const { reject, timer } of this.calls.values()) {
       clearTimeout(timer);
       reject(new Error('the node is closing'));

@@ -9,11 +9,19 @@ import { RemoteLink, RemotePort } from './links.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
 import type { ApiCall, Route } from '../api/routes.ts';
 import { ClusterApi } from './cluster-api.ts';
+import { RoomRecords, restoreRoom } from './room-record.ts';
+import type { Room } from '../rooms/types.ts';
+import type { RoomObservers } from '../rooms/observers.ts';
+import { isId } from '../../src/protocol/parse.ts';
 
 /** How long a node's claim to be a room's home lasts unless renewed (ms). */
 export const LEASE_MS = 6000;
 /** How often a home renews the claims of the rooms it holds (ms). */
 const RENEW_MS = 2000;
+/** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
+const RESUME_WITHIN_MS = 4000;
+/** How long one node has to answer a resume before it is asked again whether it lives (ms). */
+const RESUME_CALL_MS = 1200;
 
 /** Renew a lease if this node holds it: PEXPIRE only when the value is ours. */
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
@@ -51,11 +59,16 @@ interface Guest {
  * room runs at its home, as on a single relay (the {@link LocalSeam}); a member connected to
  * another node enters, waits, resumes and acts through messages to the home, and the home
  * reaches its connection through a {@link RemoteLink}. Resume credentials start with the id of
- * the node that holds the seat.
+ * the node that holds the seat and name the room. The home keeps the room's record in Redis
+ * ({@link RoomRecords}): when it dies or shuts down, the next node to claim the lease restores
+ * the room with every member away, and their clients resume there.
  */
 export class ClusterSeam implements RoomSeam {
   private readonly local: LocalSeam;
   private readonly api: ClusterApi;
+  private readonly records: RoomRecords;
+  /** Rooms being restored from their records here, by room key: entries wait for them. */
+  private readonly restoring = new Map<string, Promise<void>>();
   private readonly edges = new Map<string, Edge>();
   private readonly guests = new Map<string, Guest>();
   /** Leases this node holds, by room key. */
@@ -70,11 +83,16 @@ export class ClusterSeam implements RoomSeam {
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly sweep: ReturnType<typeof setInterval>;
 
+  /** @param observers where the rooms' records join the other observers of this node's rooms */
   constructor(
     private readonly relay: RelayContext,
     private readonly bus: NodeBus,
+    observers: RoomObservers | null,
   ) {
     this.local = new LocalSeam(relay);
+    this.records = new RoomRecords(relay, bus, Math.max(30_000, relay.config.resumeGraceMs + 2 * LEASE_MS));
+    observers?.add(this.records);
+    relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
     this.api = new ClusterApi(relay, bus, (project, roomId) => this.homeHere(project, roomId));
     bus.onMessage((from, envelope) => this.receive(from, envelope));
     // frames to and from other nodes were lost meanwhile: members whose room is elsewhere come
@@ -108,9 +126,20 @@ export class ClusterSeam implements RoomSeam {
     this.sweep.unref();
   }
 
-  /** The credential prefix of seats held on this node. */
-  static credentialPrefix(node: string): string {
-    return `${node}.`;
+  /**
+   * What the credential of a seat in `room` on `node` starts with: the node (where the seat is
+   * while it lives) and the room (where its next home restored it once the node is gone).
+   */
+  static credentialPrefix(node: string, room: Pick<Room, 'project' | 'id'>): string {
+    return `${node}.${Buffer.from(room.project).toString('base64url')}.${Buffer.from(room.id).toString('base64url')}.`;
+  }
+
+  /** The node and room a credential names, if it is one of a cluster's. */
+  static credentialPlace(credential: string): { node: string; project: string; roomId: string } | null {
+    const [node, project, roomId, secret] = credential.split('.', 4);
+    if (!node || project === undefined || roomId === undefined || !secret) return null;
+    const place = { node, project: Buffer.from(project, 'base64url').toString('utf8'), roomId: Buffer.from(roomId, 'base64url').toString('utf8') };
+    return isId(place.roomId) && place.project.length > 0 && place.project.length <= 256 ? place : null;
   }
 
   /** Whether the room lives on this node, under its lease. */
@@ -126,6 +155,7 @@ export class ClusterSeam implements RoomSeam {
   /** The node that is the room's home, claiming it for this node when nobody holds it. */
   private async home(project: string, roomId: string): Promise<string> {
     const rk = roomKey(project, roomId);
+    await this.restoring.get(rk);
     // a room that lives here under this node's lease, or a home found before: no Redis round trip
     if (this.homeHere(project, roomId)) return this.bus.node;
     const known = this.homes.get(rk);
@@ -142,17 +172,34 @@ export class ClusterSeam implements RoomSeam {
     for (let attempt = 0; attempt < 3; attempt++) {
       if ((await redis.set(key, node, 'PX', LEASE_MS, 'NX')) === 'OK') {
         this.leases.set(roomKey(project, roomId), { project, roomId });
-        await Promise.all([this.learnBans(project, roomId), redis.zadd(ClusterApi.roomsKey(project), 0, roomId)]);
+        const rk = roomKey(project, roomId);
+        const ready = Promise.all([this.learnBans(project, roomId), redis.zadd(ClusterApi.roomsKey(project), 0, roomId), this.restore(project, roomId)]).then(() => undefined);
+        this.restoring.set(rk, ready);
+        try {
+          await ready;
+        } finally {
+          this.restoring.delete(rk);
+        }
         return node;
       }
       const holder = await redis.get(key);
-      if (holder === node) this.leases.set(roomKey(project, roomId), { project, roomId });
+      if (holder === node) {
+        this.leases.set(roomKey(project, roomId), { project, roomId });
+        // claimed by another entry of this node a moment ago: its restore comes first
+        await this.restoring.get(roomKey(project, roomId));
+      }
       if (!holder) continue;
       if (holder === node || (await this.bus.alive([holder])).has(holder)) return holder;
       // its home died with the room: the lease is given up for a new home to claim
       await (redis as unknown as Scripts).tesseraRelease(key, holder);
     }
     throw new Error(`no home for room ${roomId}`);
+  }
+
+  /** This node is the room's home now: if its last home died with members in it, they are restored here. */
+  private async restore(project: string, roomId: string): Promise<void> {
+    const stored = await this.records.load(project, roomId);
+    if (stored) restoreRoom(this.relay, project, roomId, stored);
   }
 
   /** The room's bans from Redis, where its earlier homes kept them: this node is its home now. */
@@ -214,30 +261,39 @@ export class ClusterSeam implements RoomSeam {
     };
   }
 
+  /**
+   * A resume goes to the node its credential names while that node lives; once it is dead, to
+   * the room's home now (claimed, and the room restored from its record, by whichever node comes
+   * first). A node that was just killed still looks alive for up to {@link ALIVE_MS}: a call it
+   * does not answer is given up after {@link RESUME_CALL_MS} and the question asked again.
+   */
   async resume(frame: ResumeFrame, conn: MemberConnection): Promise<Entered | WireError> {
-    const dot = frame.credential.indexOf('.');
-    const home = dot > 0 ? frame.credential.slice(0, dot) : this.bus.node;
-    if (home === this.bus.node) return this.local.resume(frame, conn);
-    // the node that held the seat is gone, and the seat with it: the SDK joins again
+    const place = ClusterSeam.credentialPlace(frame.credential);
+    if (!place || place.node === this.bus.node) return this.local.resume(frame, conn);
     const lost: WireError = { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
-    if (!(await this.homeAlive(home))) return lost;
-    const link = this.link(home, conn);
-    let answer: Envelope;
-    try {
-      answer = await this.callHome(home, { t: 'resume', frame, link }, link);
-    } catch {
-      return lost;
+    const rk = roomKey(place.project, place.roomId);
+    const deadline = Date.now() + RESUME_WITHIN_MS;
+    while (Date.now() < deadline) {
+      let target = place.node;
+      if (!(await this.bus.alive([place.node])).has(place.node)) {
+        if (this.homes.get(rk) === place.node) this.homes.delete(rk);
+        target = await this.home(place.project, place.roomId);
+      }
+      if (target === this.bus.node) return this.local.resume(frame, conn);
+      const link = this.link(target, conn);
+      let answer: Envelope;
+      try {
+        answer = await this.bus.call(target, { t: 'resume', frame, link }, null, RESUME_CALL_MS);
+      } catch {
+        this.edges.delete(link);
+        if (this.homes.get(rk) === target) this.homes.delete(rk);
+        continue;
+      }
+      const entered = this.entered(answer, target, link);
+      if ('code' in entered) this.edges.delete(link);
+      return entered;
     }
-    const entered = this.entered(answer, home, link);
-    if ('code' in entered) this.edges.delete(link);
-    return entered;
-  }
-
-  /** Whether `home` is alive, asking twice a heartbeat apart before saying no (a Redis that just came back has none yet). */
-  private async homeAlive(home: string): Promise<boolean> {
-    if ((await this.bus.alive([home])).has(home)) return true;
-    await new Promise((r) => setTimeout(r, ALIVE_MS));
-    return (await this.bus.alive([home])).has(home);
+    return lost;
   }
 
   private async callHome(home: string, header: Record<string, unknown>, link: string, room?: Pick<Verdict, 'project' | 'roomId'>): Promise<Envelope> {
@@ -377,6 +433,10 @@ export class ClusterSeam implements RoomSeam {
     const link = str(h.link);
     if (link === null) return;
     if (h.t === 'enter' && !(await this.stillHome(h.verdict as Verdict))) return this.bus.answer(envelope, { notHome: true });
+    if (h.t === 'resume') {
+      const place = ClusterSeam.credentialPlace(str((h.frame as { credential?: unknown } | undefined)?.credential) ?? '');
+      if (place) await this.restoring.get(roomKey(place.project, place.roomId));
+    }
     const remote = this.guestLink(from, link);
     const outcome = h.t === 'enter' ? this.local.enterNow(h.verdict as Verdict, remote) : await this.local.resume(h.frame as ResumeFrame, remote);
     if ('code' in outcome) return this.bus.answer(envelope, { refusal: outcome });
@@ -438,7 +498,10 @@ export class ClusterSeam implements RoomSeam {
       const redisKey = clusterKey('home', project, roomId);
       try {
         if (this.relay.rooms.get(project, roomId)) {
-          if ((await redis.tesseraRenew(redisKey, this.bus.node, LEASE_MS)) === 1) continue;
+          if ((await redis.tesseraRenew(redisKey, this.bus.node, LEASE_MS)) === 1) {
+            await this.records.renew(project, roomId);
+            continue;
+          }
           // the lease is gone (Redis restarted empty, or this node stalled past it): claim it again
           if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) !== 'OK') {
             this.relay.log.warn('cluster: another node claimed a room that lives here', { room: roomId, project });
@@ -458,7 +521,8 @@ export class ClusterSeam implements RoomSeam {
   /**
    * Nodes that died: members of rooms homed here whose connections were there are away (their
    * seats held for the grace period, so that they resume elsewhere); connections here to rooms
-   * homed there are dropped, so that their clients come back and the room opens on a live node.
+   * homed there are dropped, so that their clients resume, and the room is restored from its
+   * record on the live node that claims it first.
    */
   private async checkNodes(): Promise<void> {
     const nodes = new Set<string>();
@@ -486,12 +550,14 @@ export class ClusterSeam implements RoomSeam {
       if (guest.port && !guest.port.hold()) guest.port.leave();
     }
     for (const [key, home] of [...this.homes]) if (dead.has(home)) this.homes.delete(key);
+    let dropped = 0;
     for (const [id, edge] of [...this.edges]) {
       if (!dead.has(edge.home)) continue;
       this.edges.delete(id);
-      this.relay.log.info('cluster: the home of a room is gone', { node: edge.home });
       edge.conn.drop();
+      dropped++;
     }
+    this.relay.log.info('cluster: nodes are gone', { nodes: [...dead].join(' '), connectionsDropped: dropped });
   }
 
   /** Give up the room's lease, and its place in its project's list if nobody claimed it meanwhile. */
@@ -500,6 +566,20 @@ export class ClusterSeam implements RoomSeam {
     if ((await redis.tesseraRelease(clusterKey('home', project, roomId), this.bus.node)) === 1) {
       await redis.tesseraForgetRoom(ClusterApi.roomsKey(project), clusterKey('home', project, roomId), roomId);
     }
+  }
+
+  /**
+   * The node is about to shut down: its members' sessions end here but not in their rooms, whose
+   * records stay for the next home (their clients resume on another node, as after a crash).
+   */
+  async leaving(): Promise<void> {
+    this.records.freeze();
+    clearInterval(this.timer);
+    clearInterval(this.sweep);
+    await Promise.all([...this.leases.values()].map(({ project, roomId }) => this.release(project, roomId).catch(() => 0)));
+    this.leases.clear();
+    await this.bus.retire();
+    for (const guest of this.guests.values()) guest.link.drop();
   }
 
   async close(): Promise<void> {

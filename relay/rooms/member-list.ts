@@ -18,9 +18,13 @@ export class MemberList<T> {
     return this.live.size;
   }
 
-  /** Add a value at the end; returns its sequence number. */
-  append(value: T): number {
-    const seq = this.next++;
+  /**
+   * Add a value at the end; returns its sequence number: the next one, or `at` when it comes
+   * after every number given so far (a room restored on another node keeps its positions).
+   */
+  append(value: T, at?: number): number {
+    const seq = at !== undefined && Number.isSafeInteger(at) && at >= this.next ? at : this.next;
+    this.next = seq + 1;
     this.seqs.push(seq);
     this.live.set(seq, value);
     return seq;

@@ -84,15 +84,19 @@ export class MemoryRoom implements Room {
     return this.pinnedIds.has(participantId);
   }
 
-  add(member: Member): void {
+  add(member: Member, position?: number): void {
     if (member.pinned) this.pinnedIds.add(member.id);
-    const seq = this.tiers[member.tier].append(member);
+    const seq = this.tiers[member.tier].append(member, position);
     this.entries.set(member.id, { member, seq });
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
     if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantJoined(this, member);
+  }
+
+  position(participantId: string): number | undefined {
+    return this.entries.get(participantId)?.seq;
   }
 
   remove(member: Member): boolean {

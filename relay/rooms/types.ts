@@ -37,6 +37,8 @@ export interface Room {
   readonly project: string;
   /** Unix milliseconds at which it was opened. */
   readonly createdAt: number;
+  /** What kind of token opened it (whose quota it counts against). */
+  readonly opener: Opener;
   /** Pubsub subscriptions and history. */
   readonly topics: TopicBoard;
   /** Data streams in flight. */
@@ -54,8 +56,13 @@ export interface Room {
   pinnedIdentity(participantId: string): boolean;
   /** Every member, on stage and in the audience. */
   members(): IterableIterator<Member>;
-  /** Add a member (its `participant-joined` goes to the others when it is on stage). */
-  add(member: Member): void;
+  /**
+   * Add a member (its `participant-joined` goes to the others when it is on stage), at the end of
+   * its tier's join order, or at `position` when that is past every position given so far.
+   */
+  add(member: Member, position?: number): void;
+  /** The member's position in its tier's join order (what cursors hold). */
+  position(participantId: string): number | undefined;
   /** Remove a member if it is this very member (a taken-over identity is left alone). */
   remove(member: Member): boolean;
   counts(): ParticipantCounts;

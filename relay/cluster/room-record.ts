@@ -1,0 +1,196 @@
+/**
+ * A room's record in Redis, kept by its home so that the room outlives the node: its members
+ * (who they are, what their tokens allowed, their place in the join order, their resume
+ * credential) and what kind of token opened it. When the home dies, the next node to claim the
+ * room's lease restores it from the record with every member away on its grace period: the
+ * clients resume there, and the room sees no leave and no join.
+ *
+ * Writes are batched: what changed in one turn of the event loop is one pipeline, one `HSET`
+ * and one `HDEL` per room (a join costs a field, not a command).
+ */
+import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
+import type { EffectiveGrant } from '../../src/protocol/grant.ts';
+import type { Tier } from '../../src/protocol/messages.ts';
+import type { RelayContext } from '../context.ts';
+import { TokenBucket } from '../data/token-bucket.ts';
+import { holdSeat } from '../resume.ts';
+import { AwayLink } from '../seats.ts';
+import type { Member, Opener, Room, RoomObserver } from '../rooms/types.ts';
+import { clusterKey, type NodeBus } from './bus.ts';
+
+/** What the record keeps of a member. */
+interface StoredMember {
+  id: string;
+  name: string;
+  tier: Tier;
+  joinedAt: number;
+  grant: EffectiveGrant;
+  pinned: boolean;
+  tokenExp: number;
+  tokenKey: string;
+  apiKey: string;
+  position: number;
+  credential: string;
+}
+
+/** A record read back. */
+export interface StoredRoom {
+  opener: Opener;
+  members: StoredMember[];
+}
+
+const isStored = (v: unknown): v is StoredMember => {
+  const m = v as Partial<StoredMember> | null;
+  return (
+    typeof m === 'object' && m !== null && typeof m.id === 'string' && typeof m.name === 'string' && (m.tier === 'speaker' || m.tier === 'viewer') &&
+    typeof m.joinedAt === 'number' && typeof m.grant === 'object' && m.grant !== null && typeof m.pinned === 'boolean' && typeof m.tokenExp === 'number' &&
+    typeof m.tokenKey === 'string' && typeof m.apiKey === 'string' && typeof m.position === 'number' && typeof m.credential === 'string'
+  );
+};
+
+/** The records of the rooms homed on this node. */
+export class RoomRecords implements RoomObserver {
+  /** Fields to write (a value) or delete (null), by record key, until the end of this turn. */
+  private readonly pending = new Map<string, Map<string, string | null>>();
+  private scheduled = false;
+  /** The node is shutting down: what it holds stays recorded for the rooms' next homes. */
+  private frozen = false;
+
+  /** @param ttlMs how long a record outlives its last renewal (the home renews it with its lease) */
+  constructor(
+    private readonly relay: RelayContext,
+    private readonly bus: NodeBus,
+    readonly ttlMs: number,
+  ) {}
+
+  static key(project: string, roomId: string): string {
+    return clusterKey('room', project, roomId);
+  }
+
+  /** A credential was issued to a member (at its join, or a resume): its entry, written whole. */
+  issued(member: Member, room: Room, credential: string): void {
+    const position = room.position(member.id);
+    if (position === undefined) return;
+    const { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey } = member;
+    const stored: StoredMember = { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey, position, credential };
+    this.queue(room, `m:${id}`, JSON.stringify(stored));
+  }
+
+  roomStarted(room: Room): void {
+    this.queue(room, 'opener', room.opener);
+  }
+
+  roomFinished(room: Room): void {
+    if (this.frozen) return;
+    const key = RoomRecords.key(room.project, room.id);
+    this.pending.delete(key);
+    this.bus.redis.del(key).catch((err: unknown) => this.failed(err));
+  }
+
+  participantJoined(): void {
+    // written when its credential is issued, in the same turn
+  }
+
+  participantLeft(room: Room, member: Member): void {
+    this.queue(room, `m:${member.id}`, null);
+  }
+
+  lobbyRequest(_room: Room, _request: LobbyRequest): void {}
+  outputChanged(_room: Room, _change: OutputChange): void {}
+
+  /** Stop writing: the node is shutting down, and its members leaving it are not leaving their rooms. */
+  freeze(): void {
+    this.frozen = true;
+    this.pending.clear();
+  }
+
+  private queue(room: Room, field: string, value: string | null): void {
+    if (this.frozen) return;
+    const key = RoomRecords.key(room.project, room.id);
+    let fields = this.pending.get(key);
+    if (!fields) this.pending.set(key, (fields = new Map()));
+    fields.set(field, value);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    if (this.pending.size === 0) return;
+    const pipeline = this.bus.redis.pipeline();
+    for (const [key, fields] of this.pending) {
+      const set: string[] = [];
+      const del: string[] = [];
+      for (const [field, value] of fields) {
+        if (value === null) del.push(field);
+        else set.push(field, value);
+      }
+      if (set.length) pipeline.hset(key, ...set);
+      if (del.length) pipeline.hdel(key, ...del);
+      pipeline.pexpire(key, this.ttlMs);
+    }
+    this.pending.clear();
+    pipeline.exec().catch((err: unknown) => this.failed(err));
+  }
+
+  /** Keep the record of a room that lives here as long as its lease. */
+  renew(project: string, roomId: string): Promise<unknown> {
+    return this.bus.redis.pexpire(RoomRecords.key(project, roomId), this.ttlMs);
+  }
+
+  /** The room's record, if its last home left one. */
+  async load(project: string, roomId: string): Promise<StoredRoom | null> {
+    const fields = await this.bus.redis.hgetall(RoomRecords.key(project, roomId));
+    const members: StoredMember[] = [];
+    for (const [field, value] of Object.entries(fields)) {
+      if (!field.startsWith('m:')) continue;
+      try {
+        const parsed: unknown = JSON.parse(value);
+        if (isStored(parsed)) members.push(parsed);
+      } catch {
+        this.relay.log.warn('cluster: a member of a room record is not readable', { room: roomId, field: field.slice(0, 64) });
+      }
+    }
+    if (members.length === 0) return null;
+    return { opener: fields.opener === 'domain' ? 'domain' : 'room', members };
+  }
+
+  private failed(err: unknown): void {
+    this.relay.log.warn('cluster: a room record was not written', { error: err instanceof Error ? err.message : String(err) });
+  }
+}
+
+/**
+ * Open a room from its record: every member as it was, in its place in the join order, away on
+ * its grace period under the credential it had, so that its client's resume finds it here.
+ */
+export function restoreRoom(relay: RelayContext, project: string, roomId: string, stored: StoredRoom): Room {
+  const room = relay.rooms.getOrCreate(project, roomId, stored.opener);
+  const members = [...stored.members].sort((a, b) => a.position - b.position);
+  let restored = 0;
+  for (const s of members) {
+    if (room.get(s.id) || !relay.keys.isActive(s.apiKey)) continue;
+    const member: Member = {
+      id: s.id,
+      name: s.name,
+      tier: s.tier,
+      joinedAt: s.joinedAt,
+      grant: s.grant,
+      pinned: s.pinned,
+      tokenExp: s.tokenExp,
+      tokenKey: s.tokenKey,
+      apiKey: s.apiKey,
+      project,
+      link: new AwayLink(() => undefined),
+      fanout: new TokenBucket(relay.config.fanoutByteRate, relay.config.fanoutByteBurst),
+    };
+    room.add(member, s.position);
+    relay.seats.restore(member, room, s.apiKey, s.credential);
+    if (holdSeat(relay, member, room)) restored++;
+    else room.remove(member);
+  }
+  relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored });
+  relay.rooms.release(room);
+  return room;
+}

@@ -1,0 +1,48 @@
+import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
+import type { Room, RoomObserver } from './types.ts';
+import type { Member } from './member.ts';
+
+/**
+ * Several observers of the rooms as one (the webhooks, and on a cluster the room's record in
+ * Redis); one that throws does not keep the others from being told.
+ */
+export class RoomObservers implements RoomObserver {
+  private readonly all: RoomObserver[];
+
+  constructor(...observers: RoomObserver[]) {
+    this.all = observers;
+  }
+
+  add(observer: RoomObserver): void {
+    this.all.push(observer);
+  }
+
+  private each(tell: (o: RoomObserver) => void): void {
+    for (const o of this.all) {
+      try {
+        tell(o);
+      } catch {
+        // an observer's fault is its own: the room goes on
+      }
+    }
+  }
+
+  roomStarted(room: Room): void {
+    this.each((o) => o.roomStarted(room));
+  }
+  roomFinished(room: Room): void {
+    this.each((o) => o.roomFinished(room));
+  }
+  participantJoined(room: Room, member: Member): void {
+    this.each((o) => o.participantJoined(room, member));
+  }
+  participantLeft(room: Room, member: Member): void {
+    this.each((o) => o.participantLeft(room, member));
+  }
+  lobbyRequest(room: Room, request: LobbyRequest): void {
+    this.each((o) => o.lobbyRequest(room, request));
+  }
+  outputChanged(room: Room, change: OutputChange): void {
+    this.each((o) => o.outputChanged(room, change));
+  }
+}

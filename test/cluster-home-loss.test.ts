@@ -1,0 +1,127 @@
+/**
+ * Issue 14: the node a room lives on (its home) is lost, killed with SIGKILL or shut down. The
+ * room's record in Redis lets the next node restore it: every client resumes its session there
+ * (on stage or in the audience, connected to the lost node or to another), and the room sees no
+ * leave and no join; its bans, pages and pubsub go on.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Room } from '../src/room.ts';
+import { KeyStore } from '../relay/token/keys.ts';
+import { mintToken } from '../src/server/mint.ts';
+import { startRelay, type Relay } from '../relay/server.ts';
+import { Sdk } from '../src/sdk.ts';
+import { until } from './helpers.ts';
+import { startRedis, type TestRedis } from './redis.ts';
+import { spawnNode } from './spawn-node.ts';
+
+const API_KEY = 'home-key';
+const SECRET = 'home-secret-home-secret-home-secret';
+const ON_HOME = 30;
+const ELSEWHERE = 30;
+
+describe("issue 14: a room's home is lost", () => {
+  let redis: TestRedis;
+  let dir: string;
+  let keysFile: string;
+  let nodes: Relay[];
+  const children: ChildProcess[] = [];
+  const rooms: Room[] = [];
+  const token = (roomId: string, participantId: string, isViewer: boolean, grant = {}) => mintToken({ apiKey: API_KEY, secret: SECRET, roomId, participantId, isViewer, grant });
+  const keys = () => new KeyStore({ [API_KEY]: SECRET });
+
+  before(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), 'tessera-home-'));
+    keysFile = join(dir, 'keys.json');
+    writeFileSync(keysFile, JSON.stringify({ keys: { [API_KEY]: SECRET } }));
+    nodes = await Promise.all([0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null })));
+  });
+  after(async () => {
+    for (const room of rooms) void room.leave().catch(() => undefined);
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(nodes.map((n) => n.close()));
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The room opened on `homeUrl`; members on it and on node 0; a watcher on node 1. */
+  async function populate(roomId: string, homeUrl: string) {
+    const urls = (first: string) => [first, nodes[0]!.url, nodes[1]!.url];
+    const reconnect = { maxTimeMs: 15_000, initialDelayMs: 100 };
+    const opener = await Sdk.join({ url: urls(homeUrl), token: token(roomId, 'opener', false, { canModerate: true, canPublishData: true }), reconnect });
+    rooms.push(opener);
+    const members = [opener];
+    for (let i = 0; i < ON_HOME + ELSEWHERE; i++) {
+      const room = await Sdk.join({ url: urls(i < ON_HOME ? homeUrl : nodes[0]!.url), token: token(roomId, `m${String(i).padStart(2, '0')}`, i % 3 !== 0, { canSubscribeData: true }), reconnect });
+      rooms.push(room);
+      members.push(room);
+    }
+    const watcher = await Sdk.join({ url: [nodes[1]!.url, nodes[0]!.url], token: token(roomId, 'watcher', false, { canSubscribeData: true }), reconnect });
+    rooms.push(watcher);
+    members.push(watcher);
+    const total = ON_HOME + ELSEWHERE + 2;
+    const viewers = Math.floor((ON_HOME + ELSEWHERE - 1) / 3) * 2 + ((ON_HOME + ELSEWHERE - 1) % 3 >= 1 ? 1 : 0) + ((ON_HOME + ELSEWHERE - 1) % 3 >= 2 ? 1 : 0);
+    await until(() => watcher.participantCount.total === total, 5000, 'everyone in');
+    assert.equal(watcher.participantCount.viewer, viewers);
+    const events: string[] = [];
+    watcher.on('participant-joined', ({ participant }) => events.push(`joined ${participant.id}`));
+    watcher.on('participant-left', ({ participant }) => events.push(`left ${participant.id}`));
+    // the stage as it was is told to a new listener: what counts is what comes after
+    await until(() => events.length === watcher.remoteParticipants.size, 1000, 'the stage told');
+    events.length = 0;
+    const back = members.map((room) => new Promise<{ resumed: boolean; at: number }>((resolve) => room.on('reconnected', ({ resumed }) => resolve({ resumed, at: performance.now() }))));
+    const counts = { ...watcher.participantCount };
+    const stage = [...watcher.remoteParticipants.keys()];
+    return { opener, watcher, members, events, back, counts, stage };
+  }
+
+  async function survived(roomId: string, lostAt: number, room: Awaited<ReturnType<typeof populate>>) {
+    const outcomes = await Promise.all(room.back);
+    const slowest = Math.max(...outcomes.map((o) => o.at - lostAt));
+    assert.equal(outcomes.filter((o) => o.resumed).length, room.members.length, 'every session went on (resumed, not joined anew)');
+    assert.ok(slowest < 5000, `the last client was back after ${Math.round(slowest)} ms`);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual(room.events, [], 'the room saw no leave and no join');
+    assert.deepEqual(room.watcher.participantCount, room.counts);
+    assert.deepEqual([...room.watcher.remoteParticipants.keys()], room.stage);
+    const homes = nodes.filter((n) => n.context.rooms.get('default', roomId));
+    assert.equal(homes.length, 1, 'one live node holds the room');
+    assert.equal(homes[0]!.context.rooms.get('default', roomId)!.size, room.members.length);
+    // the join order survived: the audience pages as before
+    const page = await room.watcher.getParticipants({ tier: 'viewer', limit: 1000 });
+    assert.deepEqual(page.participants.map((p) => p.id), page.participants.map((p) => p.id).sort());
+    assert.equal(page.participants.length, room.counts.viewer);
+    // and the room works: a message reaches a member that was connected to the lost node
+    const got: unknown[] = [];
+    await room.members[1]!.pubsub.subscribe('after', (m) => void got.push(m.payload));
+    await room.opener.pubsub.publish('after', 'still here');
+    await until(() => got.length === 1, 3000, 'a message after the loss');
+    return slowest;
+  }
+
+  it(`kill -9 of the home with ${ON_HOME} clients on it and ${ELSEWHERE} on another node: all resume within 5 s, no leave, no join`, async () => {
+    const doomed = await spawnNode(redis.url, keysFile);
+    children.push(doomed.child);
+    const room = await populate('crash', doomed.url);
+    assert.ok(!nodes.some((n) => n.context.rooms.get('default', 'crash')), 'the room lives on the doomed node');
+    const killedAt = performance.now();
+    doomed.child.kill('SIGKILL');
+    const slowest = await survived('crash', killedAt, room);
+    console.log(`# home killed: ${room.members.length} clients resumed; the last ${Math.round(slowest)} ms after the kill`);
+  });
+
+  it('a home shut down (a rolling deploy) hands its rooms on the same way', async () => {
+    const leaving = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null });
+    const room = await populate('deploy', leaving.url);
+    assert.ok(leaving.context.rooms.get('default', 'deploy'), 'the room lives on the leaving node');
+    const closedAt = performance.now();
+    await leaving.close();
+    const slowest = await survived('deploy', closedAt, room);
+    console.log(`# home shut down: ${room.members.length} clients resumed; the last ${Math.round(slowest)} ms after the close began`);
+  });
+});
