@@ -18,6 +18,9 @@ import { Sdk } from '../src/sdk.ts';
 import { until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
 import { spawnNode } from './spawn-node.ts';
+import { rawConnect } from './raw.ts';
+import { Redis } from 'ioredis';
+import { PROTOCOL_VERSION } from '../src/protocol/messages.ts';
 
 const API_KEY = 'home-key';
 const SECRET = 'home-secret-home-secret-home-secret';
@@ -123,5 +126,22 @@ describe("issue 14: a room's home is lost", () => {
     await leaving.close();
     const slowest = await survived('deploy', closedAt, room);
     console.log(`# home shut down: ${room.members.length} clients resumed; the last ${Math.round(slowest)} ms after the close began`);
+  });
+
+  it('a forged credential naming a dead node and any room claims nothing: no lease, no record read, resume-unknown', async () => {
+    const client = new Redis(redis.url);
+    try {
+      const b64 = (text: string) => Buffer.from(text).toString('base64url');
+      for (const [project, roomId] of [['default', 'never-opened'], ['another-project', 'crash']] as const) {
+        const raw = await rawConnect(nodes[0]!.url);
+        raw.send({ type: 'resume', v: PROTOCOL_VERSION, credential: `deadbeef0000.${b64(project)}.${b64(roomId)}.${'x'.repeat(32)}` });
+        const answer = await raw.next((f) => f.type === 'join-error' || f.type === 'joined');
+        assert.equal((answer.error as { reason?: string } | undefined)?.reason, 'resume-unknown');
+        assert.equal(await client.exists(`tessera:home:${encodeURIComponent(project)}:${encodeURIComponent(roomId)}`), 0);
+        raw.ws.close();
+      }
+    } finally {
+      client.disconnect();
+    }
   });
 });

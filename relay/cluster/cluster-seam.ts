@@ -276,6 +276,9 @@ export class ClusterSeam implements RoomSeam {
     while (Date.now() < deadline) {
       let target = place.node;
       if (!(await this.bus.alive([place.node])).has(place.node)) {
+        // a resume needs no token: one that names a room without a record claims nothing (a forged
+        // credential cannot make this node take leases, nor read records, of rooms it names)
+        if (!this.homeHere(place.project, place.roomId) && !(await this.records.exists(place.project, place.roomId))) return lost;
         if (this.homes.get(rk) === place.node) this.homes.delete(rk);
         target = await this.home(place.project, place.roomId);
       }

@@ -139,6 +139,11 @@ export class RoomRecords implements RoomObserver {
     return this.bus.redis.pexpire(RoomRecords.key(project, roomId), this.ttlMs);
   }
 
+  /** Whether the room has a record (a home keeps it, or a dead home left it). */
+  async exists(project: string, roomId: string): Promise<boolean> {
+    return (await this.bus.redis.exists(RoomRecords.key(project, roomId))) === 1;
+  }
+
   /** The room's record, if its last home left one. */
   async load(project: string, roomId: string): Promise<StoredRoom | null> {
     const fields = await this.bus.redis.hgetall(RoomRecords.key(project, roomId));
