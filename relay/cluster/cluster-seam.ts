@@ -4,39 +4,23 @@ import type { Verdict } from '../join.ts';
 import { LocalSeam } from '../local-seam.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from '../seam.ts';
 import type { Refusal } from '../token/verify.ts';
-import { ALIVE_MS, clusterKey, type Envelope, type NodeBus } from './bus.ts';
+import { ALIVE_MS, type Envelope, type NodeBus } from './bus.ts';
 import { RemoteLink, RemotePort } from './links.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
 import type { ApiCall, Route } from '../api/routes.ts';
 import { ClusterApi } from './cluster-api.ts';
-import { RoomRecords, restoreRoom } from './room-record.ts';
+import { RoomRecords } from './room-record.ts';
+import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
 import { isId } from '../../src/protocol/parse.ts';
 
-/** How long a node's claim to be a room's home lasts unless renewed (ms). */
-export const LEASE_MS = 6000;
-/** How often a home renews the claims of the rooms it holds (ms). */
-const RENEW_MS = 2000;
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
 /** How long one node has to answer a resume before it is asked again whether it lives (ms). */
 const RESUME_CALL_MS = 1200;
 
-/** Renew a lease if this node holds it: PEXPIRE only when the value is ours. */
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
-/** Give up a lease if this node holds it. */
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-
-/** The scripts {@link ClusterSeam} defines on its Redis connection. */
-interface Scripts {
-  tesseraRenew(key: string, node: string, ms: number): Promise<number>;
-  tesseraRelease(key: string, node: string): Promise<number>;
-  tesseraForgetRoom(list: string, lease: string, roomId: string): Promise<number>;
-}
-
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const roomKey = (project: string, roomId: string) => `${project}\u0000${roomId}`;
 
 /** At this node, for a room homed elsewhere: one of its connections, by link id. */
 interface Edge {
@@ -67,20 +51,14 @@ export class ClusterSeam implements RoomSeam {
   private readonly local: LocalSeam;
   private readonly api: ClusterApi;
   private readonly records: RoomRecords;
-  /** Rooms being restored from their records here, by room key: entries wait for them. */
-  private readonly restoring = new Map<string, Promise<void>>();
+  private readonly homes: RoomHomes;
   private readonly edges = new Map<string, Edge>();
   private readonly guests = new Map<string, Guest>();
-  /** Leases this node holds, by room key. */
-  private readonly leases = new Map<string, { project: string; roomId: string }>();
-  /** Homes of rooms elsewhere found before, by room key: forgotten when the node dies or says it is not the home. */
-  private readonly homes = new Map<string, string>();
   private nextLink = 1;
   /** No node is declared dead before this time (ms since the epoch). */
   private judgeAfter = 0;
   /** Nodes found without a heartbeat at the last sweep: dead if still so at the next. */
   private missing = new Set<string>();
-  private readonly timer: ReturnType<typeof setInterval>;
   private readonly sweep: ReturnType<typeof setInterval>;
 
   /** @param observers where the rooms' records join the other observers of this node's rooms */
@@ -91,9 +69,10 @@ export class ClusterSeam implements RoomSeam {
   ) {
     this.local = new LocalSeam(relay);
     this.records = new RoomRecords(relay, bus, Math.max(30_000, relay.config.resumeGraceMs + 2 * LEASE_MS));
+    this.homes = new RoomHomes(relay, bus, this.records);
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
-    this.api = new ClusterApi(relay, bus, (project, roomId) => this.homeHere(project, roomId));
+    this.api = new ClusterApi(relay, bus, (project, roomId) => this.homes.here(project, roomId));
     bus.onMessage((from, envelope) => this.receive(from, envelope));
     // frames to and from other nodes were lost meanwhile: members whose room is elsewhere come
     // back through a resume, which gives them the room as it is now
@@ -107,21 +86,6 @@ export class ClusterSeam implements RoomSeam {
       // and the members of rooms homed here whose connections are elsewhere: what they asked meanwhile was lost
       for (const guest of this.guests.values()) guest.link.drop();
     });
-    // a ban is the room's, wherever it is homed next: kept in Redis until the token expires
-    relay.bans.onAdd = (project, roomId, tokenKey, exp) => {
-      const key = clusterKey('bans', project, roomId);
-      bus.redis
-        .multi()
-        .hset(key, tokenKey, String(exp))
-        .expireat(key, Math.ceil(exp), 'GT')
-        .expireat(key, Math.ceil(exp), 'NX')
-        .exec()
-        .catch((err: unknown) => relay.log.error('cluster: a ban was not stored in Redis', { room: roomId, error: err instanceof Error ? err.message : String(err) }));
-    };
-    bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
-    bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
-    this.timer = setInterval(() => void this.renew(), RENEW_MS);
-    this.timer.unref();
     this.sweep = setInterval(() => void this.checkNodes(), ALIVE_MS / 2);
     this.sweep.unref();
   }
@@ -142,70 +106,9 @@ export class ClusterSeam implements RoomSeam {
     return isId(place.roomId) && place.project.length > 0 && place.project.length <= 256 ? place : null;
   }
 
-  /** Whether the room lives on this node, under its lease. */
-  private homeHere(project: string, roomId: string): boolean {
-    return this.relay.rooms.get(project, roomId) !== undefined && this.leases.has(roomKey(project, roomId));
-  }
-
   /** Run a server-API call where its room lives. */
   runApi(route: Route, call: ApiCall<string>): Promise<unknown> {
     return this.api.run(route, call);
-  }
-
-  /** The node that is the room's home, claiming it for this node when nobody holds it. */
-  private async home(project: string, roomId: string): Promise<string> {
-    const rk = roomKey(project, roomId);
-    await this.restoring.get(rk);
-    // a room that lives here under this node's lease, or a home found before: no Redis round trip
-    if (this.homeHere(project, roomId)) return this.bus.node;
-    const known = this.homes.get(rk);
-    if (known) return known;
-    const found = await this.claimOrFind(project, roomId);
-    if (found !== this.bus.node) this.homes.set(rk, found);
-    return found;
-  }
-
-  /** Claim the room's lease for this node, or name its live holder. */
-  private async claimOrFind(project: string, roomId: string): Promise<string> {
-    const key = clusterKey('home', project, roomId);
-    const { redis, node } = this.bus;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if ((await redis.set(key, node, 'PX', LEASE_MS, 'NX')) === 'OK') {
-        this.leases.set(roomKey(project, roomId), { project, roomId });
-        const rk = roomKey(project, roomId);
-        const ready = Promise.all([this.learnBans(project, roomId), redis.zadd(ClusterApi.roomsKey(project), 0, roomId), this.restore(project, roomId)]).then(() => undefined);
-        this.restoring.set(rk, ready);
-        try {
-          await ready;
-        } finally {
-          this.restoring.delete(rk);
-        }
-        return node;
-      }
-      const holder = await redis.get(key);
-      if (holder === node) {
-        this.leases.set(roomKey(project, roomId), { project, roomId });
-        // claimed by another entry of this node a moment ago: its restore comes first
-        await this.restoring.get(roomKey(project, roomId));
-      }
-      if (!holder) continue;
-      if (holder === node || (await this.bus.alive([holder])).has(holder)) return holder;
-      // its home died with the room: the lease is given up for a new home to claim
-      await (redis as unknown as Scripts).tesseraRelease(key, holder);
-    }
-    throw new Error(`no home for room ${roomId}`);
-  }
-
-  /** This node is the room's home now: if its last home died with members in it, they are restored here. */
-  private async restore(project: string, roomId: string): Promise<void> {
-    const stored = await this.records.load(project, roomId);
-    if (stored) restoreRoom(this.relay, project, roomId, stored);
-  }
-
-  /** The room's bans from Redis, where its earlier homes kept them: this node is its home now. */
-  private async learnBans(project: string, roomId: string): Promise<void> {
-    const bans = await this.bus.redis.hgetall(clusterKey('bans', project, roomId));
-    for (const [tokenKey, exp] of Object.entries(bans)) this.relay.bans.learn(project, roomId, tokenKey, Number(exp));
   }
 
   private link(home: string, conn: MemberConnection, joiner?: LobbyJoiner): string {
@@ -225,13 +128,13 @@ export class ClusterSeam implements RoomSeam {
    */
   private async askHome(t: 'enter' | 'wait', verdict: Verdict, conn: MemberConnection, joiner?: LobbyJoiner): Promise<{ answer: Envelope; home: string; link: string } | null> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const home = await this.home(verdict.project, verdict.roomId);
+      const home = await this.homes.of(verdict.project, verdict.roomId);
       if (home === this.bus.node) return null;
       const link = this.link(home, conn, joiner);
       const answer = await this.callHome(home, { t, verdict, link }, link, verdict);
       if (answer.header.notHome !== true) return { answer, home, link };
       this.edges.delete(link);
-      this.homes.delete(roomKey(verdict.project, verdict.roomId));
+      this.homes.forget(verdict.project, verdict.roomId);
     }
     throw new Error(`no node is the home of room ${verdict.roomId}`);
   }
@@ -271,16 +174,15 @@ export class ClusterSeam implements RoomSeam {
     const place = ClusterSeam.credentialPlace(frame.credential);
     if (!place || place.node === this.bus.node) return this.local.resume(frame, conn);
     const lost: WireError = { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
-    const rk = roomKey(place.project, place.roomId);
     const deadline = Date.now() + RESUME_WITHIN_MS;
     while (Date.now() < deadline) {
       let target = place.node;
       if (!(await this.bus.alive([place.node])).has(place.node)) {
         // a resume needs no token: one that names a room without a record claims nothing (a forged
         // credential cannot make this node take leases, nor read records, of rooms it names)
-        if (!this.homeHere(place.project, place.roomId) && !(await this.records.exists(place.project, place.roomId))) return lost;
-        if (this.homes.get(rk) === place.node) this.homes.delete(rk);
-        target = await this.home(place.project, place.roomId);
+        if (!this.homes.here(place.project, place.roomId) && !(await this.records.exists(place.project, place.roomId))) return lost;
+        this.homes.forget(place.project, place.roomId, place.node);
+        target = await this.homes.of(place.project, place.roomId);
       }
       if (target === this.bus.node) return this.local.resume(frame, conn);
       const link = this.link(target, conn);
@@ -289,7 +191,7 @@ export class ClusterSeam implements RoomSeam {
         answer = await this.bus.call(target, { t: 'resume', frame, link }, null, RESUME_CALL_MS);
       } catch {
         this.edges.delete(link);
-        if (this.homes.get(rk) === target) this.homes.delete(rk);
+        this.homes.forget(place.project, place.roomId, target);
         continue;
       }
       const entered = this.entered(answer, target, link);
@@ -304,19 +206,9 @@ export class ClusterSeam implements RoomSeam {
       return await this.bus.call(home, header);
     } catch (err) {
       this.edges.delete(link);
-      if (room) this.homes.delete(roomKey(room.project, room.roomId));
+      if (room) this.homes.forget(room.project, room.roomId);
       throw err;
     }
-  }
-
-  /**
-   * At the home, before a room is opened for a member of another node: this node must hold the
-   * room's lease (the other node may have found it here before the room ended and the lease
-   * was given up). False: another node is the home now.
-   */
-  private async stillHome(verdict: Verdict): Promise<boolean> {
-    if (this.homeHere(verdict.project, verdict.roomId)) return true;
-    return (await this.claimOrFind(verdict.project, verdict.roomId)) === this.bus.node;
   }
 
   /** The home's answer to an entry: the member's port, or why not. */
@@ -435,10 +327,10 @@ export class ClusterSeam implements RoomSeam {
     const h = envelope.header;
     const link = str(h.link);
     if (link === null) return;
-    if (h.t === 'enter' && !(await this.stillHome(h.verdict as Verdict))) return this.bus.answer(envelope, { notHome: true });
+    if (h.t === 'enter' && !(await this.homes.stillHere((h.verdict as Verdict).project, (h.verdict as Verdict).roomId))) return this.bus.answer(envelope, { notHome: true });
     if (h.t === 'resume') {
       const place = ClusterSeam.credentialPlace(str((h.frame as { credential?: unknown } | undefined)?.credential) ?? '');
-      if (place) await this.restoring.get(roomKey(place.project, place.roomId));
+      if (place) await this.homes.restored(place.project, place.roomId);
     }
     const remote = this.guestLink(from, link);
     const outcome = h.t === 'enter' ? this.local.enterNow(h.verdict as Verdict, remote) : await this.local.resume(h.frame as ResumeFrame, remote);
@@ -457,13 +349,13 @@ export class ClusterSeam implements RoomSeam {
     remote.onReplaced = () => {
       if (this.guests.get(key)?.port === port) this.guests.delete(key);
     };
-    this.keepLease(port);
+    this.homes.keep(port.member.project, port.roomId);
   }
 
   private async hostWait(from: string, envelope: Envelope): Promise<void> {
     const link = str(envelope.header.link);
     if (link === null) return;
-    if (!(await this.stillHome(envelope.header.verdict as Verdict))) return this.bus.answer(envelope, { notHome: true });
+    if (!(await this.homes.stillHere((envelope.header.verdict as Verdict).project, (envelope.header.verdict as Verdict).roomId))) return this.bus.answer(envelope, { notHome: true });
     const remote = this.guestLink(from, link);
     const key = `${from}\u0000${link}`;
     let waiting = true;
@@ -488,37 +380,6 @@ export class ClusterSeam implements RoomSeam {
     if ('code' in place) return this.bus.answer(envelope, { refusal: place });
     this.guests.set(key, { link: remote, place });
     this.bus.answer(envelope, { ok: true });
-  }
-
-  private keepLease(port: RoomPort): void {
-    this.leases.set(roomKey(port.member.project, port.roomId), { project: port.member.project, roomId: port.roomId });
-  }
-
-  /** Renew the leases of the rooms this node holds; give up those of rooms that are gone. */
-  private async renew(): Promise<void> {
-    const redis = this.bus.redis as unknown as Scripts;
-    for (const [key, { project, roomId }] of [...this.leases]) {
-      const redisKey = clusterKey('home', project, roomId);
-      try {
-        if (this.relay.rooms.get(project, roomId)) {
-          if ((await redis.tesseraRenew(redisKey, this.bus.node, LEASE_MS)) === 1) {
-            await this.records.renew(project, roomId);
-            continue;
-          }
-          // the lease is gone (Redis restarted empty, or this node stalled past it): claim it again
-          if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) !== 'OK') {
-            this.relay.log.warn('cluster: another node claimed a room that lives here', { room: roomId, project });
-          } else {
-            await this.bus.redis.zadd(ClusterApi.roomsKey(project), 0, roomId);
-          }
-        } else {
-          this.leases.delete(key);
-          await this.release(project, roomId);
-        }
-      } catch (err) {
-        this.relay.log.warn('cluster: lease renewal failed', { room: roomId, error: err instanceof Error ? err.message : String(err) });
-      }
-    }
   }
 
   /**
@@ -552,7 +413,7 @@ export class ClusterSeam implements RoomSeam {
       guest.place?.cancel();
       if (guest.port && !guest.port.hold()) guest.port.leave();
     }
-    for (const [key, home] of [...this.homes]) if (dead.has(home)) this.homes.delete(key);
+    this.homes.forgetNodes(dead);
     let dropped = 0;
     for (const [id, edge] of [...this.edges]) {
       if (!dead.has(edge.home)) continue;
@@ -563,34 +424,21 @@ export class ClusterSeam implements RoomSeam {
     this.relay.log.info('cluster: nodes are gone', { nodes: [...dead].join(' '), connectionsDropped: dropped });
   }
 
-  /** Give up the room's lease, and its place in its project's list if nobody claimed it meanwhile. */
-  private async release(project: string, roomId: string): Promise<void> {
-    const redis = this.bus.redis as unknown as Scripts;
-    if ((await redis.tesseraRelease(clusterKey('home', project, roomId), this.bus.node)) === 1) {
-      await redis.tesseraForgetRoom(ClusterApi.roomsKey(project), clusterKey('home', project, roomId), roomId);
-    }
-  }
-
   /**
    * The node is about to shut down: its members' sessions end here but not in their rooms, whose
    * records stay for the next home (their clients resume on another node, as after a crash).
    */
   async leaving(): Promise<void> {
     this.records.freeze();
-    clearInterval(this.timer);
     clearInterval(this.sweep);
-    await Promise.all([...this.leases.values()].map(({ project, roomId }) => this.release(project, roomId).catch(() => 0)));
-    this.leases.clear();
+    await this.homes.releaseAll();
     await this.bus.retire();
     for (const guest of this.guests.values()) guest.link.drop();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
     clearInterval(this.sweep);
-    const redis = this.bus.redis as unknown as Scripts;
-    await Promise.all([...this.leases.values()].map(({ project, roomId }) => this.release(project, roomId).catch(() => 0)));
-    this.leases.clear();
+    await this.homes.releaseAll();
   }
 }
 
