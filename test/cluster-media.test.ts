@@ -63,4 +63,32 @@ describe('issue 14: media across nodes', () => {
     assert.ok(stats.in.packets > 0 && stats.out.packets > 0);
     for (const n of [nodes[1]!, nodes[2]!]) assert.equal(n.context.rooms.get('default', 'av'), undefined, 'nothing of it on the other nodes');
   });
+
+  it("the room's home shuts down: publisher and subscriber resume on the room's new home and the camera flows again by itself", async () => {
+    const home = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: new KeyStore({ [API_KEY]: SECRET }), redis: redis.url, mediaIp: '127.0.0.1' });
+    const join = async (urls: string[], participantId: string) => {
+      const room = await Sdk.join({ url: urls, token: mintToken({ apiKey: API_KEY, secret: SECRET, roomId: 'moving', participantId, grant: AV }), media: nodePlatform, reconnect: { maxTimeMs: 15_000, initialDelayMs: 100 } });
+      rooms.push(room);
+      return room;
+    };
+    await join([home.url, nodes[0]!.url], 'opener');
+    const publisher = await join([nodes[1]!.url], 'pub');
+    const subscriber = await join([nodes[2]!.url], 'sub');
+    const subscribed: TrackEvent[] = [];
+    subscriber.on('track-subscribed', (e) => subscribed.push(e));
+    const camera = fakeTrack('video');
+    stops.push(camera.stop);
+    await publisher.localParticipant.publish('camera', camera.track);
+    await until(() => subscribed.length === 1, 10_000, 'the camera subscribed');
+    assert.ok(home.context.rooms.get('default', 'moving'), 'the media lives on the first home');
+    const back = Promise.all([publisher, subscriber].map((room) => new Promise<boolean>((resolve) => room.on('reconnected', ({ resumed }) => resolve(resumed)))));
+    await home.close();
+    assert.deepEqual(await back, [true, true], 'both sessions went on');
+    const newHome = nodes.find((n) => n.context.rooms.get('default', 'moving'));
+    assert.ok(newHome, 'the room lives on another node now');
+    await until(() => subscribed.length === 2, 15_000, 'the camera subscribed again');
+    const got = countPackets(subscriber.remoteParticipants.get('pub')!.tracks.get('camera')!.track!);
+    await until(() => got() > 20, 10_000, 'packets flowing from the new home');
+    assert.equal(newHome.context.rooms.get('default', 'moving')!.media.stats().publications, 1);
+  });
 });
