@@ -56,7 +56,7 @@ describe("issue 14: a room's home is lost", () => {
   async function populate(roomId: string, homeUrl: string) {
     const urls = (first: string) => [first, nodes[0]!.url, nodes[1]!.url];
     const reconnect = { maxTimeMs: 15_000, initialDelayMs: 100 };
-    const opener = await Sdk.join({ url: urls(homeUrl), token: token(roomId, 'opener', false, { canModerate: true, canPublishData: true }), reconnect });
+    const opener = await Sdk.join({ url: urls(homeUrl), token: token(roomId, 'opener', false, { canModerate: true, canPublishData: true, canWhiteboard: true }), reconnect });
     rooms.push(opener);
     const members = [opener];
     for (let i = 0; i < ON_HOME + ELSEWHERE; i++) {
@@ -78,6 +78,11 @@ describe("issue 14: a room's home is lost", () => {
     await until(() => events.length === watcher.remoteParticipants.size, 1000, 'the stage told');
     events.length = 0;
     const back = members.map((room) => new Promise<{ resumed: boolean; at: number }>((resolve) => room.on('reconnected', ({ resumed }) => resolve({ resumed, at: performance.now() }))));
+    // an output runs at the home: it starts again on the next one
+    await opener.whiteboard.start();
+    // written to the room's record within the turn (a crash a moment after a start may lose it)
+    const client = new Redis(redis.url);
+    await until(async () => (await client.hexists(`tessera:room:default:${roomId}`, 'o:whiteboard')) === 1, 2000, 'the output recorded').finally(() => client.disconnect());
     const counts = { ...watcher.participantCount };
     const stage = [...watcher.remoteParticipants.keys()];
     return { opener, watcher, members, events, back, counts, stage };
@@ -95,6 +100,10 @@ describe("issue 14: a room's home is lost", () => {
     const homes = nodes.filter((n) => n.context.rooms.get('default', roomId));
     assert.equal(homes.length, 1, 'one live node holds the room');
     assert.equal(homes[0]!.context.rooms.get('default', roomId)!.size, room.members.length);
+    const restored = homes[0]!.context.rooms.get('default', roomId)!;
+    await until(() => restored.outputs.statuses().whiteboard.state === 'active', 5000, 'the whiteboard started again');
+    assert.equal(restored.outputs.statuses().whiteboard.by, 'opener');
+    await until(() => room.watcher.whiteboard.status.state === 'active', 5000, 'the watcher sees the whiteboard active');
     // the join order survived: the audience pages as before
     const page = await room.watcher.getParticipants({ tier: 'viewer', limit: 1000 });
     assert.deepEqual(page.participants.map((p) => p.id), page.participants.map((p) => p.id).sort());

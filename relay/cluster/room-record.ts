@@ -1,14 +1,14 @@
 /**
  * A room's record in Redis, kept by its home so that the room outlives the node: its members
  * (who they are, what their tokens allowed, their place in the join order, their resume
- * credential) and what kind of token opened it. When the home dies, the next node to claim the
+ * credential), its running outputs (as they were started) and what kind of token opened it. When the home dies, the next node to claim the
  * room's lease restores it from the record with every member away on its grace period: the
  * clients resume there, and the room sees no leave and no join.
  *
  * Writes are batched: what changed in one turn of the event loop is one pipeline, one `HSET`
  * and one `HDEL` per room (a join costs a field, not a command).
  */
-import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
+import { OUTPUTS, type LobbyRequest, type OutputChange, type OutputName } from '../../src/protocol/control.ts';
 import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import type { Tier } from '../../src/protocol/messages.ts';
 import type { RelayContext } from '../context.ts';
@@ -33,11 +33,24 @@ interface StoredMember {
   credential: string;
 }
 
+/** An output running at the home, as it was started. */
+interface StoredOutput {
+  output: OutputName;
+  by: string;
+  options: unknown;
+}
+
 /** A record read back. */
 export interface StoredRoom {
   opener: Opener;
   members: StoredMember[];
+  outputs: StoredOutput[];
 }
+
+const isOutput = (v: unknown): v is StoredOutput => {
+  const o = v as Partial<StoredOutput> | null;
+  return typeof o === 'object' && o !== null && (OUTPUTS as readonly unknown[]).includes(o.output) && typeof o.by === 'string';
+};
 
 const isStored = (v: unknown): v is StoredMember => {
   const m = v as Partial<StoredMember> | null;
@@ -96,7 +109,16 @@ export class RoomRecords implements RoomObserver {
   }
 
   lobbyRequest(_room: Room, _request: LobbyRequest): void {}
-  outputChanged(_room: Room, _change: OutputChange): void {}
+
+  /** An output that runs is kept with how it was started; one that stopped or failed is forgotten. */
+  outputChanged(room: Room, change: OutputChange): void {
+    if (change.state === 'active') {
+      const started = room.outputs.active().find((o) => o.output === change.output);
+      if (started) this.queue(room, `o:${change.output}`, JSON.stringify(started));
+    } else if (change.state === 'stopped' || change.state === 'failed') {
+      this.queue(room, `o:${change.output}`, null);
+    }
+  }
 
   /** Stop writing: the node is shutting down, and its members leaving it are not leaving their rooms. */
   freeze(): void {
@@ -148,17 +170,19 @@ export class RoomRecords implements RoomObserver {
   async load(project: string, roomId: string): Promise<StoredRoom | null> {
     const fields = await this.bus.redis.hgetall(RoomRecords.key(project, roomId));
     const members: StoredMember[] = [];
+    const outputs: StoredOutput[] = [];
     for (const [field, value] of Object.entries(fields)) {
-      if (!field.startsWith('m:')) continue;
+      if (!field.startsWith('m:') && !field.startsWith('o:')) continue;
       try {
         const parsed: unknown = JSON.parse(value);
-        if (isStored(parsed)) members.push(parsed);
+        if (field.startsWith('m:') && isStored(parsed)) members.push(parsed);
+        else if (field.startsWith('o:') && isOutput(parsed)) outputs.push(parsed);
       } catch {
-        this.relay.log.warn('cluster: a member of a room record is not readable', { room: roomId, field: field.slice(0, 64) });
+        this.relay.log.warn('cluster: a field of a room record is not readable', { room: roomId, field: field.slice(0, 64) });
       }
     }
     if (members.length === 0) return null;
-    return { opener: fields.opener === 'domain' ? 'domain' : 'room', members };
+    return { opener: fields.opener === 'domain' ? 'domain' : 'room', members, outputs };
   }
 
   private failed(err: unknown): void {
@@ -195,7 +219,12 @@ export function restoreRoom(relay: RelayContext, project: string, roomId: string
     if (holdSeat(relay, member, room)) restored++;
     else room.remove(member);
   }
-  relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored });
+  relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length });
   relay.rooms.release(room);
+  if (relay.rooms.get(project, roomId) !== room) return room;
+  // what ran at the dead home starts again here, as it was started (a recording goes on in a new file)
+  for (const { output, by, options } of stored.outputs) {
+    room.outputs.start(output, by, options as never).catch((err: unknown) => relay.log.warn('cluster: an output of a restored room did not start again', { room: roomId, output, error: err instanceof Error ? err.message : String(err) }));
+  }
   return room;
 }

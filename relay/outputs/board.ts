@@ -80,6 +80,8 @@ function withoutInfo<O extends OutputName>(status: OutputStatus<O>): OutputStatu
  */
 export class OutputBoard {
   private readonly status: OutputStatuses;
+  /** How each active output was started: what it is started with again elsewhere. */
+  private readonly startedWith = new Map<OutputName, { by: string; options: unknown }>();
   private readonly running = new Map<OutputName, Running>();
   /** Ends the start in progress of an output with an error (its stop, or its deadline). */
   private readonly cancels = new Map<OutputName, (error: RelayError) => void>();
@@ -92,6 +94,11 @@ export class OutputBoard {
   ) {
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULTS.outputStartTimeoutMs;
     this.status = { recording: { state: 'stopped' }, hls: { state: 'stopped' }, livestream: { state: 'stopped' }, transcription: { state: 'stopped' }, whiteboard: { state: 'stopped' } };
+  }
+
+  /** The outputs that are active, with who started them and how (a cluster keeps them to start them again on the room's next home). */
+  active(): Array<{ output: OutputName; by: string; options: unknown }> {
+    return [...this.startedWith].map(([output, { by, options }]) => ({ output, by, options }));
   }
 
   /** The state of every output, as `grant` may see it (without a grant: everything). */
@@ -137,6 +144,7 @@ export class OutputBoard {
     try {
       const info = await Promise.race([started, cut]);
       if (this.running.get(output) !== provider) throw new RelayError('INVALID_STATE', `${output} was stopped while starting`, 'output-stopped');
+      this.startedWith.set(output, { by, options });
       this.set<O>(output, { state: 'active', by, ...(info ? { info } : {}) });
       return this.status[output];
     } catch (err) {
@@ -212,6 +220,7 @@ export class OutputBoard {
 
   private set<O extends OutputName>(output: O, status: OutputStatus<O>): void {
     (this.status as Record<O, OutputStatus<O>>)[output] = status;
+    if (status.state !== 'active') this.startedWith.delete(output);
     this.ctx.timeline.emit({ type: 'output', output, state: status.state, ...(status.by ? { by: status.by } : {}) });
     // one status of one output: the correlation of `output` and `info` that the type of the event expresses
     const frame = (s: OutputStatus<O>): ServerFrame => ({ type: 'event', name: 'output-changed', data: { output, ...s } as OutputChange });
