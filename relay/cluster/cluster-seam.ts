@@ -17,8 +17,8 @@ import { isId } from '../../src/protocol/parse.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
-/** How long one node has to answer a resume before it is asked again whether it lives (ms). */
-const RESUME_CALL_MS = 1200;
+/** How often a node that does not answer yet is asked again whether it lives (ms). */
+const ALIVE_WATCH_MS = 400;
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
@@ -167,8 +167,8 @@ export class ClusterSeam implements RoomSeam {
   /**
    * A resume goes to the node its credential names while that node lives; once it is dead, to
    * the room's home now (claimed, and the room restored from its record, by whichever node comes
-   * first). A node that was just killed still looks alive for up to {@link ALIVE_MS}: a call it
-   * does not answer is given up after {@link RESUME_CALL_MS} and the question asked again.
+   * first). A node that was just killed still looks alive for up to {@link ALIVE_MS}: the call is
+   * given up once its heartbeat is gone, and the question asked again.
    */
   async resume(frame: ResumeFrame, conn: MemberConnection): Promise<Entered | WireError> {
     const place = ClusterSeam.credentialPlace(frame.credential);
@@ -188,7 +188,7 @@ export class ClusterSeam implements RoomSeam {
       const link = this.link(target, conn);
       let answer: Envelope;
       try {
-        answer = await this.bus.call(target, { t: 'resume', frame, link }, null, RESUME_CALL_MS);
+        answer = await this.callWhileAlive(target, { t: 'resume', frame, link });
       } catch {
         this.edges.delete(link);
         this.homes.forget(place.project, place.roomId, target);
@@ -199,6 +199,26 @@ export class ClusterSeam implements RoomSeam {
       return entered;
     }
     return lost;
+  }
+
+  /**
+   * Call `node`, giving up as soon as its heartbeat is gone rather than at the call's time-out: a
+   * node killed a moment ago still looks alive for up to {@link ALIVE_MS}, and a busy node that
+   * lives is waited for (asking it twice would run the resume twice, the second with a spent
+   * credential).
+   */
+  private callWhileAlive(node: string, header: Record<string, unknown>): Promise<Envelope> {
+    return new Promise<Envelope>((resolve, reject) => {
+      const watch = setInterval(() => {
+        this.bus.alive([node]).then(
+          (alive) => {
+            if (!alive.has(node)) reject(new Error(`node ${node} is gone`));
+          },
+          () => undefined,
+        );
+      }, ALIVE_WATCH_MS);
+      this.bus.call(node, header).then(resolve, reject).finally(() => clearInterval(watch));
+    });
   }
 
   private async callHome(home: string, header: Record<string, unknown>, link: string, room?: Pick<Verdict, 'project' | 'roomId'>): Promise<Envelope> {
