@@ -10,6 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Room } from '../src/room.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import { mintToken } from '../src/server/mint.ts';
@@ -37,18 +39,33 @@ describe("issue 14: a room's home is lost", () => {
   const token = (roomId: string, participantId: string, isViewer: boolean, grant = {}) => mintToken({ apiKey: API_KEY, secret: SECRET, roomId, participantId, isViewer, grant });
   const keys = () => new KeyStore({ [API_KEY]: SECRET });
 
+  /** What the nodes' webhooks told, as a receiver of the integrator got it. */
+  const told: Array<{ event: string; roomId: string; createdAt: number }> = [];
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      told.push(JSON.parse(Buffer.concat(chunks).toString()) as (typeof told)[number]);
+      res.writeHead(204).end();
+    });
+  });
+  const hooks = () => ({ webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, allowPrivateWebhooks: true });
+
   before(async () => {
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     redis = await startRedis();
     dir = mkdtempSync(join(tmpdir(), 'tessera-home-'));
     keysFile = join(dir, 'keys.json');
     writeFileSync(keysFile, JSON.stringify({ keys: { [API_KEY]: SECRET } }));
-    nodes = await Promise.all([0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null })));
+    nodes = await Promise.all([0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null, ...hooks() })));
   });
   after(async () => {
     for (const room of rooms) void room.leave().catch(() => undefined);
     for (const child of children) child.kill('SIGKILL');
     await Promise.all(nodes.map((n) => n.close()));
     await redis?.stop();
+    receiver.closeAllConnections();
+    receiver.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -128,12 +145,19 @@ describe("issue 14: a room's home is lost", () => {
   });
 
   it('a home shut down (a rolling deploy) hands its rooms on the same way', async () => {
-    const leaving = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null });
+    const leaving = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null, ...hooks() });
     const room = await populate('deploy', leaving.url);
     assert.ok(leaving.context.rooms.get('default', 'deploy'), 'the room lives on the leaving node');
     const closedAt = performance.now();
+    const closedWhen = Date.now();
+    await until(() => told.some((e) => e.roomId === 'deploy' && e.event === 'output-changed'), 5000, 'the webhooks of the room so far');
     await leaving.close();
     const slowest = await survived('deploy', closedAt, room);
+    // the integrator's webhooks saw the room go on: nobody left or joined, it neither finished nor started again
+    await new Promise((r) => setTimeout(r, 500));
+    const after = told.filter((e) => e.roomId === 'deploy' && e.createdAt >= closedWhen).map((e) => e.event);
+    assert.deepEqual(after.filter((e) => e !== 'output-changed'), [], `webhooks after the close: ${after.join(', ')}`);
+    assert.ok(told.some((e) => e.roomId === 'deploy' && e.event === 'room-started'), 'the receiver heard of the room');
     console.log(`# home shut down: ${room.members.length} clients resumed; the last ${Math.round(slowest)} ms after the close began`);
   });
 

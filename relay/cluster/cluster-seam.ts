@@ -65,11 +65,11 @@ export class ClusterSeam implements RoomSeam {
   constructor(
     private readonly relay: RelayContext,
     private readonly bus: NodeBus,
-    observers: RoomObservers | null,
+    private readonly observers: RoomObservers | null,
   ) {
     this.local = new LocalSeam(relay);
     this.records = new RoomRecords(relay, bus, Math.max(30_000, relay.config.resumeGraceMs + 2 * LEASE_MS));
-    this.homes = new RoomHomes(relay, bus, this.records);
+    this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
     this.api = new ClusterApi(relay, bus, (project, roomId) => this.homes.here(project, roomId));
@@ -449,7 +449,9 @@ export class ClusterSeam implements RoomSeam {
    * records stay for the next home (their clients resume on another node, as after a crash).
    */
   async leaving(): Promise<void> {
+    // what its rooms go through as it closes is not what happens to them: they go on elsewhere
     this.records.freeze();
+    this.observers?.mute();
     clearInterval(this.sweep);
     await this.homes.releaseAll();
     await this.bus.retire();

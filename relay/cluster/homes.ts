@@ -8,7 +8,7 @@
 import type { RelayContext } from '../context.ts';
 import { clusterKey, type NodeBus } from './bus.ts';
 import { ClusterApi } from './cluster-api.ts';
-import { restoreRoom, type RoomRecords } from './room-record.ts';
+import { restoreRoom, type Quietly, type RoomRecords } from './room-record.ts';
 
 /** How long a node's claim to be a room's home lasts unless renewed (ms). */
 export const LEASE_MS = 6000;
@@ -44,6 +44,7 @@ export class RoomHomes {
     private readonly relay: RelayContext,
     private readonly bus: NodeBus,
     private readonly records: RoomRecords,
+    private readonly quietly: Quietly,
   ) {
     bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
     bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
@@ -154,7 +155,7 @@ export class RoomHomes {
   /** This node is the room's home now: if its last home died with members in it, they are restored here. */
   private async restore(project: string, roomId: string): Promise<void> {
     const stored = await this.records.load(project, roomId);
-    if (stored) restoreRoom(this.relay, project, roomId, stored);
+    if (stored) restoreRoom(this.relay, project, roomId, stored, this.quietly);
   }
 
   /** The room's bans from Redis, where its earlier homes kept them. */

@@ -190,13 +190,32 @@ export class RoomRecords implements RoomObserver {
   }
 }
 
+/** Run a function without the rooms' observers hearing of it. */
+export type Quietly = <T>(fn: () => T) => T;
+
 /**
  * Open a room from its record: every member as it was, in its place in the join order, away on
  * its grace period under the credential it had, so that its client's resume finds it here.
  */
-export function restoreRoom(relay: RelayContext, project: string, roomId: string, stored: StoredRoom): Room {
-  const room = relay.rooms.getOrCreate(project, roomId, stored.opener);
-  const members = [...stored.members].sort((a, b) => a.position - b.position);
+export function restoreRoom(relay: RelayContext, project: string, roomId: string, stored: StoredRoom, quietly: Quietly): Room {
+  // nothing started and nobody joined: the webhooks are not told again what they were told by the last home
+  const { room, restored } = quietly(() => {
+    const opened = relay.rooms.getOrCreate(project, roomId, stored.opener);
+    return { room: opened, restored: addMembers(relay, project, opened, stored.members) };
+  });
+  relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length });
+  relay.rooms.release(room);
+  if (relay.rooms.get(project, roomId) !== room) return room;
+  // what ran at the dead home starts again here, as it was started (a recording goes on in a new file)
+  for (const { output, by, options } of stored.outputs) {
+    room.outputs.start(output, by, options as never).catch((err: unknown) => relay.log.warn('cluster: an output of a restored room did not start again', { room: roomId, output, error: err instanceof Error ? err.message : String(err) }));
+  }
+  return room;
+}
+
+/** The members of a record, each in its place, away under its credential; how many were. */
+function addMembers(relay: RelayContext, project: string, room: Room, stored: StoredMember[]): number {
+  const members = [...stored].sort((a, b) => a.position - b.position);
   let restored = 0;
   for (const s of members) {
     if (room.get(s.id) || !relay.keys.isActive(s.apiKey)) continue;
@@ -219,12 +238,5 @@ export function restoreRoom(relay: RelayContext, project: string, roomId: string
     if (holdSeat(relay, member, room)) restored++;
     else room.remove(member);
   }
-  relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length });
-  relay.rooms.release(room);
-  if (relay.rooms.get(project, roomId) !== room) return room;
-  // what ran at the dead home starts again here, as it was started (a recording goes on in a new file)
-  for (const { output, by, options } of stored.outputs) {
-    room.outputs.start(output, by, options as never).catch((err: unknown) => relay.log.warn('cluster: an output of a restored room did not start again', { room: roomId, output, error: err instanceof Error ? err.message : String(err) }));
-  }
-  return room;
+  return restored;
 }

@@ -13,11 +13,33 @@ export class RoomObservers implements RoomObserver {
     this.all = observers;
   }
 
+  private quiet = 0;
+  private muted = false;
+
   add(observer: RoomObserver): void {
     this.all.push(observer);
   }
 
+  /**
+   * Run `fn` without telling anyone what it does to rooms: a room a cluster node restores from
+   * its record after its home died did not start, and its members did not join.
+   */
+  quietly<T>(fn: () => T): T {
+    this.quiet++;
+    try {
+      return fn();
+    } finally {
+      this.quiet--;
+    }
+  }
+
+  /** Tell nobody anything from now on: the node is shutting down, and its rooms live on elsewhere. */
+  mute(): void {
+    this.muted = true;
+  }
+
   private each(tell: (o: RoomObserver) => void): void {
+    if (this.quiet > 0 || this.muted) return;
     for (const o of this.all) {
       try {
         tell(o);
