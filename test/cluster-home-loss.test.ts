@@ -177,4 +177,26 @@ describe("issue 14: a room's home is lost", () => {
       client.disconnect();
     }
   });
+
+  it('a home that stalls (SIGSTOP) is judged dead and its room restored elsewhere; when it wakes it gives the room up and its clients resume there', async () => {
+    const stalled = await spawnNode(redis.url, keysFile);
+    children.push(stalled.child);
+    const room = await populate('stall', stalled.url);
+    const stoppedAt = performance.now();
+    stalled.child.kill('SIGSTOP');
+    // the others find its heartbeat gone and restore the room; its own clients hang on a silent socket meanwhile
+    await until(() => nodes.some((n) => n.context.rooms.get('default', 'stall')), 10_000, 'the room restored on a live node');
+    await new Promise((r) => setTimeout(r, 1000));
+    stalled.child.kill('SIGCONT');
+    // at its next renewal it finds the lease taken: it drops its copy, and its clients resume where the room is
+    const outcomes = await Promise.all(room.back);
+    assert.equal(outcomes.filter((o) => o.resumed).length, room.members.length, 'every session went on');
+    console.log(`# home stalled: ${room.members.length} clients resumed; the last ${Math.round(Math.max(...outcomes.map((o) => o.at - stoppedAt)))} ms after the stop`);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual(room.events, [], 'the room saw no leave and no join');
+    assert.deepEqual(room.watcher.participantCount, room.counts);
+    const homes = nodes.filter((n) => n.context.rooms.get('default', 'stall'));
+    assert.equal(homes.length, 1);
+    assert.equal(homes[0]!.context.rooms.get('default', 'stall')!.size, room.members.length);
+  });
 });

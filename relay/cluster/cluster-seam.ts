@@ -69,7 +69,7 @@ export class ClusterSeam implements RoomSeam {
   ) {
     this.local = new LocalSeam(relay);
     this.records = new RoomRecords(relay, bus, Math.max(30_000, relay.config.resumeGraceMs + 2 * LEASE_MS));
-    this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()));
+    this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
     this.api = new ClusterApi(relay, bus, (project, roomId) => this.homes.here(project, roomId));
@@ -172,12 +172,20 @@ export class ClusterSeam implements RoomSeam {
    */
   async resume(frame: ResumeFrame, conn: MemberConnection): Promise<Entered | WireError> {
     const place = ClusterSeam.credentialPlace(frame.credential);
-    if (!place || place.node === this.bus.node) return this.local.resume(frame, conn);
+    if (!place) return this.local.resume(frame, conn);
     const lost: WireError = { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
+    let elsewhere: string | null = null;
+    if (place.node === this.bus.node) {
+      const here = await this.local.resume(frame, conn);
+      if (!('code' in here) || here.reason !== 'resume-unknown' || this.homes.here(place.project, place.roomId)) return here;
+      // this node gave the room up to the node that restored it (it was judged dead while it stalled): the seat is there
+      elsewhere = await this.homes.holderElsewhere(place.project, place.roomId);
+      if (!elsewhere) return here;
+    }
     const deadline = Date.now() + RESUME_WITHIN_MS;
     while (Date.now() < deadline) {
-      let target = place.node;
-      if (!(await this.bus.alive([place.node])).has(place.node)) {
+      let target = elsewhere ?? place.node;
+      if (!elsewhere && !(await this.bus.alive([place.node])).has(place.node)) {
         // a resume needs no token: one that names a room without a record claims nothing (a forged
         // credential cannot make this node take leases, nor read records, of rooms it names)
         if (!this.homes.here(place.project, place.roomId) && !(await this.records.exists(place.project, place.roomId))) return lost;
@@ -192,6 +200,13 @@ export class ClusterSeam implements RoomSeam {
       } catch {
         this.edges.delete(link);
         this.homes.forget(place.project, place.roomId, target);
+        continue;
+      }
+      const moved = answer.header.notHome === true ? str(answer.header.home) : null;
+      if (moved !== null) {
+        this.edges.delete(link);
+        if (moved === this.bus.node) return this.local.resume(frame, conn);
+        elsewhere = moved;
         continue;
       }
       const entered = this.entered(answer, target, link);
@@ -348,13 +363,18 @@ export class ClusterSeam implements RoomSeam {
     const link = str(h.link);
     if (link === null) return;
     if (h.t === 'enter' && !(await this.homes.stillHere((h.verdict as Verdict).project, (h.verdict as Verdict).roomId))) return this.bus.answer(envelope, { notHome: true });
-    if (h.t === 'resume') {
-      const place = ClusterSeam.credentialPlace(str((h.frame as { credential?: unknown } | undefined)?.credential) ?? '');
-      if (place) await this.homes.restored(place.project, place.roomId);
-    }
+    const place = h.t === 'resume' ? ClusterSeam.credentialPlace(str((h.frame as { credential?: unknown } | undefined)?.credential) ?? '') : null;
+    if (place) await this.homes.restored(place.project, place.roomId);
     const remote = this.guestLink(from, link);
     const outcome = h.t === 'enter' ? this.local.enterNow(h.verdict as Verdict, remote) : await this.local.resume(h.frame as ResumeFrame, remote);
-    if ('code' in outcome) return this.bus.answer(envelope, { refusal: outcome });
+    if ('code' in outcome) {
+      // a room this node gave up (it was judged dead while it stalled): the seat is at the node that restored it
+      if (place && outcome.reason === 'resume-unknown' && !this.homes.here(place.project, place.roomId)) {
+        const holder = await this.homes.holderElsewhere(place.project, place.roomId);
+        if (holder) return this.bus.answer(envelope, { notHome: true, home: holder });
+      }
+      return this.bus.answer(envelope, { refusal: outcome });
+    }
     this.hostMember(from, remote, outcome.port);
     this.bus.answer(envelope, { joined: outcome.joined, member: memberOf(outcome.port) });
   }
@@ -442,6 +462,25 @@ export class ClusterSeam implements RoomSeam {
       dropped++;
     }
     this.relay.log.info('cluster: nodes are gone', { nodes: [...dead].join(' '), connectionsDropped: dropped });
+  }
+
+  /**
+   * Another node holds the lease of a room that lives here: it restored the room from its record
+   * while this node stalled and was judged dead. This node's copy goes, quietly (the webhooks and
+   * the record belong to the room's home now): its members' connections are dropped and their
+   * seats forgotten here, so that their resumes find the seats the new home restored.
+   */
+  private giveUp(project: string, roomId: string): void {
+    const room = this.relay.rooms.get(project, roomId);
+    if (!room) return;
+    const links = [...room.members()].map((member) => {
+      this.relay.seats.forget(member);
+      return member.link;
+    });
+    for (const [key, guest] of [...this.guests]) if (guest.port?.roomId === roomId && guest.port.member.project === project) this.guests.delete(key);
+    const quietly = this.observers ? this.observers.quietly.bind(this.observers) : <T>(fn: () => T) => fn();
+    quietly(() => this.relay.rooms.delete(room));
+    for (const link of links) if ('drop' in link && typeof link.drop === 'function') (link as MemberConnection).drop();
   }
 
   /**

@@ -45,6 +45,8 @@ export class RoomHomes {
     private readonly bus: NodeBus,
     private readonly records: RoomRecords,
     private readonly quietly: Quietly,
+    /** The room lives here but another node holds its lease (this node was judged dead while it stalled): give it up. */
+    private readonly lost: (project: string, roomId: string) => void,
   ) {
     bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
     bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
@@ -99,6 +101,13 @@ export class RoomHomes {
   /** Forget every room found on these nodes: they are dead. */
   forgetNodes(dead: ReadonlySet<string>): void {
     for (const [key, home] of [...this.known]) if (dead.has(home)) this.known.delete(key);
+  }
+
+  /** The live node other than this one that holds the room's lease, if any. */
+  async holderElsewhere(project: string, roomId: string): Promise<string | null> {
+    const holder = await this.bus.redis.get(clusterKey('home', project, roomId));
+    if (holder === null || holder === this.bus.node || !(await this.bus.alive([holder])).has(holder)) return null;
+    return holder;
   }
 
   /** Wait for a restore of the room in progress here, if any. */
@@ -175,11 +184,14 @@ export class RoomHomes {
             continue;
           }
           // the lease is gone (Redis restarted empty, or this node stalled past it): claim it again
-          if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) !== 'OK') {
-            this.relay.log.warn('cluster: another node claimed a room that lives here', { room: roomId, project });
-          } else {
+          if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) === 'OK') {
             await this.bus.redis.zadd(ClusterApi.roomsKey(project), 0, roomId);
+            continue;
           }
+          // another node holds it: it restored the room from its record, which is the room now
+          this.relay.log.warn('cluster: another node claimed a room that lives here: it is given up', { room: roomId, project });
+          this.leases.delete(key);
+          this.lost(project, roomId);
         } else {
           this.leases.delete(key);
           await this.release(project, roomId);
