@@ -95,11 +95,14 @@ describe("issue 14: a room's home is lost", () => {
     await until(() => events.length === watcher.remoteParticipants.size, 1000, 'the stage told');
     events.length = 0;
     const back = members.map((room) => new Promise<{ resumed: boolean; at: number }>((resolve) => room.on('reconnected', ({ resumed }) => resolve({ resumed, at: performance.now() }))));
-    // an output runs at the home: it starts again on the next one
+    // an output runs at the home, and history is kept there: both go on at the next one
     await opener.whiteboard.start();
+    await opener.pubsub.publish('chat', { text: 'before' }, { persist: true });
+    await opener.pubsub.publish('chat', { text: 'to m01 only' }, { persist: true, to: ['m01'] });
     // written to the room's record within the turn (a crash a moment after a start may lose it)
     const client = new Redis(redis.url);
-    await until(async () => (await client.hexists(`tessera:room:default:${roomId}`, 'o:whiteboard')) === 1, 2000, 'the output recorded').finally(() => client.disconnect());
+    const recorded = async (field: string) => (await client.hexists(`tessera:room:default:${roomId}`, field)) === 1;
+    await until(async () => (await recorded('o:whiteboard')) && (await recorded('h:2')), 2000, 'the output and the history recorded').finally(() => client.disconnect());
     const counts = { ...watcher.participantCount };
     const stage = [...watcher.remoteParticipants.keys()];
     return { opener, watcher, members, events, back, counts, stage };
@@ -125,6 +128,9 @@ describe("issue 14: a room's home is lost", () => {
     const page = await room.watcher.getParticipants({ tier: 'viewer', limit: 1000 });
     assert.deepEqual(page.participants.map((p) => p.id), page.participants.map((p) => p.id).sort());
     assert.equal(page.participants.length, room.counts.viewer);
+    // the history kept at the lost home is there, as each may read it
+    assert.deepEqual((await room.members[2]!.pubsub.getHistory('chat')).map((m) => m.payload), [{ text: 'before' }, { text: 'to m01 only' }]);
+    assert.deepEqual((await room.members[3]!.pubsub.getHistory('chat')).map((m) => m.payload), [{ text: 'before' }]);
     // and the room works: a message reaches a member that was connected to the lost node
     const got: unknown[] = [];
     await room.members[1]!.pubsub.subscribe('after', (m) => void got.push(m.payload));

@@ -12,6 +12,7 @@ import { OUTPUTS, type LobbyRequest, type OutputChange, type OutputName } from '
 import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import type { Tier } from '../../src/protocol/messages.ts';
 import type { RelayContext } from '../context.ts';
+import type { KeptMessage } from '../data/topics.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
 import { holdSeat } from '../resume.ts';
 import { AwayLink } from '../seats.ts';
@@ -45,7 +46,16 @@ export interface StoredRoom {
   opener: Opener;
   members: StoredMember[];
   outputs: StoredOutput[];
+  history: KeptMessage[];
 }
+
+const isKept = (v: unknown): v is KeptMessage => {
+  const m = v as Partial<KeptMessage> | null;
+  return (
+    typeof m === 'object' && m !== null && typeof m.seq === 'number' && typeof m.topic === 'string' && typeof m.json === 'string' && typeof m.from === 'string' &&
+    typeof m.frameBytes === 'number' && (m.to === undefined || (Array.isArray(m.to) && m.to.every((t) => typeof t === 'string')))
+  );
+};
 
 const isOutput = (v: unknown): v is StoredOutput => {
   const o = v as Partial<StoredOutput> | null;
@@ -110,6 +120,17 @@ export class RoomRecords implements RoomObserver {
 
   lobbyRequest(_room: Room, _request: LobbyRequest): void {}
 
+  readonly wantsHistory = true;
+
+  /** A persisted message: kept in the record for the room's next home (the room's history budget bounds them). */
+  historyKept(room: Room, message: KeptMessage): void {
+    this.queue(room, `h:${message.seq}`, JSON.stringify(message));
+  }
+
+  historyForgotten(room: Room, seq: number): void {
+    this.queue(room, `h:${seq}`, null);
+  }
+
   /** An output that runs is kept with how it was started; one that stopped or failed is forgotten. */
   outputChanged(room: Room, change: OutputChange): void {
     if (change.state === 'active') {
@@ -171,18 +192,21 @@ export class RoomRecords implements RoomObserver {
     const fields = await this.bus.redis.hgetall(RoomRecords.key(project, roomId));
     const members: StoredMember[] = [];
     const outputs: StoredOutput[] = [];
+    const history: KeptMessage[] = [];
     for (const [field, value] of Object.entries(fields)) {
-      if (!field.startsWith('m:') && !field.startsWith('o:')) continue;
+      const kind = field.slice(0, 2);
+      if (kind !== 'm:' && kind !== 'o:' && kind !== 'h:') continue;
       try {
         const parsed: unknown = JSON.parse(value);
-        if (field.startsWith('m:') && isStored(parsed)) members.push(parsed);
-        else if (field.startsWith('o:') && isOutput(parsed)) outputs.push(parsed);
+        if (kind === 'm:' && isStored(parsed)) members.push(parsed);
+        else if (kind === 'o:' && isOutput(parsed)) outputs.push(parsed);
+        else if (kind === 'h:' && isKept(parsed)) history.push(parsed);
       } catch {
         this.relay.log.warn('cluster: a field of a room record is not readable', { room: roomId, field: field.slice(0, 64) });
       }
     }
     if (members.length === 0) return null;
-    return { opener: fields.opener === 'domain' ? 'domain' : 'room', members, outputs };
+    return { opener: fields.opener === 'domain' ? 'domain' : 'room', members, outputs, history };
   }
 
   private failed(err: unknown): void {
@@ -201,9 +225,11 @@ export function restoreRoom(relay: RelayContext, project: string, roomId: string
   // nothing started and nobody joined: the webhooks are not told again what they were told by the last home
   const { room, restored } = quietly(() => {
     const opened = relay.rooms.getOrCreate(project, roomId, stored.opener);
-    return { room: opened, restored: addMembers(relay, project, opened, stored.members) };
+    const restored = addMembers(relay, project, opened, stored.members);
+    opened.topics.restore(stored.history);
+    return { room: opened, restored };
   });
-  relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length });
+  relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length, messages: stored.history.length });
   relay.rooms.release(room);
   if (relay.rooms.get(project, roomId) !== room) return room;
   // what ran at the dead home starts again here, as it was started (a recording goes on in a new file)

@@ -21,11 +21,31 @@ export interface TopicBudgets {
   subscriptions: Budget;
 }
 
+/** A kept message as it is written down elsewhere (a cluster's room record), and read back. */
+export interface KeptMessage {
+  /** Its place in the room's order of kept messages. */
+  seq: number;
+  topic: string;
+  /** The message's JSON, as it is kept and answered. */
+  json: string;
+  from: string;
+  to?: string[];
+  /** The size of the frame it was fanned out in (what keeping it costs). */
+  frameBytes: number;
+}
+
+/** Told of each message kept and forgotten (a cluster keeps a room's history in Redis for its next home). */
+export interface HistoryJournal {
+  kept(message: KeptMessage): void;
+  forgot(seq: number): void;
+}
+
 /**
  * A kept message, as bytes: the serialised message (a view into the frame that was fanned
  * out), never the parsed payload, whose object graph can be twenty times its JSON.
  */
 interface Stored {
+  seq: number;
   json: Buffer;
   from: string;
   /** Targets of a targeted message; only they (and the sender) ever see it. */
@@ -63,6 +83,7 @@ export class TopicBoard {
   private head = 0;
   private topicsWithHistory = 0;
   private seq = 0;
+  private keptSeq = 0;
 
   constructor(
     private readonly limits: TopicLimits,
@@ -71,6 +92,7 @@ export class TopicBoard {
     /** True for an id a pinned token used in this room: what is targeted to it is not an unpinned member's. */
     private readonly reserved: (participantId: string) => boolean,
     private readonly timeline: Timeline,
+    private readonly journal: HistoryJournal | null = null,
   ) {}
 
   /** Bytes of history the room keeps now. */
@@ -127,7 +149,10 @@ export class TopicBoard {
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
     const { frame: data, json } = eventFrameOfJson('pubsub.message', messageJson(message, payloadJson));
     const to = options.to ? new Set(options.to) : undefined;
-    if (options.persist && this.limits.historySize > 0) this.keep(name, json, from.id, to, data.length);
+    if (options.persist && this.limits.historySize > 0) {
+      const stored = this.keep(name, json, from.id, to, data.length, ++this.keptSeq);
+      this.journal?.kept({ seq: stored.seq, topic: name, json: json.toString(), from: from.id, ...(to ? { to: [...to] } : {}), frameBytes: data.length });
+    }
     // targeted messages are private: outputs (recordings, captions) only see public ones
     if (!to) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload, id: message.id });
     const topic = this.topics.get(name);
@@ -155,7 +180,24 @@ export class TopicBoard {
     return { message, recipients };
   }
 
-  private keep(name: string, json: Buffer, from: string, to: ReadonlySet<string> | undefined, frameBytes: number): void {
+  /**
+   * Keep again what another node kept (the room's last home), oldest first, within this room's
+   * budgets and limits as if it were published now; message ids go on after the last one kept.
+   */
+  restore(messages: readonly KeptMessage[]): void {
+    for (const m of [...messages].sort((a, b) => a.seq - b.seq)) {
+      try {
+        this.keep(m.topic, Buffer.from(m.json), m.from, m.to ? new Set(m.to) : undefined, m.frameBytes, m.seq);
+      } catch {
+        continue; // over this relay's budgets: the oldest are the ones not kept
+      }
+      this.keptSeq = Math.max(this.keptSeq, m.seq);
+      const id = /^\{"id":"m([0-9a-z]+)"/.exec(m.json)?.[1];
+      if (id) this.seq = Math.max(this.seq, parseInt(id, 36));
+    }
+  }
+
+  private keep(name: string, json: Buffer, from: string, to: ReadonlySet<string> | undefined, frameBytes: number, seq: number): Stored {
     let bytes = frameBytes + 64;
     if (to) for (const id of to) bytes += id.length + 16;
     const budget = this.budgets.history;
@@ -173,10 +215,11 @@ export class TopicBoard {
       this.topics.set(name, topic);
     }
     if (topic.history.length === 0) this.topicsWithHistory++;
-    const stored: Stored = { json, from, bytes, topic: name, gone: false, ...(to ? { to } : {}) };
+    const stored: Stored = { seq, json, from, bytes, topic: name, gone: false, ...(to ? { to } : {}) };
     topic.history.push(stored);
     this.order.push(stored);
     if (topic.history.length > this.limits.historySize) this.forget(topic.history[0]!);
+    return stored;
   }
 
   /** Drop the room's oldest kept message; false when there is none. */
@@ -196,6 +239,7 @@ export class TopicBoard {
   private forget(stored: Stored): void {
     if (stored.gone) return;
     stored.gone = true;
+    this.journal?.forgot(stored.seq);
     this.budgets.history.give(stored.bytes);
     const topic = this.topics.get(stored.topic)!;
     const at = topic.history.indexOf(stored);

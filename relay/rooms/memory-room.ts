@@ -53,6 +53,8 @@ export class MemoryRoom implements Room {
       lookup,
       (participantId) => this.pinnedIds.has(participantId),
       this.timeline,
+      // written down only where someone keeps it (a cluster's room record): a single relay copies nothing
+      observer?.wantsHistory ? { kept: (m) => this.observer?.historyKept?.(this, m), forgot: (seq) => this.observer?.historyForgotten?.(this, seq) } : null,
     );
     this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
     this.lobby = new Lobby((frame) => this.toModerators(frame), budgets.lobby, (request) => this.observer?.lobbyRequest(this, request));

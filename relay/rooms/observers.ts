@@ -1,6 +1,7 @@
 import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
 import type { Room, RoomObserver } from './types.ts';
 import type { Member } from './member.ts';
+import type { KeptMessage } from '../data/topics.ts';
 
 /**
  * Several observers of the rooms as one (the webhooks, and on a cluster the room's record in
@@ -66,5 +67,14 @@ export class RoomObservers implements RoomObserver {
   }
   outputChanged(room: Room, change: OutputChange): void {
     this.each((o) => o.outputChanged(room, change));
+  }
+  get wantsHistory(): boolean {
+    return this.all.some((o) => o.wantsHistory === true);
+  }
+  historyKept(room: Room, message: KeptMessage): void {
+    this.each((o) => o.historyKept?.(room, message));
+  }
+  historyForgotten(room: Room, seq: number): void {
+    this.each((o) => o.historyForgotten?.(room, seq));
   }
 }

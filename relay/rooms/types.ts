@@ -1,5 +1,5 @@
 import type { StreamBoard, StreamLimits } from '../data/streams.ts';
-import type { TopicBoard, TopicLimits } from '../data/topics.ts';
+import type { KeptMessage, TopicBoard, TopicLimits } from '../data/topics.ts';
 import type { Logger } from '../log.ts';
 import type { OutputBoard, ProviderFactories } from '../outputs/board.ts';
 import type { Lobby } from './lobby.ts';
@@ -118,6 +118,12 @@ export interface RoomObserver {
   participantLeft(room: Room, member: Member): void;
   lobbyRequest(room: Room, request: LobbyRequest): void;
   outputChanged(room: Room, change: OutputChange): void;
+  /** A persisted message was kept (only observers that keep history implement these). */
+  historyKept?(room: Room, message: KeptMessage): void;
+  /** A kept message was let go (over the topic's count or the room's bytes). */
+  historyForgotten?(room: Room, seq: number): void;
+  /** Whether this observer wants `historyKept` and `historyForgotten` (a room asks once, when it opens). */
+  readonly wantsHistory?: boolean;
 }
 
 /** Who opens a room: a room-scoped token, or a domain-wide one (with its own, smaller quota). */
