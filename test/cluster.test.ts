@@ -219,4 +219,45 @@ describe('issue 14: what crosses Redis is paid for where it is read', () => {
     host.ws.close();
     sender.ws.close();
   });
+
+  it('a stream aimed at a member on another node that does not read holds the stream back, it does not get the member cut', async () => {
+    // nodes of their own: the fan-out budget of the default, send limits small enough to reach in a few seconds
+    const keys = new KeyStore({ [API_KEY]: SECRET });
+    const limits = { sendSoftLimitBytes: 256 * KiB, streamHighWater: 256 * KiB, maxBufferedBytes: 4 * 1024 * KiB };
+    const pair = await Promise.all([0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys, redis: redis.url, media: null, ...limits })));
+    after(() => Promise.all(pair.map((n) => n.close())));
+    const token = (participantId: string, grant = {}) => mintToken({ apiKey: API_KEY, secret: SECRET, roomId: 'aimed', participantId, grant });
+    const sender = await rawJoin(pair[0]!.url, token('s', { canPublishData: true }), { participantId: 's' });
+    const victim = await rawJoin(pair[1]!.url, token('v', { canSubscribeData: true }), { participantId: 'v' });
+    (victim.ws as unknown as { _socket: import('node:net').Socket })._socket.pause();
+    const opened = await sender.request('stream.open', { size: 64 * 1024 * KiB, kind: 'bytes', to: ['v'] });
+    const { streamId, chunkBytes, window } = opened.result as { streamId: number; chunkBytes: number; window: number };
+    let acked = -1;
+    let aborted = false;
+    sender.ws.on('message', (data, binary) => {
+      if (binary) return;
+      const f = JSON.parse(String(data)) as { name?: string; data?: { seq: number } };
+      if (f.name === 'stream.ack' && f.data) acked = Math.max(acked, f.data.seq);
+    });
+    victim.ws.on('close', () => (aborted = true));
+    // a sender that keeps to its window: as fast as the acknowledgements let it, for 4 s
+    let seq = 0;
+    const until4s = performance.now() + 4000;
+    while (performance.now() < until4s && !aborted) {
+      while (seq <= acked + window && seq * chunkBytes < 64 * 1024 * KiB) {
+        const frame = Buffer.alloc(9 + chunkBytes);
+        frame[0] = 1;
+        frame.writeUInt32BE(streamId, 1);
+        frame.writeUInt32BE(seq++, 5);
+        sender.ws.send(frame);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(pair[1]!.context.counters.cut, 0, 'the victim was not cut as a slow consumer');
+    assert.equal(victim.ws.readyState, victim.ws.OPEN);
+    // held back while the victim was full, then it went on without it (dropped from the stream, as on one relay)
+    assert.ok((acked + 1) * chunkBytes > limits.maxBufferedBytes, `the stream went on: ${Math.round(((acked + 1) * chunkBytes) / KiB)} KiB acknowledged`);
+    sender.ws.close();
+    victim.ws.close();
+  });
 });

@@ -17,6 +17,8 @@ import { isId } from '../../src/protocol/parse.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
+/** How often a connection reported full is looked at again (ms). */
+const PRESSURE_CHECK_MS = 100;
 /** How often a node that does not answer yet is asked again whether it lives (ms). */
 const ALIVE_WATCH_MS = 400;
 
@@ -55,6 +57,9 @@ export class ClusterSeam implements RoomSeam {
   private readonly edges = new Map<string, Edge>();
   private readonly guests = new Map<string, Guest>();
   private nextLink = 1;
+  /** Connections here that a stream filled past the high-water mark, reported to their rooms' homes. */
+  private readonly pressured = new Map<string, Edge>();
+  private pressureTimer: ReturnType<typeof setInterval> | undefined;
   /** No node is declared dead before this time (ms since the epoch). */
   private judgeAfter = 0;
   /** Nodes found without a heartbeat at the last sweep: dead if still so at the next. */
@@ -254,6 +259,31 @@ export class ClusterSeam implements RoomSeam {
     return { port: this.port(home, link, joined, member), joined };
   }
 
+  /**
+   * A stream's chunk went to a connection here: if it is filling past the high-water mark, its
+   * room's home is told (once), and told again when it has drained, so that the home holds the
+   * stream back for it as for a member of its own, instead of this node cutting it as a slow
+   * consumer (a stream aimed at a member that does not read would otherwise get it cut).
+   */
+  private watchPressure(id: string, edge: Edge): void {
+    const { streamHighWater } = this.relay.config;
+    if (this.pressured.has(id) || edge.conn.bufferedAmount <= streamHighWater) return;
+    this.pressured.set(id, edge);
+    this.bus.send(edge.home, { t: 'pressure', link: id, bytes: edge.conn.bufferedAmount });
+    this.pressureTimer ??= setInterval(() => {
+      for (const [link, e] of this.pressured) {
+        if (this.edges.get(link) === e && e.conn.bufferedAmount > streamHighWater) continue;
+        this.pressured.delete(link);
+        if (this.edges.get(link) === e) this.bus.send(e.home, { t: 'pressure', link, bytes: 0 });
+      }
+      if (this.pressured.size === 0) {
+        clearInterval(this.pressureTimer);
+        this.pressureTimer = undefined;
+      }
+    }, PRESSURE_CHECK_MS);
+    this.pressureTimer.unref();
+  }
+
   // ---- at the home: messages from members' nodes ----
 
   private guest(from: string, link: unknown): Guest | undefined {
@@ -305,10 +335,15 @@ export class ClusterSeam implements RoomSeam {
         // one copy of the bytes for all its links, as a fan-out on a single relay shares one buffer
         const data = Buffer.from(payload);
         for (const link of h.links) {
-          const edge = this.edges.get(str(link) ?? '');
+          const id = str(link) ?? '';
+          const edge = this.edges.get(id);
           if (!edge) continue;
-          if (h.b === 1) edge.conn.sendBinary(data);
-          else edge.conn.sendRaw(data, h.o === 1);
+          if (h.b !== 1) {
+            edge.conn.sendRaw(data, h.o === 1);
+            continue;
+          }
+          edge.conn.sendBinary(data);
+          this.watchPressure(id, edge);
         }
         return;
       }
@@ -325,6 +360,11 @@ export class ClusterSeam implements RoomSeam {
         const edge = this.edges.get(id);
         this.edges.delete(id);
         edge?.conn.replaced?.();
+        return;
+      }
+      case 'pressure': {
+        const guest = this.guest(from, h.link);
+        if (guest && typeof h.bytes === 'number') guest.link.bufferedAmount = h.bytes;
         return;
       }
       case 'flooded':
@@ -499,6 +539,7 @@ export class ClusterSeam implements RoomSeam {
 
   async close(): Promise<void> {
     clearInterval(this.sweep);
+    clearInterval(this.pressureTimer);
     await this.homes.releaseAll();
   }
 }

@@ -11,8 +11,13 @@ import { TokenBucket } from '../data/token-bucket.ts';
 
 /** At the room's home: the connection of a member on node `edge`, known there as `link`. */
 export class RemoteLink implements MemberConnection {
-  /** Unsent bytes are the member's node's to count and cap: it drops or cuts as for any connection. */
-  readonly bufferedAmount = 0;
+  /**
+   * Unsent bytes, as the member's node last reported them: it reports a connection that a stream
+   * fills past the high-water mark, and again once it has drained, so that the home holds the
+   * stream's acknowledgements back as for a member of its own (its node still drops optional
+   * traffic and cuts past the hard cap, as for any connection).
+   */
+  bufferedAmount = 0;
   private closed = false;
   /** The member leaves the room once its link is closed from here (removal, end, takeover). */
   onClose: () => void = () => undefined;
