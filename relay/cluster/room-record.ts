@@ -141,10 +141,13 @@ export class RoomRecords implements RoomObserver {
     }
   }
 
-  /** Stop writing: the node is shutting down, and its members leaving it are not leaving their rooms. */
+  /**
+   * Write what this turn changed, then stop writing: the node is shutting down, and its members
+   * leaving it are not leaving their rooms.
+   */
   freeze(): void {
+    this.flush();
     this.frozen = true;
-    this.pending.clear();
   }
 
   private queue(room: Room, field: string, value: string | null): void {
