@@ -40,6 +40,11 @@ export class Seats {
     return credential;
   }
 
+  /** The member's current credential, if it has a seat. */
+  credential(member: Member): string | undefined {
+    return this.credentialOf.get(member);
+  }
+
   /** The seat of `member` under a credential issued before (by a node that is gone). */
   restore(member: Member, room: Room, apiKey: string, credential: string): void {
     this.forget(member);

@@ -204,5 +204,12 @@ describe("issue 14: a room's home is lost", () => {
     const homes = nodes.filter((n) => n.context.rooms.get('default', 'stall'));
     assert.equal(homes.length, 1);
     assert.equal(homes[0]!.context.rooms.get('default', 'stall')!.size, room.members.length);
+    // the record is the new home's: the node that woke wrote nothing over it
+    const client = new Redis(redis.url);
+    try {
+      assert.equal((await client.hkeys('tessera:room:default:stall')).filter((f) => f.startsWith('m:')).length, room.members.length);
+    } finally {
+      client.disconnect();
+    }
   });
 });

@@ -5,6 +5,7 @@
  * and the room keeps its one home.
  */
 import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
 import { after, before, describe, it } from 'node:test';
 import type { Room } from '../src/room.ts';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -74,5 +75,12 @@ describe('issue 14: Redis lost and back', () => {
     await until(() => late.remoteParticipants.has('host') && late.remoteParticipants.has('local'), 5000, 'the late joiner sees the room');
     assert.equal(nodes.filter((n) => n.context.rooms.get('default', 'r')).length, 1, 'one home');
     await until(() => host.participantCount.total === 4, 3000, 'counts exact');
+    // the room's record went with Redis: the home wrote it whole again when it claimed the room back
+    const client = new Redis(redis.url);
+    try {
+      await until(async () => (await client.hkeys('tessera:room:default:r')).filter((f) => f.startsWith('m:')).sort().join() === 'm:host,m:late2,m:local,m:remote', 5000, 'the record whole again');
+    } finally {
+      client.disconnect();
+    }
   });
 });

@@ -185,6 +185,9 @@ export class RoomHomes {
           }
           // the lease is gone (Redis restarted empty, or this node stalled past it): claim it again
           if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) === 'OK') {
+            // the record may have gone with the lease (Redis restarted empty): it is written whole again
+            const room = this.relay.rooms.get(project, roomId);
+            if (room) this.records.rewrite(room);
             await this.bus.redis.zadd(ClusterApi.roomsKey(project), 0, roomId);
             continue;
           }

@@ -19,6 +19,35 @@ import { AwayLink } from '../seats.ts';
 import type { Member, Opener, Room, RoomObserver } from '../rooms/types.ts';
 import { clusterKey, type NodeBus } from './bus.ts';
 
+/**
+ * Write a room's record if this node holds the room's lease (KEYS: lease, record; ARGV: node,
+ * ttl, how many fields to set, the fields and values to set, the fields to delete). Fields are
+ * set and deleted in slices: Lua unpacks a few thousand values at most.
+ */
+const WRITE_RECORD = `
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+local nset = tonumber(ARGV[3])
+local last = 3 + nset * 2
+local i = 4
+while i <= last do
+  local j = math.min(i + 999, last)
+  redis.call('hset', KEYS[2], unpack(ARGV, i, j))
+  i = j + 1
+end
+i = last + 1
+while i <= #ARGV do
+  local j = math.min(i + 999, #ARGV)
+  redis.call('hdel', KEYS[2], unpack(ARGV, i, j))
+  i = j + 1
+end
+redis.call('pexpire', KEYS[2], ARGV[2])
+return 1`;
+
+interface WriteScript {
+  tesseraRecord(lease: string, record: string, node: string, ttlMs: number, set: number, ...fieldsAndValues: string[]): WriteScript;
+  exec(): Promise<unknown>;
+}
+
 /** What the record keeps of a member. */
 interface StoredMember {
   id: string;
@@ -74,7 +103,7 @@ const isStored = (v: unknown): v is StoredMember => {
 /** The records of the rooms homed on this node. */
 export class RoomRecords implements RoomObserver {
   /** Fields to write (a value) or delete (null), by record key, until the end of this turn. */
-  private readonly pending = new Map<string, Map<string, string | null>>();
+  private readonly pending = new Map<string, { project: string; roomId: string; fields: Map<string, string | null> }>();
   private scheduled = false;
   /** The node is shutting down: what it holds stays recorded for the rooms' next homes. */
   private frozen = false;
@@ -84,7 +113,23 @@ export class RoomRecords implements RoomObserver {
     private readonly relay: RelayContext,
     private readonly bus: NodeBus,
     readonly ttlMs: number,
-  ) {}
+  ) {
+    bus.redis.defineCommand('tesseraRecord', { numberOfKeys: 2, lua: WRITE_RECORD });
+  }
+
+  /**
+   * Write the room's record whole (its lease was lost and claimed again: Redis may have restarted
+   * empty, and the record with it).
+   */
+  rewrite(room: Room): void {
+    this.queue(room, 'opener', room.opener);
+    for (const member of room.members()) {
+      const credential = this.relay.seats.credential(member);
+      if (credential) this.issued(member, room, credential);
+    }
+    for (const started of room.outputs.active()) this.queue(room, `o:${started.output}`, JSON.stringify(started));
+    for (const message of room.topics.kept()) this.historyKept(room, message);
+  }
 
   static key(project: string, roomId: string): string {
     return clusterKey('room', project, roomId);
@@ -153,28 +198,31 @@ export class RoomRecords implements RoomObserver {
   private queue(room: Room, field: string, value: string | null): void {
     if (this.frozen) return;
     const key = RoomRecords.key(room.project, room.id);
-    let fields = this.pending.get(key);
-    if (!fields) this.pending.set(key, (fields = new Map()));
-    fields.set(field, value);
+    let entry = this.pending.get(key);
+    if (!entry) this.pending.set(key, (entry = { project: room.project, roomId: room.id, fields: new Map() }));
+    entry.fields.set(field, value);
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => this.flush());
   }
 
+  /**
+   * Write what changed, one script per room and turn, and only while this node holds the room's
+   * lease: a node that stalled and lost its room to another must not write over the record the
+   * room's new home restored it from and keeps now.
+   */
   private flush(): void {
     this.scheduled = false;
     if (this.pending.size === 0) return;
-    const pipeline = this.bus.redis.pipeline();
-    for (const [key, fields] of this.pending) {
+    const pipeline = this.bus.redis.pipeline() as unknown as WriteScript;
+    for (const [key, { project, roomId, fields }] of this.pending) {
       const set: string[] = [];
       const del: string[] = [];
       for (const [field, value] of fields) {
         if (value === null) del.push(field);
         else set.push(field, value);
       }
-      if (set.length) pipeline.hset(key, ...set);
-      if (del.length) pipeline.hdel(key, ...del);
-      pipeline.pexpire(key, this.ttlMs);
+      pipeline.tesseraRecord(clusterKey('home', project, roomId), key, this.bus.node, this.ttlMs, set.length / 2, ...set, ...del);
     }
     this.pending.clear();
     pipeline.exec().catch((err: unknown) => this.failed(err));

@@ -52,6 +52,8 @@ interface Stored {
   to?: ReadonlySet<string>;
   /** What keeping it costs: its frame and its target list. */
   bytes: number;
+  /** The size of the frame it was fanned out in. */
+  frameBytes: number;
   topic: string;
   gone: boolean;
 }
@@ -215,11 +217,16 @@ export class TopicBoard {
       this.topics.set(name, topic);
     }
     if (topic.history.length === 0) this.topicsWithHistory++;
-    const stored: Stored = { seq, json, from, bytes, topic: name, gone: false, ...(to ? { to } : {}) };
+    const stored: Stored = { seq, json, from, bytes, frameBytes, topic: name, gone: false, ...(to ? { to } : {}) };
     topic.history.push(stored);
     this.order.push(stored);
     if (topic.history.length > this.limits.historySize) this.forget(topic.history[0]!);
     return stored;
+  }
+
+  /** Every message kept now, oldest first, as a journal writes them (to write a room's record whole again). */
+  kept(): KeptMessage[] {
+    return this.order.slice(this.head).filter((s) => !s.gone).map((s) => ({ seq: s.seq, topic: s.topic, json: s.json.toString(), from: s.from, ...(s.to ? { to: [...s.to] } : {}), frameBytes: s.frameBytes }));
   }
 
   /** Drop the room's oldest kept message; false when there is none. */
