@@ -200,9 +200,17 @@ export class LocalMedia {
   setMuted(publication: LocalTrackPublication, muted: boolean): Promise<void> {
     return this.serial(publication.source, async () => {
       this.current(publication);
-      publication.track.enabled = !muted;
+      // muting stops the media at once (nothing should leave while the relay is asked); unmuting
+      // sends again only once the room has been told, and `muted` is the relay's answer either way
+      if (muted) publication.track.enabled = false;
+      try {
+        await this.connection.request('media.mute', { source: publication.source, muted });
+      } catch (err) {
+        publication.track.enabled = !publication.muted;
+        throw err;
+      }
       publication.setMutedState(muted);
-      await this.connection.request('media.mute', { source: publication.source, muted });
+      publication.track.enabled = !muted;
     });
   }
 

@@ -123,12 +123,19 @@ export class LocalTrackPublication {
     return this.#muted;
   }
 
-  /** Stop sending media without unpublishing; others get `track-muted`. */
+  /**
+   * Stop sending media without unpublishing; others get `track-muted`. The media stops at once;
+   * `muted` becomes `true` when the relay has accepted. If the relay refuses, the promise rejects
+   * and nothing changed: `muted` is still `false` and the media flows again.
+   */
   mute(): Promise<void> {
     return this.actions.setMuted(this, true);
   }
 
-  /** Send media again; others get `track-unmuted`. */
+  /**
+   * Send media again; others get `track-unmuted`. The media flows, and `muted` becomes `false`,
+   * once the relay has accepted; if it refuses, the promise rejects and the track stays muted.
+   */
   unmute(): Promise<void> {
     return this.actions.setMuted(this, false);
   }
