@@ -51,21 +51,27 @@ function start(name, args, env, ready) {
     });
     child.on('exit', (code) => {
       reject(new Error(`${name} exited with ${code}`));
-      shutdown(code ?? 1);
+      void shutdown(code ?? 1);
     });
   });
 }
 
+const exited = (child) => (child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve)));
+
 let stopping = false;
-function shutdown(code = 0) {
+async function shutdown(code = 0) {
   if (stopping) return;
   stopping = true;
   for (const child of children) child.kill('SIGTERM');
-  void rtmp?.stop();
-  setTimeout(() => process.exit(code), 500).unref();
+  // nginx's stop removes its temporary directory, so it is waited for: exiting first left the
+  // directory behind. Bounded: stop() kills nginx after 2 s, and a child that ignores SIGTERM
+  // must not hold Ctrl-C up
+  const bound = new Promise((resolve) => setTimeout(resolve, 3000).unref());
+  await Promise.race([Promise.all([...children.map(exited), rtmp?.stop().catch((err) => console.error(`npm start: stopping the RTMP server: ${err.message}`))]), bound]);
+  process.exit(code);
 }
-process.on('SIGINT', () => shutdown(0));
-process.on('SIGTERM', () => shutdown(0));
+process.on('SIGINT', () => void shutdown(0));
+process.on('SIGTERM', () => void shutdown(0));
 
 try {
   const relay = await start('relay', ['packages/tessera-relay/bin/tessera-relay.mjs', '--port', relayPort, ...webhookArgs, ...rtmpArgs], {}, /listening on (ws:\/\/\S+)/);
@@ -83,5 +89,5 @@ try {
   console.log(`\n  Tessera is running.\n  relay:        ${relayUrl} (dev mode: \`npx tessera token\` signs for it too)\n  token server: ${web}\n\n  Open ${web}/examples/stage/ in two browser windows (password: tessera).\n  The minimal example: ${web}/examples/hello/\n  The moderation dashboard (server API and webhooks): ${web}/examples/dashboard/\n  ${rtmp ? `RTMP server for the livestream: ${rtmp.url} (the demo streams to ${rtmp.stream('demo')}; watch: ffplay ${rtmp.stream('demo')})` : 'No local RTMP server: apt-get install nginx-light libnginx-mod-rtmp for the livestream demo'}\n  Ctrl-C stops everything.\n`);
 } catch (err) {
   console.error(`npm start: ${err.message}`);
-  shutdown(1);
+  void shutdown(1);
 }
