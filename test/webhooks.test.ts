@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,8 @@ import { signJwt } from '../src/server/jwt.ts';
 import { RoomService } from '../src/server/room-service.ts';
 import { WebhookReceiver } from '../src/server/webhook-receiver.ts';
 import { rawHttp, request } from './fuzz/http.ts';
-import { API_KEY, rejectsWith, SECRET, startTestRelay, until, type TestRelay } from './helpers.ts';
+import type { Room } from '../src/room.ts';
+import { API_KEY, rejectsWith, ROOM_GRANT, SECRET, startTestRelay, until, type TestRelay } from './helpers.ts';
 
 interface Delivery {
   body: Buffer;
@@ -23,12 +25,16 @@ interface Delivery {
 
 /**
  * A local webhook receiver: keeps every delivery; `answer` decides each response (a status, or
- * `hang` to never answer).
+ * `hang` to never answer), given after `delayMs`.
  */
 class Receiver {
   readonly deliveries: Delivery[] = [];
   readonly hanging: ServerResponse[] = [];
   answer: (d: Delivery) => number | 'hang' = () => 204;
+  delayMs = 0;
+  /** Requests read and not answered yet (hanging ones included). */
+  unanswered = 0;
+  private readonly timers = new Set<NodeJS.Timeout>();
   private readonly server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -36,8 +42,19 @@ class Receiver {
       const d = { body: Buffer.concat(chunks), authorization: req.headers.authorization ?? '' };
       this.deliveries.push(d);
       const status = this.answer(d);
-      if (status === 'hang') this.hanging.push(res);
-      else res.writeHead(status).end();
+      if (status === 'hang') {
+        this.unanswered++;
+        this.hanging.push(res);
+        return;
+      }
+      if (this.delayMs === 0) return void res.writeHead(status).end();
+      this.unanswered++;
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.unanswered--;
+        res.writeHead(status).end();
+      }, this.delayMs);
+      this.timers.add(timer);
     });
   });
   url = '';
@@ -49,6 +66,7 @@ class Receiver {
   }
 
   close(): Promise<void> {
+    for (const timer of this.timers) clearTimeout(timer);
     for (const res of this.hanging) res.destroy();
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
@@ -229,6 +247,73 @@ describe('webhooks: a dead receiver, private targets', () => {
   });
 });
 
+describe('webhooks: a slow or dead receiver never slows the relay', () => {
+  const OTHER_KEY = 'other-key';
+  const OTHER_SECRET = 'other-secret-0123456789abcdef';
+  const projects = (slowUrl?: string, deadUrl?: string) => ({
+    default: { keys: { [API_KEY]: SECRET }, revoked: [], ...(slowUrl ? { webhookUrl: slowUrl } : {}) },
+    other: { keys: { [OTHER_KEY]: OTHER_SECRET }, revoked: [], ...(deadUrl ? { webhookUrl: deadUrl } : {}) },
+  });
+
+  /** Twelve joins over four rooms of two projects, a pubsub round trip in each project, then every leave: the longest of each (ms). */
+  async function exercise(t: TestRelay): Promise<{ join: number; trip: number; leave: number }> {
+    const took = { join: 0, trip: 0, leave: 0 };
+    const timed = async <T>(what: keyof typeof took, fn: () => Promise<T>): Promise<T> => {
+      const start = performance.now();
+      const value = await fn();
+      took[what] = Math.max(took[what], performance.now() - start);
+      return value;
+    };
+    const members: Room[] = [];
+    for (let i = 0; i < 12; i++) {
+      // odd members are the other project's: rooms 0 and 2 are the default project's, 1 and 3 the other's
+      const key = i % 2 === 1 ? { apiKey: OTHER_KEY, secret: OTHER_SECRET } : {};
+      const token = t.token({ roomId: `stall-${i % 4}`, participantId: `p${i}`, grant: ROOM_GRANT, ...key });
+      members.push(await timed('join', () => t.join({ token })));
+    }
+    for (const [from, to] of [[0, 4], [1, 5]] as const) {
+      let heard: (payload: unknown) => void = () => {};
+      const got = new Promise<unknown>((resolve) => (heard = resolve));
+      await members[to]!.pubsub.subscribe('chat', (m) => heard(m.payload));
+      assert.equal(await timed('trip', async () => (await members[from]!.pubsub.publish('chat', `from p${from}`), got)), `from p${from}`);
+    }
+    for (const member of members) await timed('leave', () => member.leave());
+    return took;
+  }
+
+  it('joins, pubsub and leaves answer as promptly as without webhooks while one project\'s receiver takes 3 s an answer and another\'s never answers', async () => {
+    const plain = await startTestRelay();
+    let baseline: Awaited<ReturnType<typeof exercise>>;
+    try {
+      plain.keys.replaceProjects(projects());
+      baseline = await exercise(plain);
+    } finally {
+      await plain.close();
+    }
+    const slow = await new Receiver().start();
+    slow.delayMs = 3000;
+    const dead = await new Receiver().start();
+    dead.answer = () => 'hang';
+    const t = await startTestRelay({ allowPrivateWebhooks: true });
+    try {
+      t.keys.replaceProjects(projects(slow.url, dead.url));
+      const stalled = await exercise(t);
+      assert.ok(slow.unanswered > 0 && dead.unanswered > 0, `both receivers were holding requests while the relay worked (slow ${slow.unanswered}, dead ${dead.unanswered})`);
+      // generous against a loaded machine, yet under the 3 s a receiver takes: waiting on one would show
+      for (const what of ['join', 'trip', 'leave'] as const) {
+        const bound = Math.min(2500, Math.max(1000, 4 * baseline[what]));
+        assert.ok(stalled[what] < bound, `the slowest ${what}: ${Math.round(stalled[what])} ms with the receivers stalling, ${Math.round(baseline[what])} ms without webhooks (bound ${Math.round(bound)} ms)`);
+      }
+      // the slow receiver is served while the dead one holds its attempts: it has its own slots
+      await until(() => slow.deliveries.length > slow.unanswered, 8000, 'a delivery to the slow receiver answered');
+    } finally {
+      await t.close();
+      await slow.close();
+      await dead.close();
+    }
+  });
+});
+
 describe('webhooks: attacks', () => {
   const now = () => Math.floor(Date.now() / 1000);
   const body = JSON.stringify({ id: 'e1', event: 'room-started', createdAt: 1, project: 'default', roomId: 'r', data: { createdAt: 1 } });
@@ -346,7 +431,7 @@ describe('webhooks: attacks', () => {
   it('queues: many rooms of a dead receiver stay within the relay-wide bound (held)', async () => {
     const log = { debug() {}, info() {}, warn() {}, error() {} } as unknown as ConstructorParameters<typeof WebhookQueues>[1];
     const queues = new WebhookQueues(() => new Promise(() => {}), log, { ...QUEUE_LIMITS, total: 50, perRoom: 3, concurrency: 4 });
-    for (let room = 0; room < 200; room++) for (let e = 0; e < 10; e++) queues.push(`p\u0000r${room}`, { id: `${room}-${e}`, url: 'http://x/', body: '{}', authorization: () => 'Bearer x' });
+    for (let room = 0; room < 200; room++) for (let e = 0; e < 10; e++) queues.push('p', `r${room}`, { id: `${room}-${e}`, url: 'http://x/', body: '{}', authorization: () => 'Bearer x' });
     assert.ok(queues.queued <= 50, `queued ${queues.queued}`);
     assert.equal(queues.stats.dropped, 2000 - queues.queued);
     queues.close();

@@ -30,7 +30,7 @@ export class WebhookObserver implements RoomObserver {
     const body = JSON.stringify(envelope);
     const { keys } = this;
     const project = room.project;
-    this.queues.push(`${project}\u0000${room.id}`, {
+    this.queues.push(project, room.id, {
       id: envelope.id,
       url,
       body,

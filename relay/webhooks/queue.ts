@@ -5,6 +5,12 @@
  * bounded per room and in total: past a bound the oldest waiting event is dropped (logged and
  * counted). A bounded number of attempts run at once, each with a deadline; pushing an event
  * never waits for anything, so a slow or dead receiver cannot slow the relay.
+ *
+ * Projects share the relay's bounds fairly, so that one project's receiver cannot cost another
+ * project its webhooks: each project has a cap on its attempts in flight, projects take the free
+ * slots in turn, and when the relay-wide bound is full the project with the most events waiting
+ * loses its oldest (a project's backlog drops its own events, never those of a project with
+ * fewer waiting).
  */
 import type { Logger } from '../log.ts';
 import type { PostOutcome } from './post.ts';
@@ -26,22 +32,57 @@ export type Post = (url: string, body: string, authorization: string) => Promise
 export interface QueueLimits {
   /** Attempts per event. */
   maxAttempts: number;
-  /** An event older than this is not tried again (ms). */
+  /** An event is not tried again when its next attempt would start later than this after it was queued (ms). */
   maxAgeMs: number;
   /** The first retry's delay (ms), doubled at each retry, within ±50 % jitter. */
   baseDelayMs: number;
-  /** The longest delay between two attempts (ms). */
+  /** The longest delay between two attempts (ms), jitter included. */
   maxDelayMs: number;
   /** Events waiting per room. */
   perRoom: number;
-  /** Events waiting on the relay. */
+  /** Events waiting on the relay, all projects together. */
   total: number;
-  /** Attempts in flight at once. */
+  /** Attempts in flight at once, all projects together. */
   concurrency: number;
+  /** Attempts in flight at once for one project's events. */
+  projectConcurrency: number;
 }
 
-/** The defaults: 5 attempts within 60 s, 100 events per room, 10,000 in all, 16 at once. */
-export const QUEUE_LIMITS: QueueLimits = Object.freeze({ maxAttempts: 5, maxAgeMs: 60_000, baseDelayMs: 1000, maxDelayMs: 20_000, perRoom: 100, total: 10_000, concurrency: 16 });
+/** The defaults: 5 attempts within 60 s, 100 events per room, 10,000 in all, 16 at once and 4 of one project. */
+export const QUEUE_LIMITS: QueueLimits = Object.freeze({
+  maxAttempts: 5,
+  maxAgeMs: 60_000,
+  baseDelayMs: 1000,
+  maxDelayMs: 20_000,
+  perRoom: 100,
+  total: 10_000,
+  concurrency: 16,
+  projectConcurrency: 4,
+});
+
+/** The time the queues go by: a clock, and timers for retries. */
+export interface QueueClock {
+  now(): number;
+  /** Call `fn` in `ms`, without keeping the process alive; returns what cancels it. */
+  later(fn: () => void, ms: number): () => void;
+}
+
+/** Wall-clock time and Node's timers. */
+export const SYSTEM_CLOCK: QueueClock = Object.freeze({
+  now: () => Date.now(),
+  later(fn: () => void, ms: number): () => void {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+});
+
+/** What the queues may be given instead of the system's randomness and time (tests). */
+export interface QueueDeps {
+  /** A number in [0, 1): the jitter of a retry's delay. */
+  random?: () => number;
+  clock?: QueueClock;
+}
 
 /** What the queues have done, for `/metrics`. */
 export interface WebhookStats {
@@ -55,55 +96,84 @@ export interface WebhookStats {
 interface Item extends Pending {
   attempts: number;
   readonly since: number;
+  readonly room: RoomQueue;
 }
 
 interface RoomQueue {
   readonly key: string;
+  readonly project: ProjectQueues;
   items: Item[];
-  /** `sending`: its head is in flight; `waiting`: for a retry's timer; `ready`: in line for a slot. */
+  /** `sending`: its head is in flight; `waiting`: for a retry's timer; `ready`: in its project's line for a slot. */
   state: 'idle' | 'ready' | 'sending' | 'waiting';
-  timer?: NodeJS.Timeout;
+  cancel?: () => void;
+}
+
+interface ProjectQueues {
+  readonly name: string;
+  /** Its events not yet delivered, given up or dropped, oldest first across its rooms. */
+  readonly items: Set<Item>;
+  /** Its rooms whose head waits for a slot, in turn. */
+  readonly ready: RoomQueue[];
+  /** Its room queues (it is forgotten at 0). */
+  rooms: number;
+  inFlight: number;
+  /** In the relay's line of projects waiting for a slot. */
+  inLine: boolean;
 }
 
 /** The webhook queues of a relay. */
 export class WebhookQueues {
-  private readonly queues = new Map<string, RoomQueue>();
-  private readonly ready: RoomQueue[] = [];
+  private readonly rooms = new Map<string, RoomQueue>();
+  private readonly projects = new Map<string, ProjectQueues>();
+  /** Projects with a room ready and an attempt to spare, each once: they take free slots in turn. */
+  private readonly line: ProjectQueues[] = [];
   private inFlight = 0;
   private waiting = 0;
   private closed = false;
+  private readonly random: () => number;
+  private readonly clock: QueueClock;
   readonly stats: WebhookStats = { delivered: 0, failed: 0, dropped: 0 };
 
   constructor(
     private readonly post: Post,
     private readonly log: Logger,
     private readonly limits: QueueLimits = QUEUE_LIMITS,
-    private readonly random: () => number = Math.random,
-  ) {}
+    deps: QueueDeps = {},
+  ) {
+    this.random = deps.random ?? Math.random;
+    this.clock = deps.clock ?? SYSTEM_CLOCK;
+  }
 
   /** Events not yet delivered or given up. */
   get queued(): number {
     return this.waiting;
   }
 
-  /** Queue an event behind the others of its room (`key`). */
-  push(key: string, event: Pending): void {
+  /** Queue an event of `project` behind the others of its room. */
+  push(project: string, room: string, event: Pending): void {
     if (this.closed) return;
-    let queue = this.queues.get(key);
-    if (!queue) this.queues.set(key, (queue = { key, items: [], state: 'idle' }));
-    if (queue.items.length >= this.limits.perRoom || this.waiting >= this.limits.total) {
-      // the head may be in flight: the oldest that is only waiting goes
-      const at = queue.state === 'sending' ? 1 : 0;
-      const dropped = queue.items.length > at ? queue.items.splice(at, 1)[0]! : event;
-      this.stats.dropped++;
-      this.log.warn('webhook dropped: its queue is full (is the receiver down?)', { event: dropped.id, queued: this.waiting });
-      if (dropped === event) {
-        if (queue.items.length === 0) this.queues.delete(key);
+    const key = `${project}\u0000${room}`;
+    let queue = this.rooms.get(key);
+    if (!queue) {
+      let owner = this.projects.get(project);
+      if (!owner) this.projects.set(project, (owner = { name: project, items: new Set(), ready: [], rooms: 0, inFlight: 0, inLine: false }));
+      owner.rooms++;
+      this.rooms.set(key, (queue = { key, project: owner, items: [], state: 'idle' }));
+    }
+    const roomFull = queue.items.length >= this.limits.perRoom;
+    if (roomFull || this.waiting >= this.limits.total) {
+      const victim = roomFull ? oldestWaiting(queue.items) : oldestWaiting(this.largest(queue.project).items);
+      if (!victim) {
+        // everything older is in flight: the newcomer is the one that goes
+        this.dropped(project, event.id);
+        if (queue.items.length === 0) this.retire(queue);
         return;
       }
-      this.waiting--;
+      this.drop(victim);
     }
-    queue.items.push({ ...event, attempts: 0, since: Date.now() });
+    const item: Item = { ...event, attempts: 0, since: this.clock.now(), room: queue };
+    queue.items.push(item);
+    queue.project.items.add(item);
     this.waiting++;
     if (queue.state === 'idle') this.enqueue(queue);
   }
@@ -113,19 +183,53 @@ export class WebhookQueues {
     if (this.closed) return;
     this.closed = true;
     if (this.waiting > 0) this.log.warn('webhooks not delivered at shutdown', { queued: this.waiting });
-    for (const queue of this.queues.values()) clearTimeout(queue.timer);
-    this.queues.clear();
-    this.ready.length = 0;
+    for (const queue of this.rooms.values()) queue.cancel?.();
+    this.rooms.clear();
+    this.projects.clear();
+    this.line.length = 0;
+  }
+
+  /** The project with the most events waiting; `pusher` unless another has strictly more. */
+  private largest(pusher: ProjectQueues): ProjectQueues {
+    let most = pusher;
+    for (const project of this.projects.values()) if (project.items.size > most.items.size) most = project;
+    return most;
+  }
+
+  private drop(item: Item): void {
+    const { room } = item;
+    room.items.splice(room.items.indexOf(item), 1);
+    room.project.items.delete(item);
+    this.waiting--;
+    this.dropped(room.project.name, item.id);
+  }
+
+  private dropped(project: string, id: string): void {
+    this.stats.dropped++;
+    this.log.warn('webhook dropped: its queue is full (is the receiver down?)', { event: id, project, queued: this.waiting });
   }
 
   private enqueue(queue: RoomQueue): void {
     queue.state = 'ready';
-    this.ready.push(queue);
+    queue.project.ready.push(queue);
+    this.offer(queue.project);
     this.pump();
   }
 
+  /** Put the project in line for a slot if it has a room ready and is under its cap. */
+  private offer(project: ProjectQueues): void {
+    if (this.closed || project.inLine || project.ready.length === 0 || project.inFlight >= this.limits.projectConcurrency) return;
+    project.inLine = true;
+    this.line.push(project);
+  }
+
   private pump(): void {
-    while (!this.closed && this.inFlight < this.limits.concurrency && this.ready.length > 0) this.attempt(this.ready.shift()!);
+    while (!this.closed && this.inFlight < this.limits.concurrency && this.line.length > 0) {
+      const project = this.line.shift()!;
+      project.inLine = false;
+      this.attempt(project.ready.shift()!);
+      this.offer(project);
+    }
   }
 
   private attempt(queue: RoomQueue): void {
@@ -136,6 +240,7 @@ export class WebhookQueues {
     queue.state = 'sending';
     item.attempts++;
     this.inFlight++;
+    queue.project.inFlight++;
     this.post(item.url, item.body, authorization).then(
       (outcome) => this.settled(queue, item, outcome),
       (err: unknown) => this.settled(queue, item, { ok: false, why: (err as Error)?.message ?? 'failed' }),
@@ -144,21 +249,28 @@ export class WebhookQueues {
 
   private settled(queue: RoomQueue, item: Item, outcome: PostOutcome): void {
     this.inFlight--;
+    queue.project.inFlight--;
     if (this.closed) return;
+    this.offer(queue.project);
     if (outcome.ok) return this.finish(queue, item, true);
-    const delay = Math.min(this.limits.maxDelayMs, this.limits.baseDelayMs * 2 ** (item.attempts - 1)) * (0.5 + this.random());
-    if (outcome.permanent || item.attempts >= this.limits.maxAttempts || Date.now() + delay - item.since > this.limits.maxAgeMs) {
+    const nominal = Math.min(this.limits.maxDelayMs, this.limits.baseDelayMs * 2 ** (item.attempts - 1));
+    const delay = Math.min(this.limits.maxDelayMs, nominal * (0.5 + this.random()));
+    if (outcome.permanent || item.attempts >= this.limits.maxAttempts || this.clock.now() + delay - item.since > this.limits.maxAgeMs) {
       return this.finish(queue, item, false, outcome.why);
     }
     this.log.debug('webhook attempt failed, will retry', { event: item.id, attempt: item.attempts, why: outcome.why, retryInMs: Math.round(delay) });
     queue.state = 'waiting';
-    queue.timer = setTimeout(() => this.enqueue(queue), delay);
-    queue.timer.unref?.();
+    queue.cancel = this.clock.later(() => {
+      queue.cancel = undefined;
+      this.enqueue(queue);
+    }, delay);
     this.pump();
   }
 
   private finish(queue: RoomQueue, item: Item, delivered: boolean, why?: string): void {
-    if (queue.items[0] === item) queue.items.shift();
+    // the head, in flight or about to be: never dropped, so still in its queues
+    queue.items.shift();
+    queue.project.items.delete(item);
     this.waiting--;
     if (delivered) this.stats.delivered++;
     else {
@@ -174,6 +286,18 @@ export class WebhookQueues {
 
   private idle(queue: RoomQueue): void {
     queue.state = 'idle';
-    if (this.queues.get(queue.key) === queue) this.queues.delete(queue.key);
+    this.retire(queue);
   }
+
+  private retire(queue: RoomQueue): void {
+    if (this.rooms.get(queue.key) !== queue) return;
+    this.rooms.delete(queue.key);
+    if (--queue.project.rooms === 0) this.projects.delete(queue.project.name);
+  }
+}
+
+/** The oldest of `items` (oldest first) that is not in flight. */
+function oldestWaiting(items: Iterable<Item>): Item | undefined {
+  for (const item of items) if (!(item.room.state === 'sending' && item.room.items[0] === item)) return item;
+  return undefined;
 }
