@@ -17,3 +17,14 @@ describe('relay flags of the media outputs', () => {
     assert.equal(parseCli(['--ffmpeg', '/opt/ffmpeg/bin/ffmpeg'], {}).ffmpeg, '/opt/ffmpeg/bin/ffmpeg');
   });
 });
+
+describe('relay flags of a cluster node', () => {
+  it('--node-url is an http(s) origin; paths, queries, credentials and other schemes are refused', () => {
+    assert.equal(parseCli([], {}).nodeUrl, undefined);
+    assert.equal(parseCli(['--node-url', 'http://10.0.0.5:7880'], {}).nodeUrl, 'http://10.0.0.5:7880');
+    assert.equal(parseCli([], { TESSERA_NODE_URL: 'https://relay-2.internal:443/' }).nodeUrl, 'https://relay-2.internal');
+    for (const bad of ['10.0.0.5:7880', 'ftp://x', 'http://a/b', 'http://a/?q', 'http://u:p@a', 'http://a#x', '']) {
+      assert.throws(() => parseCli(['--node-url', bad], {}), /--node-url/, bad);
+    }
+  });
+});

@@ -85,6 +85,8 @@ export interface RelayConfig {
   metricsToken?: string;
   /** `redis://HOST:PORT`: this relay is a node of a cluster sharing rooms through that Redis. */
   redis?: string;
+  /** Where the other nodes of a cluster reach this node's HTTP side (`http://host:port`) for its output files. */
+  nodeUrl?: string;
   /** Let `livestream` push to loopback and private addresses (tests, a local RTMP server). */
   allowPrivateRtmp: boolean;
   /** How long an output may take to start before it is `failed` (ms). */
@@ -255,6 +257,20 @@ export function webhookUrl(name: string, value: string): string {
   return value;
 }
 
+/** An `http://` or `https://` base URL (no path, query or credentials), or a usage error. */
+function nodeUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`--node-url needs a URL such as http://10.0.0.5:7880, not ${JSON.stringify(value)}`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+    throw new Error(`--node-url needs an http:// or https:// URL of a host and port only, not ${JSON.stringify(value)}`);
+  }
+  return url.origin;
+}
+
 /** A `redis://` or `rediss://` URL, or a usage error. */
 function redisUrl(value: string): string {
   let url: URL;
@@ -305,6 +321,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--composite', env: 'TESSERA_COMPOSITE', help: `the stage composite's picture, WIDTHxHEIGHT[@FPS] (default ${DEFAULTS.composite.width}x${DEFAULTS.composite.height}@${DEFAULTS.composite.fps})`, apply: (c, v) => void (c.composite = compositeSize(v)) },
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'a speech service speaking POST /v1/audio/transcriptions (the transcription output\'s default engine when set; else the local one, pocketsphinx); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--redis', env: 'TESSERA_REDIS', help: 'redis://HOST:PORT: run as a node of a cluster sharing rooms through this Redis (docs/scaling.md); without it every room is in this process', apply: (c, v) => void (c.redis = redisUrl(v)) },
+  { flag: '--node-url', env: 'TESSERA_NODE_URL', help: "http(s)://HOST:PORT where the other nodes of a cluster reach this node for the recordings and HLS it writes (default http://<--host, or --media-ip when the host is a wildcard>:<port>)", apply: (c, v) => void (c.nodeUrl = nodeUrl(v)) },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
   { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },
   { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },

@@ -6,6 +6,7 @@ import { bearer } from './api/auth.ts';
 import { serveApi } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
+import { fromPeer, passToPeers, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
 import { isRecordingFile, listRecordingFiles, openRegular, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
@@ -88,7 +89,7 @@ export function parseTarget(target: string | undefined): { segments: string[] } 
   return { segments };
 }
 
-type Handler = (req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number) => void | Promise<void>;
+type Handler = (req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number, peers: PeerFiles | null) => void | Promise<void>;
 
 /** The handler of a path the relay serves, or `null` (not ours: the WebSocket hint). */
 function route(segments: readonly string[]): Handler | null {
@@ -97,10 +98,10 @@ function route(segments: readonly string[]): Handler | null {
   if (first === 'metrics' && rest.length === 0) return serveMetrics;
   if (first === 'recordings') {
     if (rest.length === 0) return listRecordings;
-    if (rest.length === 2) return (req, res, relay) => downloadRecording(req, res, relay, rest[0]!, rest[1]!);
+    if (rest.length === 2) return (req, res, relay, _, peers) => downloadRecording(req, res, relay, peers, rest[0]!, rest[1]!);
     return notFound;
   }
-  if (first === 'hls') return rest.length === 2 ? (req, res, relay) => serveHls(req, res, relay, rest[0]!, rest[1]!) : notFound;
+  if (first === 'hls') return rest.length === 2 ? (req, res, relay, _, peers) => serveHls(req, res, relay, peers, rest[0]!, rest[1]!) : notFound;
   return null;
 }
 
@@ -109,9 +110,9 @@ function route(segments: readonly string[]): Handler | null {
  * under `/api` (`api/index.ts`). Total: any method,
  * target and header gets an answer (400 for targets that are not paths, 405 with `Allow` for a
  * wrong method, 404 under a known prefix), never a throw. Returns false for paths it does not
- * serve, which the caller answers.
+ * serve, which the caller answers. On a cluster, `peers` reaches the files other nodes wrote.
  */
-export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number, api: ApiRunner = runHere): boolean {
+export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number, api: ApiRunner = runHere, peers: PeerFiles | null = null): boolean {
   try {
     const target = parseTarget(req.url);
     if (!('segments' in target)) {
@@ -128,7 +129,8 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
       refuse(req, res, { status: 405, error: 'only GET and HEAD', headers: { allow: ALLOW } });
       return true;
     }
-    const done = handler(req, res, relay, connections);
+    // a request another node passed here is answered from this node's files only
+    const done = handler(req, res, relay, connections, fromPeer(req) ? null : peers);
     if (done) done.catch((err: unknown) => failed(req, res, relay, err));
   } catch (err) {
     failed(req, res, relay, err);
@@ -154,10 +156,10 @@ function failed(req: IncomingMessage, res: ServerResponse, relay: RelayContext, 
 /**
  * Recordings are private to their room: a request carries a token (`Authorization: Bearer
  * <token>`) of the room, with `canRecord`, that enters directly (a joiner who must ask, or was
- * denied, downloads nothing) and was not removed from the room; it sees exactly its project's
- * room.
+ * denied, downloads nothing) and was not removed from the room (on a cluster, at any node); it
+ * sees exactly its project's room.
  */
-function recordingAccess(req: IncomingMessage, relay: RelayContext): { project: string; roomId: string } | Refusal {
+async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers: PeerFiles | null): Promise<{ project: string; roomId: string } | Refusal> {
   const token = bearer(req);
   const unauthorized = { 'www-authenticate': 'Bearer' };
   if (token === null) return { status: 401, error: 'INVALID_TOKEN: send Authorization: Bearer <token>', headers: unauthorized };
@@ -167,32 +169,43 @@ function recordingAccess(req: IncomingMessage, relay: RelayContext): { project: 
   const { claims, project } = verified;
   if (claims.roomId === undefined || claims.grant.canRecord !== true) return { status: 403, error: 'INVALID_PERMISSIONS: needs a room-scoped token with canRecord' };
   if (claims.joinPolicy?.mode === 'ask') return { status: 403, error: "INVALID_PERMISSIONS: a token that asks to enter (joinPolicy 'ask') cannot read recordings" };
-  if (relay.bans.has(project, claims.roomId, tokenKey(token, claims), Date.now() / 1000)) return { status: 403, error: 'INVALID_PERMISSIONS: this token was removed from the room' };
+  const key = tokenKey(token, claims);
+  const now = Date.now() / 1000;
+  const bannedElsewhere = peers ? await peers.banned(project, claims.roomId, key, now).catch(() => null) : false;
+  if (bannedElsewhere === null) return { status: 503, error: "the cluster's removals cannot be read now: try again", headers: { 'retry-after': 1 } };
+  if (relay.bans.has(project, claims.roomId, key, now) || bannedElsewhere) return { status: 403, error: 'INVALID_PERMISSIONS: this token was removed from the room' };
   return { project, roomId: claims.roomId };
 }
 
-async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: RelayContext): Promise<void> {
-  const access = recordingAccess(req, relay);
+async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: RelayContext, _connections: number, peers: PeerFiles | null): Promise<void> {
+  const access = await recordingAccess(req, relay, peers);
   if ('status' in access) return refuse(req, res, access);
-  const { files, truncated } = await listRecordingFiles(relay.config.recordingsDir, access.project, access.roomId);
-  json(req, res, 200, { recordings: files.map((f) => ({ ...f, url: recordingUrl(f.recording, f.file) })), ...(truncated ? { truncated } : {}) });
+  const here = await listRecordingFiles(relay.config.recordingsDir, access.project, access.roomId);
+  const { files, truncated, unreachable } = peers ? await recordingsEverywhere(here, peers, req.headers.authorization) : { ...here, unreachable: 0 };
+  json(req, res, 200, { recordings: files.map((f) => ({ ...f, url: recordingUrl(f.recording, f.file) })), ...(truncated ? { truncated } : {}), ...(unreachable > 0 ? { unreachable } : {}) });
 }
 
-async function downloadRecording(req: IncomingMessage, res: ServerResponse, relay: RelayContext, id: string, file: string): Promise<void> {
-  const access = recordingAccess(req, relay);
+async function downloadRecording(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: PeerFiles | null, id: string, file: string): Promise<void> {
+  const access = await recordingAccess(req, relay, peers);
   if ('status' in access) return refuse(req, res, access);
   if (!RECORDING_ID.test(id) || !isRecordingFile(file)) return notFound(req, res);
   const dir = await recordingDir(relay.config.recordingsDir, access.project, access.roomId, id);
-  if (dir === null) return notFound(req, res);
+  if (dir === null) {
+    if (peers && (await passToPeers(req, res, peers, recordingUrl(id, encodeURIComponent(file))))) return;
+    return notFound(req, res);
+  }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
   await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' });
 }
 
 /** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */
-async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayContext, run: string, file: string): Promise<void> {
+async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: PeerFiles | null, run: string, file: string): Promise<void> {
   if (!RUN_ID.test(run) || !HLS_FILE.test(file)) return notFound(req, res);
   const dir = await runDir(relay.config.hlsDir, run);
-  if (dir === null) return notFound(req, res);
+  if (dir === null) {
+    if (peers && (await passToPeers(req, res, peers, `/hls/${run}/${encodeURIComponent(file)}`))) return;
+    return notFound(req, res);
+  }
   const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';
   await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' });
 }

@@ -16,6 +16,7 @@ import { localProviders } from './outputs/providers.ts';
 import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
 import { serveHttp } from './http.ts';
+import type { PeerFiles } from './http-peers.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
@@ -107,7 +108,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const sessions = new Set<Session>();
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute
-  const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => answerHttp(req, res, context, sessions, api));
+  const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => answerHttp(req, res, context, sessions, api, cluster?.files ?? null));
   // frames up to OVERSIZE_FACTOR times the limit are read to be answered; the session lowers it before the join
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes * OVERSIZE_FACTOR, perMessageDeflate: false });
   // connections that have not sent their join frame, oldest first: when they fill their budget,
@@ -178,6 +179,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     });
   });
   const port = (http.address() as AddressInfo).port;
+  await cluster?.files.announce(config.nodeUrl ?? nodeBase(config.host, config.mediaIp, port));
   let closing: Promise<void> | null = null;
 
   return {
@@ -250,8 +252,14 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-function answerHttp(req: IncomingMessage, res: ServerResponse, context: RelayContext, sessions: Set<Session>, api: ApiRunner): void {
-  if (serveHttp(req, res, context, sessions.size, api)) return;
+/** Where other nodes reach this one: its listen address, or its media address when it listens on every interface. */
+function nodeBase(host: string, mediaIp: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '::' || host === '' ? mediaIp : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+function answerHttp(req: IncomingMessage, res: ServerResponse, context: RelayContext, sessions: Set<Session>, api: ApiRunner, peers: PeerFiles | null): void {
+  if (serveHttp(req, res, context, sessions.size, api, peers)) return;
   res.writeHead(426, { 'content-type': 'text/plain' });
   res.end('This is a Tessera relay: connect with a WebSocket (the Tessera SDK does).\n');
 }

@@ -9,6 +9,7 @@ import { RemoteLink, RemotePort } from './links.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
 import type { ApiCall, Route } from '../api/routes.ts';
 import { ClusterApi } from './cluster-api.ts';
+import { ClusterFiles } from './node-files.ts';
 import { RoomRecords } from './room-record.ts';
 import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
@@ -52,6 +53,8 @@ interface Guest {
 export class ClusterSeam implements RoomSeam {
   private readonly local: LocalSeam;
   private readonly api: ClusterApi;
+  /** The other nodes' HTTP sides, for the output files each keeps (`http-peers.ts`). */
+  readonly files: ClusterFiles;
   private readonly records: RoomRecords;
   private readonly homes: RoomHomes;
   private readonly edges = new Map<string, Edge>();
@@ -77,6 +80,7 @@ export class ClusterSeam implements RoomSeam {
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
+    this.files = new ClusterFiles(bus);
     this.api = new ClusterApi(relay, bus, (project, roomId) => this.homes.here(project, roomId));
     bus.onMessage((from, envelope) => this.receive(from, envelope));
     // frames to and from other nodes were lost meanwhile: members whose room is elsewhere come
@@ -533,6 +537,7 @@ export class ClusterSeam implements RoomSeam {
     this.observers?.mute();
     clearInterval(this.sweep);
     await this.homes.releaseAll();
+    await this.files.withdraw();
     await this.bus.retire();
     for (const guest of this.guests.values()) guest.link.drop();
   }
