@@ -89,7 +89,9 @@ export function parseTarget(target: string | undefined): { segments: string[] } 
   return { segments };
 }
 
-type Handler = (req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number, peers: PeerFiles | null) => void | Promise<void>;
+/** On a cluster: the other nodes, and whether this request may be passed to them (not if a node passed it here). */
+type Peers = { files: PeerFiles; pass: boolean } | null;
+type Handler = (req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number, peers: Peers) => void | Promise<void>;
 
 /** The handler of a path the relay serves, or `null` (not ours: the WebSocket hint). */
 function route(segments: readonly string[]): Handler | null {
@@ -130,7 +132,7 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
       return true;
     }
     // a request another node passed here is answered from this node's files only
-    const done = handler(req, res, relay, connections, fromPeer(req) ? null : peers);
+    const done = handler(req, res, relay, connections, peers && { files: peers, pass: !fromPeer(req) });
     if (done) done.catch((err: unknown) => failed(req, res, relay, err));
   } catch (err) {
     failed(req, res, relay, err);
@@ -159,7 +161,7 @@ function failed(req: IncomingMessage, res: ServerResponse, relay: RelayContext, 
  * denied, downloads nothing) and was not removed from the room (on a cluster, at any node); it
  * sees exactly its project's room.
  */
-async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers: PeerFiles | null): Promise<{ project: string; roomId: string } | Refusal> {
+async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers: Peers): Promise<{ project: string; roomId: string } | Refusal> {
   const token = bearer(req);
   const unauthorized = { 'www-authenticate': 'Bearer' };
   if (token === null) return { status: 401, error: 'INVALID_TOKEN: send Authorization: Bearer <token>', headers: unauthorized };
@@ -171,27 +173,27 @@ async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers:
   if (claims.joinPolicy?.mode === 'ask') return { status: 403, error: "INVALID_PERMISSIONS: a token that asks to enter (joinPolicy 'ask') cannot read recordings" };
   const key = tokenKey(token, claims);
   const now = Date.now() / 1000;
-  const bannedElsewhere = peers ? await peers.banned(project, claims.roomId, key, now).catch(() => null) : false;
+  const bannedElsewhere = peers ? await peers.files.banned(project, claims.roomId, key, now).catch(() => null) : false;
   if (bannedElsewhere === null) return { status: 503, error: "the cluster's removals cannot be read now: try again", headers: { 'retry-after': 1 } };
   if (relay.bans.has(project, claims.roomId, key, now) || bannedElsewhere) return { status: 403, error: 'INVALID_PERMISSIONS: this token was removed from the room' };
   return { project, roomId: claims.roomId };
 }
 
-async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: RelayContext, _connections: number, peers: PeerFiles | null): Promise<void> {
+async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: RelayContext, _connections: number, peers: Peers): Promise<void> {
   const access = await recordingAccess(req, relay, peers);
   if ('status' in access) return refuse(req, res, access);
   const here = await listRecordingFiles(relay.config.recordingsDir, access.project, access.roomId);
-  const { files, truncated, unreachable } = peers ? await recordingsEverywhere(here, peers, req.headers.authorization) : { ...here, unreachable: 0 };
+  const { files, truncated, unreachable } = peers?.pass ? await recordingsEverywhere(here, peers.files, req.headers.authorization) : { ...here, unreachable: 0 };
   json(req, res, 200, { recordings: files.map((f) => ({ ...f, url: recordingUrl(f.recording, f.file) })), ...(truncated ? { truncated } : {}), ...(unreachable > 0 ? { unreachable } : {}) });
 }
 
-async function downloadRecording(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: PeerFiles | null, id: string, file: string): Promise<void> {
+async function downloadRecording(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: Peers, id: string, file: string): Promise<void> {
   const access = await recordingAccess(req, relay, peers);
   if ('status' in access) return refuse(req, res, access);
   if (!RECORDING_ID.test(id) || !isRecordingFile(file)) return notFound(req, res);
   const dir = await recordingDir(relay.config.recordingsDir, access.project, access.roomId, id);
   if (dir === null) {
-    if (peers && (await passToPeers(req, res, peers, recordingUrl(id, encodeURIComponent(file))))) return;
+    if (peers?.pass && (await passToPeers(req, res, peers.files, recordingUrl(id, encodeURIComponent(file))))) return;
     return notFound(req, res);
   }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
@@ -199,11 +201,11 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
 }
 
 /** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */
-async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: PeerFiles | null, run: string, file: string): Promise<void> {
+async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: Peers, run: string, file: string): Promise<void> {
   if (!RUN_ID.test(run) || !HLS_FILE.test(file)) return notFound(req, res);
   const dir = await runDir(relay.config.hlsDir, run);
   if (dir === null) {
-    if (peers && (await passToPeers(req, res, peers, `/hls/${run}/${encodeURIComponent(file)}`))) return;
+    if (peers?.pass && (await passToPeers(req, res, peers.files, `/hls/${run}/${encodeURIComponent(file)}`))) return;
     return notFound(req, res);
   }
   const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';

@@ -148,6 +148,8 @@ describe('recordings and HLS through any node of three', () => {
     for (const node of [0, 1, 2]) {
       assert.equal((await get(node, first.composite, removedToken)).status, 403, `the removed token through node ${node}`);
       assert.equal((await get(node, '/recordings', removedToken)).status, 403);
+      // as a request another node passed on (the header is the caller's to forge)
+      assert.equal((await get(node, first.composite, removedToken, { [PEER_HEADER]: '1' })).status, 403, `the removed token as a peer through node ${node}`);
     }
   });
 
