@@ -108,6 +108,7 @@ $('leave').onclick = () => room?.leave();
 // ---- the room ----------------------------------------------------------------------------
 function enter(room, role) {
   window.room = room;
+  audience = audienceNames(room);
   document.body.classList.toggle('moderator', room.localParticipant.grant.canModerate);
   $('join-screen').hidden = true;
   $('room-screen').hidden = false;
@@ -224,9 +225,11 @@ function stage(room) {
       audio.delete(participant.id);
     }
   });
+  // a screen share has its own tile: its badge goes there, not on the camera's
+  const tileOfPublication = (participant, publication) => document.getElementById(publication.source === 'screen' ? `tile-${participant.id}-screen` : `tile-${participant.id}`);
   for (const name of ['track-muted', 'track-unmuted']) {
     room.on(name, ({ participant, publication }) => {
-      const tile = document.getElementById(`tile-${participant.id}`);
+      const tile = tileOfPublication(participant, publication);
       if (tile) setMuted(tile, publication.source, publication.muted);
     });
   }
@@ -276,15 +279,80 @@ function stage(room) {
   });
 }
 
-// ---- chat: pubsub with history and direct messages ---------------------------------------
-// Display names the relay vouches for: the stage's, and each viewer's from the audience pages.
-// A message's own `name` is only a fallback: anyone can write anything in a payload.
+// ---- names: only the ones the room vouches for -------------------------------------------
+// A chat message's `from` is stamped by the relay; its payload is whatever the sender wrote, a
+// `name` of "Mo" included. A sender is named as the room names it: the roster (the stage) or
+// an audience page (viewers). Until then its message shows the claimed name marked unverified,
+// with the start of its id, and is renamed once the room names it.
 const known = new Map();
-const nameOf = (id, fallback) => known.get(id) ?? fallback ?? `someone (${id.slice(0, 6)})`;
+const renames = new Map(); // id → what to redraw once the room names it
+let audience = null; // set on entering a room: looks unnamed senders up in the audience pages
 
+function vouch(id, name) {
+  known.set(id, name);
+  const waiting = renames.get(id);
+  renames.delete(id);
+  for (const redraw of waiting ?? []) redraw();
+}
+const unverified = (id, claimed) => `${typeof claimed === 'string' && claimed.trim() ? `“${claimed.trim().slice(0, 64)}”` : 'someone'} (unverified · ${id.slice(0, 6)})`;
+const nameOf = (id, claimed) => known.get(id) ?? unverified(id, claimed);
+
+/** Draw now with `nameOf`, and again once the room names `id` (looked up in the audience pages). */
+function whenNamed(id, redraw) {
+  redraw();
+  if (known.has(id)) return;
+  if (!renames.has(id)) renames.set(id, new Set());
+  renames.get(id).add(redraw);
+  audience?.lookUp(id);
+}
+
+/**
+ * Unnamed senders are looked up in the audience, a walk of its pages for every id asked for in
+ * the meantime (history asks for many at once), one walk at a time. An id the walk did not find
+ * (its viewer left, or sat past the pages a walk reads) stays unverified: never asked again.
+ */
+function audienceNames(room) {
+  const PAGE = 500;
+  const MAX_PAGES = 8;
+  const asked = new Set();
+  const given = new Set();
+  let walking = null;
+  const walk = async () => {
+    await null; // ids asked in the same turn (a history) go in this walk
+    const wanted = new Set(asked);
+    asked.clear();
+    let cursor = null;
+    let pages = 0;
+    try {
+      do {
+        const page = await room.getParticipants({ tier: 'viewer', limit: PAGE, cursor });
+        for (const viewer of page.participants) {
+          vouch(viewer.id, viewer.name);
+          wanted.delete(viewer.id);
+        }
+        cursor = page.nextCursor;
+      } while (cursor && wanted.size > 0 && ++pages < MAX_PAGES);
+    } catch {
+      // the names stay unverified, which the messages say; a refusal is no news to the reader
+    }
+    for (const id of wanted) given.add(id);
+    walking = asked.size > 0 ? walk() : null;
+  };
+  return {
+    lookUp(id) {
+      const onStage = room.remoteParticipants.get(id);
+      if (onStage) return vouch(id, onStage.name);
+      if (known.has(id) || given.has(id) || room.localParticipant.id === id) return;
+      asked.add(id);
+      walking ??= walk();
+    },
+  };
+}
+
+// ---- chat: pubsub with history and direct messages ---------------------------------------
 /** Offer `id` as a direct-message target and pick it. */
 function messageTo(id, name) {
-  known.set(id, name);
+  vouch(id, name);
   const select = $('chat-to');
   if (![...select.options].some((o) => o.value === id)) select.append(h('option', { value: id, textContent: name }));
   select.value = id;
@@ -295,11 +363,21 @@ function messageTo(id, name) {
 async function chat(room) {
   const list = $('messages');
   const me = room.localParticipant.id;
-  const show = ({ from, payload, timestamp }) => {
-    const to = Array.isArray(payload.to) ? payload.to[0] : null;
-    const who = from === me ? 'You' : nameOf(from, payload.name);
-    const label = to ? `${who} → ${to === me ? 'you' : nameOf(to)} (privately)` : who;
-    list.append(h('li', { className: to ? 'direct' : '', title: new Date(timestamp).toLocaleTimeString() }, h('span', { className: 'from', textContent: label }), String(payload.text ?? '')));
+  // a payload is anything its sender chose, not necessarily an object
+  const bodyOf = (payload) => (payload && typeof payload === 'object' ? payload : {});
+  const show = ({ from, payload: raw, timestamp }) => {
+    const payload = bodyOf(raw);
+    const to = Array.isArray(payload.to) && typeof payload.to[0] === 'string' ? payload.to[0] : null;
+    const label = h('span', { className: 'from' });
+    const draw = () => {
+      const who = from === me ? 'You' : nameOf(from, payload.name);
+      label.textContent = to ? `${who} → ${to === me ? 'you' : nameOf(to)} (privately)` : who;
+      label.classList.toggle('unverified', from !== me && !known.has(from));
+    };
+    if (from === me) draw();
+    else whenNamed(from, draw);
+    if (to && to !== me) whenNamed(to, draw);
+    list.append(h('li', { className: to ? 'direct' : '', title: new Date(timestamp).toLocaleTimeString() }, label, String(payload.text ?? '')));
     list.scrollTop = list.scrollHeight;
   };
   const refreshTargets = () => {
@@ -311,7 +389,7 @@ async function chat(room) {
     select.value = [...select.options].some((o) => o.value === picked) ? picked : '';
   };
   room.on('participant-joined', ({ participant }) => {
-    known.set(participant.id, participant.name);
+    vouch(participant.id, participant.name);
     refreshTargets();
   });
   room.on('participant-left', refreshTargets);
@@ -329,7 +407,7 @@ async function chat(room) {
   try {
     await room.pubsub.subscribe('chat', (m) => {
       // someone who wrote to you privately can be answered privately
-      if (Array.isArray(m.payload.to) && !room.remoteParticipants.has(m.from)) addViewerTarget(m.from, nameOf(m.from, m.payload.name));
+      if (Array.isArray(bodyOf(m.payload).to) && !room.remoteParticipants.has(m.from)) addViewerTarget(m.from, bodyOf(m.payload).name);
       show(m);
     });
     for (const m of await room.pubsub.getHistory('chat', { limit: 50 })) show(m);
@@ -338,11 +416,13 @@ async function chat(room) {
   }
 }
 
-function addViewerTarget(id, name) {
+/** Offer a viewer who wrote to you privately as a target, under the name the room gives it. */
+function addViewerTarget(id, claimed) {
   const select = $('chat-to');
   if ([...select.options].some((o) => o.value === id)) return;
-  const option = h('option', { value: id, textContent: `${name} (audience)` });
+  const option = h('option', { value: id });
   option.dataset.viewer = 'yes';
+  whenNamed(id, () => (option.textContent = `${nameOf(id, claimed)} (audience)`));
   select.append(option);
 }
 
@@ -361,7 +441,6 @@ function people(room) {
   };
   room.on('participant-joined', ({ participant }) => stageList.append(row(participant)));
   room.on('participant-left', ({ participant }) => document.getElementById(`person-${participant.id}`)?.remove());
-  let cursor = null;
   const viewerRow = (viewer) => {
     const item = h('li', { id: `viewer-${viewer.id}` });
     const remove = room.localParticipant.grant.canModerate
@@ -378,24 +457,66 @@ function people(room) {
     item.append(h('span', { textContent: viewer.name }), h('span', {}, message, remove));
     return item;
   };
-  const loadPage = guard(async () => {
-    const page = await room.getParticipants({ tier: 'viewer', limit: 50, cursor });
+  // The audience is paged, never pushed: the list is the pages asked for so far. Loads and
+  // relists run one at a time, in order, so a page never lands in a list rebuilt meanwhile.
+  const PAGE = 50;
+  let cursor = null; // where "Load more" goes on
+  let shown = 0; // pages listed: a relist lists as many again
+  let queue = Promise.resolve();
+  const serial = (op) => (queue = queue.then(op).catch(showError));
+  const settle = () => {
+    $('load-more').textContent = cursor ? 'Load more' : 'Everyone is listed';
+    $('load-more').disabled = !cursor;
+  };
+  const loadMore = () => serial(async () => {
+    if (shown > 0 && !cursor) return;
+    const page = await room.getParticipants({ tier: 'viewer', limit: PAGE, cursor });
     for (const viewer of page.participants) {
-      known.set(viewer.id, viewer.name);
+      vouch(viewer.id, viewer.name);
       if (!document.getElementById(`viewer-${viewer.id}`)) $('audience-list').append(viewerRow(viewer));
     }
     cursor = page.nextCursor;
-    $('load-more').textContent = cursor ? 'Load more' : 'Everyone is listed';
-    $('load-more').disabled = !cursor;
+    shown++;
+    settle();
   });
-  $('load-more').onclick = loadPage;
-  // the list is a snapshot: start it again to see who is there now
-  $('refresh-audience').onclick = () => {
-    cursor = null;
-    $('audience-list').replaceChildren();
-    $('load-more').disabled = false;
-    return loadPage();
+  /** List the first `pages` pages again, replacing the list once they are all in. */
+  const relist = async (pages) => {
+    const rows = [];
+    let next = null;
+    let listed = 0;
+    do {
+      const page = await room.getParticipants({ tier: 'viewer', limit: PAGE, cursor: next });
+      for (const viewer of page.participants) {
+        vouch(viewer.id, viewer.name);
+        rows.push(viewerRow(viewer));
+      }
+      next = page.nextCursor;
+      listed++;
+    } while (next && listed < pages);
+    $('audience-list').replaceChildren(...rows);
+    cursor = next;
+    shown = listed;
+    settle();
   };
+  $('load-more').onclick = loadMore;
+  // start again from the first page
+  $('refresh-audience').onclick = () => serial(() => relist(1));
+  // Once listed, the list follows the audience: a change of the viewer count (a join, a leave, a
+  // removal by another moderator or the server API) lists the pages shown again. The relay
+  // already coalesces counts (one change per window); one relist waits at most, for every
+  // change made while another runs.
+  let viewers = room.participantCount.viewer;
+  let relistWaiting = false;
+  room.on('participant-count-changed', ({ viewer }) => {
+    if (viewer === viewers) return;
+    viewers = viewer;
+    if (shown === 0 || relistWaiting) return;
+    relistWaiting = true;
+    serial(() => {
+      relistWaiting = false;
+      return relist(shown);
+    });
+  });
   if (room.localParticipant.grant.canModerate) {
     const end = h('button', { className: 'ghost', textContent: 'End the room for everyone', onclick: guard(async () => confirm('End the room for everyone?') && room.end()) });
     $('load-more').after(end);

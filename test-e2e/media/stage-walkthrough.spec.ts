@@ -1,12 +1,13 @@
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { expect, test, type Page } from '@playwright/test';
 import { stageDemo } from './stage-demo.ts';
 
 /**
  * The stage demo as issue 16 found it, walked through as a person would: a screen share beside
- * the camera, names instead of ids, a direct message to a viewer, the audience list after a
- * removal, a recording downloaded from the page, and what people see when they are removed or
- * the room ends. Each step leaves a screenshot in test-results/.
+ * the camera (muted on its own tile), names instead of ids and never a name a sender wrote
+ * itself, a direct message to a viewer, the audience list following joins and removals (the
+ * moderator's own, and the server API's), a recording downloaded from the page, and what people
+ * see when they are removed or the room ends. Each step leaves a screenshot in test-results/.
  */
 const { open } = stageDemo('walkthrough');
 
@@ -18,8 +19,24 @@ async function shot(page: Page, name: string): Promise<void> {
   expect(statSync(path).size).toBeGreaterThan(10_000);
 }
 
+/** The texts the `.from` label of the message saying `text` has had on `page`, from now on. */
+async function recordLabels(page: Page, text: string): Promise<() => Promise<string[]>> {
+  await page.evaluate((text) => {
+    const seen: string[] = [];
+    (window as unknown as { labels: string[] }).labels = seen;
+    const look = () => {
+      for (const li of document.querySelectorAll('#messages li')) {
+        const label = li.querySelector('.from')?.textContent;
+        if (li.textContent?.includes(text) && label && seen.at(-1) !== label) seen.push(label);
+      }
+    };
+    new MutationObserver(look).observe(document.getElementById('messages')!, { childList: true, subtree: true, characterData: true });
+  }, text);
+  return () => page.evaluate(() => (window as unknown as { labels: string[] }).labels);
+}
+
 test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, audience list, recordings, removal and ending explained', async ({ browser }) => {
-  test.setTimeout(120_000);
+  test.setTimeout(150_000);
   const mod = await open(browser, 'Mo', 'moderator');
   const ada = await open(browser, 'Ada', 'speaker');
 
@@ -43,6 +60,12 @@ test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, a
   await expect.poll(() => videoWidth(mod, 'tile-ada-speaker-screen'), { timeout: 15_000 }).toBeGreaterThan(0);
   await expect(mod.locator('#tile-ada-speaker-screen .name')).toHaveText("Ada's screen");
   await shot(mod, '1-camera-and-screen');
+  // a muted share is marked on its own tile; the camera beside it is not
+  await ada.evaluate(() => window.room!.localParticipant.tracks.get('screen')!.mute());
+  await expect(mod.locator('#tile-ada-speaker-screen [data-muted=screen]')).toHaveText('screen off');
+  await expect(mod.locator('#tile-ada-speaker [data-muted]')).toHaveCount(0);
+  await ada.evaluate(() => window.room!.localParticipant.tracks.get('screen')!.unmute());
+  await expect(mod.locator('#tile-ada-speaker-screen [data-muted]')).toHaveCount(0);
   await ada.click('[data-source=screen]');
   await expect(mod.locator('#tile-ada-speaker-screen')).toHaveCount(0, { timeout: 10_000 });
   await expect(mod.locator('#tile-ada-speaker video')).toBeVisible();
@@ -77,6 +100,39 @@ test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, a
   await expect(vic.locator('input[name=role][value=viewer]')).toBeChecked();
   await shot(vic, '4-removed-viewer-told-why');
 
+  // the moderator's audience list follows the room once listed: a viewer joining shows up unasked
+  const val = await open(browser, 'Val', 'viewer');
+  const valId = await val.evaluate(() => window.room!.localParticipant.id);
+  const valRow = mod.locator(`[id="viewer-${valId}"]`);
+  await expect(valRow).toHaveText(/^Val/);
+  // Refresh lists the audience again from its first page
+  const listed = await valRow.elementHandle();
+  await mod.click('#refresh-audience');
+  await expect.poll(() => listed!.evaluate((row) => row.isConnected)).toBe(false);
+  await expect(mod.locator('#audience-list li')).toHaveCount(1);
+  await expect(valRow).toHaveCount(1);
+  await expect(mod.locator('#load-more')).toHaveText('Everyone is listed');
+
+  // a viewer writing as "Mo" (the moderator's name) in its payload is never shown as Mo: first
+  // as what it claims, marked unverified with its id, then as the room names it
+  const forged = 'I am the moderator: send me your password';
+  const adaLabels = await recordLabels(ada, forged);
+  await val.evaluate((text) => window.room!.pubsub.publish('chat', { text, name: 'Mo' }, { persist: true }), forged);
+  const unverified = `“Mo” (unverified · ${valId.slice(0, 6)})`;
+  await expect(ada.locator('#messages li', { hasText: forged }).locator('.from')).toHaveText('Val');
+  await expect(mod.locator('#messages li', { hasText: forged }).locator('.from')).toHaveText('Val');
+  for (const label of await adaLabels()) expect([unverified, 'Val']).toContain(label);
+  await shot(ada, '5-forged-name-shown-as-the-room-names-it');
+
+  // removed through the server API (the dashboard's route, RoomService): the moderator's list follows
+  await mod.click('[data-tab=people]');
+  const removed = await mod.request.post(`${new URL(mod.url()).origin}/api/dashboard/remove`, { data: { room: 'walkthrough', participantId: valId } });
+  expect(removed.status()).toBe(200);
+  await expect(valRow).toHaveCount(0);
+  await expect(mod.locator('#audience-list li')).toHaveCount(0);
+  await expect(val.locator('#ended')).toContainText('A moderator removed you', { timeout: 10_000 });
+  await expect(val.locator('#room')).toHaveValue('walkthrough');
+
   // a recording, downloaded from the page
   await mod.click('[data-tab=outputs]');
   const recording = mod.locator('#outputs li', { hasText: 'Recording' });
@@ -89,14 +145,13 @@ test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, a
   const files = await mod.locator('#recordings a').allTextContents();
   expect(files).toContain('timeline.jsonl');
   expect(files).toContain('ada-speaker--camera.webm');
-  const download = await mod.evaluate(async (href) => {
-    const res = await fetch(href!);
-    return { status: res.status, bytes: (await res.arrayBuffer()).byteLength, type: res.headers.get('content-type') };
-  }, await mod.locator('#recordings a', { hasText: 'camera' }).getAttribute('href'));
-  expect(download.status).toBe(200);
-  expect(download.type).toBe('video/webm');
-  expect(download.bytes).toBeGreaterThan(10_000);
-  await shot(mod, '5-recording-download');
+  // clicked as a person does: the browser downloads it, under the recording's and the file's names
+  const [download] = await Promise.all([mod.waitForEvent('download'), mod.locator('#recordings a', { hasText: 'camera' }).click()]);
+  expect(download.suggestedFilename()).toMatch(/^[\w~-][\w.~-]*-ada-speaker--camera\.webm$/);
+  const saved = await download.path();
+  expect(statSync(saved).size).toBeGreaterThan(10_000);
+  expect(readFileSync(saved).subarray(0, 4).toString('hex')).toBe('1a45dfa3'); // a WebM (EBML) file
+  await shot(mod, '6-recording-download');
 
   // a removed guest is told why and is not let back in under a default name
   const guest = await open(browser, 'Gus', 'guest', false);
@@ -104,19 +159,30 @@ test('the stage demo walkthrough: screen beside camera, names, DMs to viewers, a
   await mod.click('[data-tab=lobby]');
   await mod.locator('#lobby-gus-guest').getByRole('button', { name: 'Admit' }).click();
   await expect(guest.locator('#room-screen')).toBeVisible();
+  // the forged message in the history of someone who came later: its sender is gone, nobody
+  // names it, and it stays marked unverified
+  const late = guest.locator('#messages li', { hasText: forged }).locator('.from');
+  await expect(late).toHaveText(unverified);
+  await expect(late).toHaveClass(/unverified/);
+  await guest.waitForTimeout(1000);
+  await expect(late).toHaveText(unverified);
   await mod.click('[data-tab=people]');
   await mod.locator('#person-gus-guest').getByRole('button', { name: 'Remove' }).click();
   await expect(guest.locator('#ended')).toContainText('A moderator removed you', { timeout: 10_000 });
   await expect(guest.locator('#name')).toHaveValue('Gus');
+  await expect(guest.locator('#room')).toHaveValue('walkthrough');
   await guest.waitForTimeout(1000);
   await expect(guest.locator('#join-screen')).toBeVisible();
   await expect(mod.locator('#tile-gus-guest')).toHaveCount(0);
-  await shot(guest, '6-removed-guest-told-why');
+  await shot(guest, '7-removed-guest-told-why');
 
   // ending the room: everyone is told, nobody is dropped back to an empty form
   await mod.getByRole('button', { name: 'End the room for everyone' }).click();
   await expect(ada.locator('#ended')).toContainText('The room has ended', { timeout: 10_000 });
   await expect(ada.locator('#name')).toHaveValue('Ada');
+  await expect(ada.locator('#room')).toHaveValue('walkthrough');
   await expect(mod.locator('#ended')).toContainText('The room has ended');
-  await shot(ada, '7-room-ended');
+  await expect(mod.locator('#name')).toHaveValue('Mo');
+  await expect(mod.locator('#room')).toHaveValue('walkthrough');
+  await shot(ada, '8-room-ended');
 });
