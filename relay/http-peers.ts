@@ -1,7 +1,7 @@
 /**
  * Output files on a cluster: each node keeps the recordings and HLS runs it wrote on its own
- * disk; a request for one that is not here is passed to the other live nodes over HTTP, with
- * the caller's `Authorization`, and the first that has it answers. A passed request carries
+ * disk, and says so in Redis; a request for one that is not here is passed to the node that
+ * wrote it over HTTP, with the caller's `Authorization`, and its answer streamed back. A passed request carries
  * {@link PEER_HEADER} and is never passed on again (no loops). Nothing of the caller's request
  * goes on but the path the relay built from checked segments and the bearer token.
  */
@@ -10,10 +10,15 @@ import { request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream';
 import { isRecordingFile, MAX_LISTED_RECORDINGS, RECORDING_ID, type RecordingEntry } from './outputs/storage.ts';
 
+/** An output's files: a recording's, or an HLS run's. */
+export type FileKind = 'recording' | 'hls';
+
 /** What the HTTP side needs of the cluster to reach other nodes' files. */
 export interface PeerFiles {
   /** The HTTP bases (`http://host:port`) of the other live nodes. */
   nodes(): Promise<string[]>;
+  /** The HTTP base of the live node that wrote this recording or HLS run, if another node did. */
+  locate(kind: FileKind, id: string): Promise<string | null>;
   /** True if another node banned this token from this room (bans are kept in Redis). */
   banned(project: string, roomId: string, tokenKey: string, now: number): Promise<boolean>;
 }
@@ -28,12 +33,9 @@ const PEER_IDLE_MS = 60_000;
 const MAX_LISTING_BYTES = 8 * 1024 * 1024;
 /** Passed downloads at once; more wait for a 503's `retry-after`. */
 const MAX_PASSED = 256;
-/** Where a path was last found, tried first next time (HLS players ask every 2 s). */
-const FOUND_AT_MAX = 1024;
 /** Headers of a node's answer that go back to the caller. */
 const PASSED_HEADERS = ['content-type', 'content-length', 'cache-control', 'last-modified', 'access-control-allow-origin', 'www-authenticate', 'retry-after', 'x-content-type-options'];
 
-const foundAt = new Map<string, string>();
 let passing = 0;
 
 /** True if this request was passed by another node. */
@@ -42,13 +44,13 @@ export function fromPeer(req: IncomingMessage): boolean {
 }
 
 /** GET or HEAD `path` at `base`; resolves with the answer's head, or rejects (unreachable, too slow). */
-function ask(base: string, path: string, method: string, authorization: string | undefined): Promise<IncomingMessage> {
+function ask(base: string, path: string, method: string, authorization: string | undefined, signal?: AbortSignal): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const url = new URL(path, base);
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const headers: Record<string, string> = { [PEER_HEADER]: '1' };
     if (authorization !== undefined) headers.authorization = authorization;
-    const req = request(url, { method, headers, timeout: PEER_TIMEOUT_MS });
+    const req = request(url, { method, headers, timeout: PEER_TIMEOUT_MS, ...(signal ? { signal } : {}) });
     req.on('timeout', () => req.destroy(new Error('the node did not answer in time')));
     req.on('error', reject);
     req.on('response', (res) => {
@@ -68,69 +70,58 @@ function passedHeaders(res: IncomingMessage): Record<string, string> {
   return out;
 }
 
-function remember(path: string, base: string): void {
-  foundAt.delete(path);
-  foundAt.set(path, base);
-  if (foundAt.size > FOUND_AT_MAX) foundAt.delete(foundAt.keys().next().value!);
+/** Answer 503 with `error` (and a `retry-after`). */
+function unavailable(res: ServerResponse, error: string): void {
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', 'cache-control': 'no-store' });
+  res.end(JSON.stringify({ error }));
 }
 
 /**
- * Answer `req` with `path` from the node that has it. The first node that does not answer 404
- * answers the caller (its file, or its refusal). Resolves to `false` when every node answered
- * 404 (the caller answers 404 itself); a node that could not be asked makes it 503.
+ * Answer `req` with `path` of the recording or HLS run `id` from the node that wrote it (Redis
+ * knows which: a file nobody wrote costs one lookup, never a request to a node). That node's
+ * answer goes back as it is (its file, or its refusal). Resolves to `false` when no live node
+ * other than this one wrote it: the caller answers 404.
  */
-export async function passToPeers(req: IncomingMessage, res: ServerResponse, peers: PeerFiles, path: string): Promise<boolean> {
+export async function passToPeers(req: IncomingMessage, res: ServerResponse, peers: PeerFiles, kind: FileKind, id: string, path: string): Promise<boolean> {
   if (passing >= MAX_PASSED) {
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', 'cache-control': 'no-store' });
-    res.end(JSON.stringify({ error: 'too many downloads at once' }));
+    unavailable(res, 'too many downloads at once');
     return true;
   }
   passing++;
-  let released = false;
-  const release = () => {
-    if (!released) passing--;
-    released = true;
-  };
+  // the slot is held until the answer has been passed on, or until it is known there is none
+  let handedOff = false;
+  const aborted = new AbortController();
+  const gone = () => aborted.abort();
+  res.once('close', gone);
   try {
-    const nodes = await peers.nodes().catch(() => null);
-    if (nodes === null) {
-      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', 'cache-control': 'no-store' });
-      res.end(JSON.stringify({ error: 'the other nodes cannot be found now: try again' }));
+    const base = await peers.locate(kind, id).catch(() => undefined);
+    if (base === undefined) {
+      unavailable(res, 'the cluster cannot be asked where this file is now: try again');
       return true;
     }
-    const known = foundAt.get(path);
-    const order = known !== undefined && nodes.includes(known) ? [known, ...nodes.filter((n) => n !== known)] : nodes;
-    let unreachable = 0;
-    for (const base of order) {
-      if (res.destroyed) return true;
-      let answer: IncomingMessage;
-      try {
-        answer = await ask(base, path, req.method === 'HEAD' ? 'HEAD' : 'GET', req.headers.authorization);
-      } catch {
-        unreachable++;
-        continue;
-      }
-      if (answer.statusCode === 404) {
-        answer.resume();
-        continue;
-      }
-      if (answer.statusCode === 200) remember(path, base);
-      res.writeHead(answer.statusCode ?? 502, passedHeaders(answer));
-      res.setTimeout(PEER_IDLE_MS, () => res.destroy());
-      answer.setTimeout(PEER_IDLE_MS, () => answer.destroy());
-      pipeline(answer, res, () => {
-        release();
-        answer.destroy();
-      });
-      released = true;
+    if (base === null) return false;
+    let answer: IncomingMessage;
+    try {
+      answer = await ask(base, path, req.method === 'HEAD' ? 'HEAD' : 'GET', req.headers.authorization, aborted.signal);
+    } catch {
+      if (!res.destroyed) unavailable(res, 'the node that holds this file did not answer: try again');
       return true;
     }
-    if (unreachable === 0) return false;
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', 'cache-control': 'no-store' });
-    res.end(JSON.stringify({ error: 'a node that may hold this file did not answer: try again' }));
+    res.writeHead(answer.statusCode ?? 502, passedHeaders(answer));
+    res.setTimeout(PEER_IDLE_MS, () => res.destroy());
+    answer.setTimeout(PEER_IDLE_MS, () => answer.destroy());
+    handedOff = true;
+    pipeline(answer, res, () => {
+      passing--;
+      res.off('close', gone);
+      answer.destroy();
+    });
     return true;
   } finally {
-    if (!released) release();
+    if (!handedOff) {
+      passing--;
+      res.off('close', gone);
+    }
   }
 }
 
@@ -196,8 +187,20 @@ export async function recordingsEverywhere(
   authorization: string | undefined,
 ): Promise<{ files: RecordingEntry[]; truncated: boolean; unreachable: number }> {
   const nodes = await peers.nodes().catch(() => null);
-  // without Redis the other nodes cannot be found: this node's files, and one node unaccounted for
-  const listings = nodes === null ? [null] : await Promise.all(nodes.map((base) => listingAt(base, authorization)));
+  let listings: Array<Listing | null>;
+  if (nodes === null) {
+    // without Redis the other nodes cannot be found: this node's files, and one node unaccounted for
+    listings = [null];
+  } else if (passing >= MAX_PASSED) {
+    listings = nodes.map(() => null);
+  } else {
+    passing++;
+    try {
+      listings = await Promise.all(nodes.map((base) => listingAt(base, authorization)));
+    } finally {
+      passing--;
+    }
+  }
   const read = [local, ...listings.filter((l) => l !== null)];
   const byKey = new Map<string, RecordingEntry>();
   for (const f of read.flatMap((l) => l.files)) byKey.set(`${f.recording}/${f.file}`, f);

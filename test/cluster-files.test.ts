@@ -90,6 +90,13 @@ describe('recordings and HLS through any node of three', () => {
     // ffprobe reads the live playlist and its segments through node 2 (the nodes run in this process: not a sync spawn)
     const { stdout: streams } = await promisify(execFile)('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_name', '-of', 'csv=p=0', `${http(2)}${playlist}`], { encoding: 'utf8', timeout: 20_000 });
     assert.deepEqual([...new Set(streams.split('\n').map((l) => l.trim()).filter(Boolean))].sort(), ['aac', 'h264']);
+    // a player asks every second or two for hours: each passed answer gives its place back
+    for (let i = 0; i < 300; i++) {
+      const res = await get(1, playlist, undefined, i % 2 ? {} : { range: 'bytes=0-1' });
+      assert.equal(res.status, 200, `request ${i}`);
+      await res.arrayBuffer();
+    }
+    assert.equal((await fetch(`${http(1)}${playlist}`, { method: 'HEAD' })).status, 200);
     // a file of no run is still 404 everywhere, and a passed request is never passed on
     assert.equal((await get(1, playlist.replace(/\/hls\/[0-9a-f]{32}\//, `/hls/${'0'.repeat(32)}/`))).status, 404);
     assert.equal((await get(1, playlist, undefined, { [PEER_HEADER]: '1' })).status, 404);

@@ -80,7 +80,8 @@ export class ClusterSeam implements RoomSeam {
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
-    this.files = new ClusterFiles(bus);
+    this.files = new ClusterFiles(bus, (err) => relay.log.warn('cluster: where an output writes was not stored in Redis', { error: err instanceof Error ? err.message : String(err) }));
+    observers?.add(this.files);
     this.api = new ClusterApi(relay, bus, (project, roomId) => this.homes.here(project, roomId));
     bus.onMessage((from, envelope) => this.receive(from, envelope));
     // frames to and from other nodes were lost meanwhile: members whose room is elsewhere come

@@ -1,52 +1,86 @@
 /**
- * Where the other nodes' HTTP sides are, for the output files they keep on their own disks
- * (`http-peers.ts`): each node writes its base URL into one Redis hash when it listens and
- * takes it out when it leaves; a node counts only while its heartbeat lives.
+ * Where the output files of a cluster are (`http-peers.ts`): each node writes its HTTP side's
+ * base URL into one Redis hash when it listens (taken out when it leaves), and which node wrote
+ * each recording and HLS run (`tessera:file:<kind>:<id>`) when the output becomes active. A node
+ * counts only while its heartbeat lives.
  */
-import type { PeerFiles } from '../http-peers.ts';
+import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
+import type { FileKind, PeerFiles } from '../http-peers.ts';
+import type { Room, RoomObserver } from '../rooms/types.ts';
 import { clusterKey, type NodeBus } from './bus.ts';
 
 /** How long the list of live nodes is reused (ms): an HLS audience asks for files every 2 s. */
 const NODES_FRESH_MS = 1000;
+/** How long an HLS run's place is kept (s): a run is replaced at the room's next start, and old ones are the operator's. */
+const HLS_PLACE_S = 7 * 24 * 3600;
+const HTTP_KEY = clusterKey('http');
+const placeKey = (kind: FileKind, id: string) => clusterKey('file', kind, id);
 
-/** The cluster's view of its nodes' HTTP sides. */
-export class ClusterFiles implements PeerFiles {
+/** The cluster's view of its nodes' HTTP sides and of which node wrote which output files. */
+export class ClusterFiles implements PeerFiles, RoomObserver {
   private cached: { at: number; bases: Promise<string[]> } | null = null;
 
-  constructor(private readonly bus: NodeBus) {}
-
-  private static readonly KEY = clusterKey('http');
+  constructor(
+    private readonly bus: NodeBus,
+    private readonly failed: (err: unknown) => void,
+  ) {}
 
   /** Say where this node's HTTP side is (`http://host:port`). */
   async announce(base: string): Promise<void> {
-    await this.bus.redis.hset(ClusterFiles.KEY, this.bus.node, base);
+    await this.bus.redis.hset(HTTP_KEY, this.bus.node, base);
   }
 
   /** This node is leaving: nobody should ask it for files any more. */
   async withdraw(): Promise<void> {
-    await this.bus.redis.hdel(ClusterFiles.KEY, this.bus.node).catch(() => 0);
+    await this.bus.redis.hdel(HTTP_KEY, this.bus.node).catch(() => 0);
   }
 
   nodes(): Promise<string[]> {
     const now = Date.now();
     if (!this.cached || now - this.cached.at > NODES_FRESH_MS) {
-      const bases = this.readNodes();
+      const cached = { at: now, bases: this.readNodes() };
       // a failed read is not kept: the next request asks Redis again
-      bases.catch(() => (this.cached = null));
-      this.cached = { at: now, bases };
+      cached.bases.catch(() => {
+        if (this.cached === cached) this.cached = null;
+      });
+      this.cached = cached;
     }
     return this.cached.bases;
   }
 
   private async readNodes(): Promise<string[]> {
-    const all = await this.bus.redis.hgetall(ClusterFiles.KEY);
+    const all = await this.bus.redis.hgetall(HTTP_KEY);
     const others = Object.keys(all).filter((node) => node !== this.bus.node);
     const alive = await this.bus.alive(others);
     return others.filter((node) => alive.has(node)).map((node) => all[node]!);
+  }
+
+  async locate(kind: FileKind, id: string): Promise<string | null> {
+    const node = await this.bus.redis.get(placeKey(kind, id));
+    if (node === null || node === this.bus.node) return null;
+    const [base, alive] = await Promise.all([this.bus.redis.hget(HTTP_KEY, node), this.bus.alive([node])]);
+    return base !== null && alive.has(node) ? base : null;
   }
 
   async banned(project: string, roomId: string, tokenKey: string, now: number): Promise<boolean> {
     const exp = await this.bus.redis.hget(clusterKey('bans', project, roomId), tokenKey);
     return exp !== null && Number(exp) > now;
   }
+
+  /** An output became active here: the files it writes are this node's to serve. */
+  outputChanged(_room: Room, change: OutputChange): void {
+    if (change.state !== 'active') return;
+    if (change.output === 'recording' && change.info) {
+      this.bus.redis.set(placeKey('recording', change.info.recording), this.bus.node).catch(this.failed);
+    } else if (change.output === 'hls' && change.info) {
+      const run = /^\/hls\/([0-9a-f]{32})\//.exec(change.info.playlist)?.[1];
+      if (run) this.bus.redis.set(placeKey('hls', run), this.bus.node, 'EX', HLS_PLACE_S).catch(this.failed);
+    }
+  }
+
+  roomStarted(): void {}
+  roomFinished(): void {}
+  participantJoined(): void {}
+  participantLeft(): void {}
+  lobbyRequest(_room: Room, _request: LobbyRequest): void {}
 }
