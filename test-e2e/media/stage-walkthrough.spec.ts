@@ -25,7 +25,7 @@ async function recordLabels(page: Page, text: string): Promise<() => Promise<str
     const seen: string[] = [];
     (window as unknown as { labels: string[] }).labels = seen;
     const look = () => {
-      for (const li of Array.from(document.querySelectorAll("#messages li"))) {
+      for (const li of Array.from(document.querySelectorAll('#messages li'))) {
         const label = li.querySelector('.from')?.textContent;
         if (li.textContent?.includes(text) && label && seen.at(-1) !== label) seen.push(label);
       }
