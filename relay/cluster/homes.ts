@@ -14,6 +14,8 @@ import { restoreRoom, type Quietly, type RoomRecords } from './room-record.ts';
 export const LEASE_MS = 6000;
 /** How often a home renews the claims of the rooms it holds (ms). */
 const RENEW_MS = 2000;
+/** How often a node looks for rooms whose home is gone and to which nobody came back (ms). */
+const ORPHAN_SWEEP_MS = 3000;
 
 /** Renew a lease if this node holds it: PEXPIRE only when the value is ours. */
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
@@ -63,6 +65,38 @@ export class RoomHomes {
     };
     this.timer = setInterval(() => void this.renew(), RENEW_MS);
     this.timer.unref();
+    this.orphanTimer = setInterval(() => void this.adoptOrphans(), ORPHAN_SWEEP_MS);
+    this.orphanTimer.unref();
+  }
+
+  private readonly orphanTimer: ReturnType<typeof setInterval>;
+  private adopting = false;
+
+  /**
+   * Rooms whose home died or left and to which nobody came back are restored here (the first
+   * node to claim each): their members are away on their grace periods, at whose end they leave
+   * as from any room, so the webhooks hear `participant-left` and `room-finished`, and outputs
+   * that ran there stop and finish their files. Without this such a room would end unheard.
+   */
+  private async adoptOrphans(): Promise<void> {
+    if (this.adopting) return;
+    this.adopting = true;
+    try {
+      for (const { project, roomId } of await this.records.orphans(LEASE_MS + RENEW_MS)) {
+        if (!(await this.records.exists(project, roomId))) {
+          await this.records.discard(project, roomId);
+          continue;
+        }
+        if ((await this.of(project, roomId)) !== this.bus.node) continue;
+        if (this.relay.rooms.get(project, roomId)) this.relay.log.info('cluster: a room nobody came back to was restored here', { room: roomId, project });
+        // a record without a member that can come back (their keys revoked): nothing to restore
+        else await this.records.discard(project, roomId);
+      }
+    } catch (err) {
+      this.relay.log.warn('cluster: rooms left by other nodes could not be looked for', { error: err instanceof Error ? err.message : String(err) });
+    } finally {
+      this.adopting = false;
+    }
   }
 
   private get scripts(): Scripts {
@@ -215,6 +249,7 @@ export class RoomHomes {
   /** Give up every lease this node holds (it is shutting down), and stop renewing. */
   async releaseAll(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.orphanTimer);
     await Promise.all([...this.leases.values()].map(({ project, roomId }) => this.release(project, roomId).catch(() => 0)));
     this.leases.clear();
   }

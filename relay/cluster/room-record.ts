@@ -27,8 +27,8 @@ import { clusterKey, type NodeBus } from './bus.ts';
 const WRITE_RECORD = `
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 local nset = tonumber(ARGV[3])
-local last = 3 + nset * 2
-local i = 4
+local last = 5 + nset * 2
+local i = 6
 while i <= last do
   local j = math.min(i + 999, last)
   redis.call('hset', KEYS[2], unpack(ARGV, i, j))
@@ -41,10 +41,11 @@ while i <= #ARGV do
   i = j + 1
 end
 redis.call('pexpire', KEYS[2], ARGV[2])
+redis.call('zadd', KEYS[3], ARGV[4], ARGV[5])
 return 1`;
 
 interface WriteScript {
-  tesseraRecord(lease: string, record: string, node: string, ttlMs: number, set: number, ...fieldsAndValues: string[]): WriteScript;
+  tesseraRecord(lease: string, record: string, index: string, node: string, ttlMs: number, set: number, now: number, entry: string, ...fieldsAndValues: string[]): WriteScript;
   exec(): Promise<unknown>;
 }
 
@@ -100,6 +101,10 @@ const isStored = (v: unknown): v is StoredMember => {
   );
 };
 
+/** Every room with a record, by when its home last wrote or renewed it (ms): how rooms nobody came back to are found. */
+const RECORDED = clusterKey('recorded');
+const entryOf = (project: string, roomId: string) => JSON.stringify([project, roomId]);
+
 /** The records of the rooms homed on this node. */
 export class RoomRecords implements RoomObserver {
   /** Fields to write (a value) or delete (null), by record key, until the end of this turn. */
@@ -114,7 +119,7 @@ export class RoomRecords implements RoomObserver {
     private readonly bus: NodeBus,
     readonly ttlMs: number,
   ) {
-    bus.redis.defineCommand('tesseraRecord', { numberOfKeys: 2, lua: WRITE_RECORD });
+    bus.redis.defineCommand('tesseraRecord', { numberOfKeys: 3, lua: WRITE_RECORD });
   }
 
   /**
@@ -152,7 +157,31 @@ export class RoomRecords implements RoomObserver {
     if (this.frozen) return;
     const key = RoomRecords.key(room.project, room.id);
     this.pending.delete(key);
-    this.bus.redis.del(key).catch((err: unknown) => this.failed(err));
+    this.discard(room.project, room.id).catch((err: unknown) => this.failed(err));
+  }
+
+  /** Delete the room's record and its entry in the index. */
+  async discard(project: string, roomId: string): Promise<void> {
+    await this.bus.redis.multi().del(RoomRecords.key(project, roomId)).zrem(RECORDED, entryOf(project, roomId)).exec();
+  }
+
+  /**
+   * Rooms whose records no home has written or renewed for `idleMs`: their home died or left and
+   * nobody came back to them (a room a member resumed into is renewed by its new home). At most
+   * `limit`, the longest forgotten first.
+   */
+  async orphans(idleMs: number, limit = 20): Promise<Array<{ project: string; roomId: string }>> {
+    const entries = await this.bus.redis.zrangebyscore(RECORDED, '-inf', Date.now() - idleMs, 'LIMIT', 0, limit);
+    return entries.flatMap((entry) => {
+      try {
+        const [project, roomId] = JSON.parse(entry) as unknown[];
+        if (typeof project === 'string' && typeof roomId === 'string') return [{ project, roomId }];
+      } catch {
+        // not an entry this code writes: dropped below
+      }
+      void this.bus.redis.zrem(RECORDED, entry).catch(() => 0);
+      return [];
+    });
   }
 
   participantJoined(): void {
@@ -222,15 +251,18 @@ export class RoomRecords implements RoomObserver {
         if (value === null) del.push(field);
         else set.push(field, value);
       }
-      pipeline.tesseraRecord(clusterKey('home', project, roomId), key, this.bus.node, this.ttlMs, set.length / 2, ...set, ...del);
+      pipeline.tesseraRecord(clusterKey('home', project, roomId), key, RECORDED, this.bus.node, this.ttlMs, set.length / 2, Date.now(), entryOf(project, roomId), ...set, ...del);
     }
     this.pending.clear();
     pipeline.exec().catch((err: unknown) => this.failed(err));
   }
 
-  /** Keep the record of a room that lives here as long as its lease. */
+  /**
+   * Keep the record of a room that lives here as long as its lease. Its entry in the index is
+   * only brought up to date (`XX`): a room that finished while this ran is not entered again.
+   */
   renew(project: string, roomId: string): Promise<unknown> {
-    return this.bus.redis.pexpire(RoomRecords.key(project, roomId), this.ttlMs);
+    return this.bus.redis.multi().pexpire(RoomRecords.key(project, roomId), this.ttlMs).zadd(RECORDED, 'XX', Date.now(), entryOf(project, roomId)).exec();
   }
 
   /** Whether the room has a record (a home keeps it, or a dead home left it). */
