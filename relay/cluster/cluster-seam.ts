@@ -10,6 +10,7 @@ import { TokenBucket } from '../data/token-bucket.ts';
 import type { ApiCall, Route } from '../api/routes.ts';
 import { ClusterApi } from './cluster-api.ts';
 import { ClusterFiles } from './node-files.ts';
+import { PressureWatch } from './pressure.ts';
 import { RoomRecords } from './room-record.ts';
 import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
@@ -18,8 +19,6 @@ import { isId } from '../../src/protocol/parse.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
-/** How often a connection reported full is looked at again (ms). */
-const PRESSURE_CHECK_MS = 100;
 /** How often a node that does not answer yet is asked again whether it lives (ms). */
 const ALIVE_WATCH_MS = 400;
 
@@ -61,8 +60,7 @@ export class ClusterSeam implements RoomSeam {
   private readonly guests = new Map<string, Guest>();
   private nextLink = 1;
   /** Connections here that a stream filled past the high-water mark, reported to their rooms' homes. */
-  private readonly pressured = new Map<string, Edge>();
-  private pressureTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly pressure: PressureWatch;
   /** No node is declared dead before this time (ms since the epoch). */
   private judgeAfter = 0;
   /** Nodes found without a heartbeat at the last sweep: dead if still so at the next. */
@@ -80,6 +78,11 @@ export class ClusterSeam implements RoomSeam {
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
+    this.pressure = new PressureWatch(
+      relay.config.streamHighWater,
+      (home, link, bytes) => this.bus.send(home, { t: 'pressure', link, bytes }),
+      (link) => this.edges.get(link),
+    );
     this.files = new ClusterFiles(bus, (err) => relay.log.warn('cluster: where an output writes was not stored in Redis', { error: err instanceof Error ? err.message : String(err) }));
     observers?.add(this.files);
     this.api = new ClusterApi(relay, bus, (project, roomId) => this.homes.here(project, roomId));
@@ -264,31 +267,6 @@ export class ClusterSeam implements RoomSeam {
     return { port: this.port(home, link, joined, member), joined };
   }
 
-  /**
-   * A stream's chunk went to a connection here: if it is filling past the high-water mark, its
-   * room's home is told (once), and told again when it has drained, so that the home holds the
-   * stream back for it as for a member of its own, instead of this node cutting it as a slow
-   * consumer (a stream aimed at a member that does not read would otherwise get it cut).
-   */
-  private watchPressure(id: string, edge: Edge): void {
-    const { streamHighWater } = this.relay.config;
-    if (this.pressured.has(id) || edge.conn.bufferedAmount <= streamHighWater) return;
-    this.pressured.set(id, edge);
-    this.bus.send(edge.home, { t: 'pressure', link: id, bytes: edge.conn.bufferedAmount });
-    this.pressureTimer ??= setInterval(() => {
-      for (const [link, e] of this.pressured) {
-        if (this.edges.get(link) === e && e.conn.bufferedAmount > streamHighWater) continue;
-        this.pressured.delete(link);
-        if (this.edges.get(link) === e) this.bus.send(e.home, { t: 'pressure', link, bytes: 0 });
-      }
-      if (this.pressured.size === 0) {
-        clearInterval(this.pressureTimer);
-        this.pressureTimer = undefined;
-      }
-    }, PRESSURE_CHECK_MS);
-    this.pressureTimer.unref();
-  }
-
   // ---- at the home: messages from members' nodes ----
 
   private guest(from: string, link: unknown): Guest | undefined {
@@ -348,7 +326,7 @@ export class ClusterSeam implements RoomSeam {
             continue;
           }
           edge.conn.sendBinary(data);
-          this.watchPressure(id, edge);
+          this.pressure.check(id, edge);
         }
         return;
       }
@@ -545,7 +523,7 @@ export class ClusterSeam implements RoomSeam {
 
   async close(): Promise<void> {
     clearInterval(this.sweep);
-    clearInterval(this.pressureTimer);
+    this.pressure.stop();
     await this.homes.releaseAll();
   }
 }
