@@ -25,7 +25,7 @@ const API_KEY = 'orphan-key';
 const SECRET = 'orphan-secret-orphan-secret-orphan';
 const GRACE_MS = 2000;
 
-describe("issue 14: a room nobody came back to after its home was lost", () => {
+describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to after its home was lost', () => {
   let redis: TestRedis;
   let dir: string;
   let keysFile: string;
@@ -100,6 +100,17 @@ describe("issue 14: a room nobody came back to after its home was lost", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('a join through a node that is not the home is told once, by the home; so is its leave and the room\'s end', async () => {
+    const first = await Sdk.join({ url: nodes[0]!.url, token: token('once', 'ada') });
+    const second = await Sdk.join({ url: nodes[1]!.url, token: token('once', 'bo') });
+    assert.ok(nodes[0]!.context.rooms.get('default', 'once') && !nodes[1]!.context.rooms.get('default', 'once'), 'homed on node 0');
+    await second.leave();
+    await first.leave();
+    await until(() => story('once').includes('room-finished'), 5000, 'the room finished');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(story('once'), ['room-started', 'participant-joined ada', 'participant-joined bo', 'participant-left bo', 'participant-left ada', 'room-finished']);
   });
 
   it('kill -9 of the home: a live node restores the room, its members leave at the end of their grace, the room finishes', async () => {

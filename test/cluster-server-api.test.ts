@@ -85,7 +85,7 @@ describe('the server API on three nodes', () => {
     }
   });
 
-  it('getRoom, listParticipants, publishData, removeParticipant and endRoom through a node that is not the home', async () => {
+  it('getRoom, listParticipants, publishData, startOutput, stopOutput, removeParticipant and endRoom through a node that is not the home', async () => {
     const mod = await join(0, { token: token({ roomId: 'ops', participantId: 'mod', grant: { canModerate: true } }) });
     const viewer = await join(2, { token: token({ roomId: 'ops', participantId: 'v', isViewer: true, grant: { canSubscribeData: true } }) });
     assert.equal(homeOf('ops'), 0);
@@ -101,6 +101,13 @@ describe('the server API on three nodes', () => {
     // refusals come back as they were made at the home
     assert.equal((await rejectsWith(api.removeParticipant('ops', 'nobody'), 'NOT_FOUND')).reason, 'unknown-participant');
     assert.equal((await rejectsWith(api.startOutput('ops', 'livestream', { url: 'http://nope' }), 'INVALID_ARGUMENT')).reason, 'bad-url');
+    // an output started and stopped through another node runs at the home, by the server API
+    const whiteboard = await api.startOutput('ops', 'whiteboard');
+    assert.equal(whiteboard.state, 'active');
+    assert.equal(nodes[0]!.context.rooms.get('acme', 'ops')!.outputs.statuses().whiteboard.by, 'server-api');
+    await until(() => mod.whiteboard.status.state === 'active', 3000, 'the moderator sees the whiteboard');
+    assert.equal((await service(2).stopOutput('ops', 'whiteboard')).state, 'stopped');
+    await until(() => mod.whiteboard.status.state === 'stopped', 3000, 'and sees it stop');
     const removed = nextEvent(viewer, 'disconnected');
     await api.removeParticipant('ops', 'v');
     assert.equal((await removed).reason, 'removed');

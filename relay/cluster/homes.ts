@@ -212,7 +212,9 @@ export class RoomHomes {
     for (const [key, { project, roomId }] of [...this.leases]) {
       const redisKey = clusterKey('home', project, roomId);
       try {
-        if (this.relay.rooms.get(project, roomId)) {
+        // a room being restored here is not in the registry yet: its lease is kept all the same
+        // (given up now, another node would claim it and restore the room a second time)
+        if (this.relay.rooms.get(project, roomId) || this.restoring.has(key)) {
           if ((await this.scripts.tesseraRenew(redisKey, this.bus.node, LEASE_MS)) === 1) {
             await this.records.renew(project, roomId);
             continue;
