@@ -56,9 +56,9 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
     allowPrivateWebhooks: true,
   });
   /** Members who know only `url`: when it is gone they do not come back. */
-  const populate = async (url: string, roomId: string) => {
+  const populate = async (url: string, roomId: string, reconnect: { maxTimeMs: number; initialDelayMs: number } | false = { maxTimeMs: 300, initialDelayMs: 50 }) => {
     for (const [id, isViewer] of [['ada', false], ['bo', false], ['vi', true]] as const) {
-      rooms.push(await Sdk.join({ url, token: token(roomId, id, isViewer), reconnect: { maxTimeMs: 300, initialDelayMs: 50 } }));
+      rooms.push(await Sdk.join({ url, token: token(roomId, id, isViewer), reconnect }));
     }
   };
   /** What the webhooks said of the room, in order. */
@@ -117,6 +117,8 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
     const doomed = await spawnNode(redis.url, keysFile);
     children.push(doomed.child);
     await populate(doomed.url, 'crashed');
+    // a visitor through each live node, gone before the home dies: both nodes remember where the room was
+    for (const node of nodes) await (await Sdk.join({ url: node.url, token: token('crashed', 'visitor') })).leave();
     const client = new Redis(redis.url);
     await until(async () => (await client.hlen('tessera:room:default:crashed')) >= 4, 3000, 'the record written').finally(() => client.disconnect());
     const killedAt = Date.now();
@@ -124,6 +126,30 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
     await ended('crashed');
     // the lease runs out (6 s), a sweep finds the room (3 s), the grace runs out (2 s)
     assert.ok(Date.now() - killedAt < 16_000, `finished ${Date.now() - killedAt} ms after the kill`);
+  });
+
+  it('a stalled home that wakes after its room was restored elsewhere and ended there does not bring it back', async () => {
+    const stalled = await spawnNode(redis.url, keysFile);
+    children.push(stalled.child);
+    // members whose sockets outlive the stall (the SDK's heartbeat waits longer), and who do not
+    // come back once the node drops them (those that came back would open the room anew, rightly)
+    await populate(stalled.url, 'paused', false);
+    const client = new Redis(redis.url);
+    try {
+      await until(async () => (await client.hlen('tessera:room:default:paused')) >= 4, 3000, 'the record written');
+      stalled.child.kill('SIGSTOP');
+      await ended('paused');
+      await until(async () => (await client.get('tessera:home:default:paused')) === null, 5000, 'the lease given up where the room ended');
+      stalled.child.kill('SIGCONT');
+      // its next renewals find the lease gone and the room ended: it gives its copy up, writing nothing
+      await new Promise((r) => setTimeout(r, 4500));
+      assert.equal(await client.exists('tessera:room:default:paused'), 0, 'no record written again');
+      assert.equal(await client.get('tessera:home:default:paused'), null, 'no lease claimed again');
+      assert.equal(story('paused').filter((e) => e === 'room-finished').length, 1);
+    } finally {
+      client.disconnect();
+      stalled.child.kill('SIGKILL');
+    }
   });
 
   it('a home shut down: the room it left goes on elsewhere until its members are gone, then finishes', async () => {

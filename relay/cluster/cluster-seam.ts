@@ -455,6 +455,9 @@ export class ClusterSeam implements RoomSeam {
     const nodes = new Set<string>();
     for (const g of this.guests.values()) nodes.add(g.link.edge);
     for (const e of this.edges.values()) nodes.add(e.home);
+    // and nodes only remembered as rooms' homes: a dead one must be forgotten, or a join (or the
+    // sweep for rooms nobody came back to) would be sent there
+    for (const n of this.homes.knownNodes()) nodes.add(n);
     nodes.delete(this.bus.node);
     if (nodes.size === 0) return;
     let alive: Set<string>;

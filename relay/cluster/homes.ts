@@ -8,7 +8,8 @@
 import type { RelayContext } from '../context.ts';
 import { clusterKey, type NodeBus } from './bus.ts';
 import { ClusterApi } from './cluster-api.ts';
-import { restoreRoom, type Quietly, type RoomRecords } from './room-record.ts';
+import { randomBytes } from 'node:crypto';
+import { restoreRoom, RoomRecords, type Quietly } from './room-record.ts';
 
 /** How long a node's claim to be a room's home lasts unless renewed (ms). */
 export const LEASE_MS = 6000;
@@ -16,6 +17,17 @@ export const LEASE_MS = 6000;
 const RENEW_MS = 2000;
 /** How often a node looks for rooms whose home is gone and to which nobody came back (ms). */
 const ORPHAN_SWEEP_MS = 3000;
+/** Such rooms read from Redis at a time. */
+const ORPHAN_BATCH = 20;
+/** Changes when Redis restarts empty (set by the first node to find it missing). */
+const EPOCH_KEY = clusterKey('epoch');
+/**
+ * Claim a lease this node lost back, only if the room is still recorded (nobody ended it
+ * elsewhere meanwhile) or Redis restarted empty since this node last looked (ARGV[3] = 1: the
+ * record went with everything else).
+ */
+const RECLAIM = `if ARGV[3] ~= '1' and redis.call('exists', KEYS[2]) == 0 then return false end
+return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')`;
 
 /** Renew a lease if this node holds it: PEXPIRE only when the value is ours. */
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
@@ -27,6 +39,7 @@ interface Scripts {
   tesseraRenew(key: string, node: string, ms: number): Promise<number>;
   tesseraRelease(key: string, node: string): Promise<number>;
   tesseraForgetRoom(list: string, lease: string, roomId: string): Promise<number>;
+  tesseraReclaim(lease: string, record: string, node: string, ms: number, restarted: 0 | 1): Promise<string | null>;
 }
 
 /** A room's key in this node's maps. */
@@ -52,6 +65,7 @@ export class RoomHomes {
   ) {
     bus.redis.defineCommand('tesseraRenew', { numberOfKeys: 1, lua: RENEW });
     bus.redis.defineCommand('tesseraRelease', { numberOfKeys: 1, lua: RELEASE });
+    bus.redis.defineCommand('tesseraReclaim', { numberOfKeys: 2, lua: RECLAIM });
     // a ban is the room's, wherever it is homed next: kept in Redis until the token expires
     relay.bans.onAdd = (project, roomId, tokenKey, exp) => {
       const key = clusterKey('bans', project, roomId);
@@ -67,36 +81,68 @@ export class RoomHomes {
     this.timer.unref();
     this.orphanTimer = setInterval(() => void this.adoptOrphans(), ORPHAN_SWEEP_MS);
     this.orphanTimer.unref();
+    // Redis as this node found it: a lease lost later is claimed back after a restart only
+    this.readEpoch().then(
+      (epoch) => void (this.epoch ??= epoch),
+      () => undefined,
+    );
   }
 
   private readonly orphanTimer: ReturnType<typeof setInterval>;
   private adopting = false;
+  private closed = false;
 
   /**
    * Rooms whose home died or left and to which nobody came back are restored here (the first
    * node to claim each): their members are away on their grace periods, at whose end they leave
-   * as from any room, so the webhooks hear `participant-left` and `room-finished`, and outputs
-   * that ran there stop and finish their files. Without this such a room would end unheard.
+   * as from any room, so the webhooks hear `participant-left` and `room-finished` (the outputs
+   * that ran start again here, and stop with the room). Without this such a room would end
+   * unheard. What is due is drained a batch at a time, for at most a sweep's time.
    */
   private async adoptOrphans(): Promise<void> {
-    if (this.adopting) return;
+    if (this.adopting || this.closed) return;
     this.adopting = true;
+    const until = Date.now() + ORPHAN_SWEEP_MS;
+    let skipped = 0;
     try {
-      for (const { project, roomId } of await this.records.orphans(LEASE_MS + RENEW_MS)) {
-        if (!(await this.records.exists(project, roomId))) {
-          await this.records.discard(project, roomId);
-          continue;
+      while (!this.closed && Date.now() < until) {
+        const due = await this.records.orphans(LEASE_MS + RENEW_MS, skipped, ORPHAN_BATCH);
+        for (const { project, roomId } of due) {
+          if (this.closed) return;
+          try {
+            if (!(await this.adopt(project, roomId))) skipped++;
+          } catch (err) {
+            skipped++;
+            this.relay.log.warn('cluster: a room left by another node could not be restored', { room: roomId, project, error: err instanceof Error ? err.message : String(err) });
+          }
         }
-        if ((await this.of(project, roomId)) !== this.bus.node) continue;
-        if (this.relay.rooms.get(project, roomId)) this.relay.log.info('cluster: a room nobody came back to was restored here', { room: roomId, project });
-        // a record without a member that can come back (their keys revoked): nothing to restore
-        else await this.records.discard(project, roomId);
+        if (due.length < ORPHAN_BATCH) break;
       }
     } catch (err) {
       this.relay.log.warn('cluster: rooms left by other nodes could not be looked for', { error: err instanceof Error ? err.message : String(err) });
     } finally {
       this.adopting = false;
     }
+  }
+
+  /** Restore a room nobody renews, if nobody holds it; false if it lives on (here or elsewhere). */
+  private async adopt(project: string, roomId: string): Promise<boolean> {
+    if (!(await this.records.exists(project, roomId))) {
+      await this.records.discard(project, roomId);
+      return true;
+    }
+    if (this.here(project, roomId)) return false;
+    // a home remembered from before may be the one that died: Redis decides, and nothing is remembered
+    this.known.delete(roomKey(project, roomId));
+    if ((await this.claimOrFind(project, roomId)) !== this.bus.node || this.closed) return false;
+    if (!this.relay.rooms.get(project, roomId)) {
+      // nobody in the record could come back (keys revoked, tokens expired): nothing to restore
+      await this.records.discard(project, roomId);
+      return true;
+    }
+    await this.records.renew(project, roomId);
+    this.relay.log.info('cluster: a room nobody came back to was restored here', { room: roomId, project });
+    return true;
   }
 
   private get scripts(): Scripts {
@@ -130,6 +176,11 @@ export class RoomHomes {
   forget(project: string, roomId: string, home?: string): void {
     const rk = roomKey(project, roomId);
     if (home === undefined || this.known.get(rk) === home) this.known.delete(rk);
+  }
+
+  /** The nodes homes were found on (to be watched for their death as much as those with links here). */
+  knownNodes(): Set<string> {
+    return new Set(this.known.values());
   }
 
   /** Forget every room found on these nodes: they are dead. */
@@ -172,7 +223,11 @@ export class RoomHomes {
     for (let attempt = 0; attempt < 3; attempt++) {
       if ((await redis.set(key, node, 'PX', LEASE_MS, 'NX')) === 'OK') {
         this.leases.set(rk, { project, roomId });
-        const ready = Promise.all([this.learnBans(project, roomId), redis.zadd(ClusterApi.roomsKey(project), 0, roomId), this.restore(project, roomId)]).then(() => undefined);
+        // all three settle before the claim is ready: a failed one must not end the wait while
+        // the restore still runs (the room would live here without its lease)
+        const ready = Promise.allSettled([this.learnBans(project, roomId), redis.zadd(ClusterApi.roomsKey(project), 0, roomId), this.restore(project, roomId)]).then((results) => {
+          for (const r of results) if (r.status === 'rejected') throw r.reason;
+        });
         this.restoring.set(rk, ready);
         try {
           await ready;
@@ -209,6 +264,35 @@ export class RoomHomes {
 
   /** Renew the leases (and records) of the rooms this node holds; give up those of rooms that are gone. */
   private async renew(): Promise<void> {
+    if (this.renewing) return;
+    this.renewing = true;
+    try {
+      // a restart is taken as known once a pass has dealt with every lease (one that failed on
+      // an absent Redis must still see the restart at its next try)
+      if (await this.renewAll()) this.epoch = await this.readEpoch();
+    } catch (err) {
+      this.relay.log.warn('cluster: lease renewal failed', { error: err instanceof Error ? err.message : String(err) });
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  private renewing = false;
+  /**
+   * Redis's epoch as this node last knew it (at its start, then at the end of each renewal that
+   * dealt with every lease): a different one means Redis restarted empty since. Unknown (`null`):
+   * a lost lease is claimed back as after a restart.
+   */
+  private epoch: string | null = null;
+
+  private async readEpoch(): Promise<string> {
+    await this.bus.redis.set(EPOCH_KEY, randomBytes(8).toString('hex'), 'NX');
+    return (await this.bus.redis.get(EPOCH_KEY)) ?? '';
+  }
+
+  /** Renew every lease held here; false if any could not be dealt with (Redis away). */
+  private async renewAll(): Promise<boolean> {
+    let ok = true;
     for (const [key, { project, roomId }] of [...this.leases]) {
       const redisKey = clusterKey('home', project, roomId);
       try {
@@ -219,15 +303,18 @@ export class RoomHomes {
             await this.records.renew(project, roomId);
             continue;
           }
-          // the lease is gone (Redis restarted empty, or this node stalled past it): claim it again
-          if ((await this.bus.redis.set(redisKey, this.bus.node, 'PX', LEASE_MS, 'NX')) === 'OK') {
+          // the lease is gone (Redis restarted empty, or this node stalled past it): claim it
+          // again, unless another node restored the room meanwhile and it ended there
+          // (read now: a pass that waited out a Redis restart must not judge by what it saw before)
+          const restarted = this.epoch === null || (await this.readEpoch()) !== this.epoch;
+          if ((await this.scripts.tesseraReclaim(redisKey, RoomRecords.key(project, roomId), this.bus.node, LEASE_MS, restarted ? 1 : 0)) === 'OK') {
             // the record may have gone with the lease (Redis restarted empty): it is written whole again
             const room = this.relay.rooms.get(project, roomId);
             if (room) this.records.rewrite(room);
             await this.bus.redis.zadd(ClusterApi.roomsKey(project), 0, roomId);
             continue;
           }
-          // another node holds it: it restored the room from its record, which is the room now
+          // another node holds it, or held it and the room ended there: its record is the room
           this.relay.log.warn('cluster: another node claimed a room that lives here: it is given up', { room: roomId, project });
           this.leases.delete(key);
           this.lost(project, roomId);
@@ -236,9 +323,11 @@ export class RoomHomes {
           await this.release(project, roomId);
         }
       } catch (err) {
+        ok = false;
         this.relay.log.warn('cluster: lease renewal failed', { room: roomId, error: err instanceof Error ? err.message : String(err) });
       }
     }
+    return ok;
   }
 
   /** Give up the room's lease, and its place in its project's list if nobody claimed it meanwhile. */
@@ -250,6 +339,7 @@ export class RoomHomes {
 
   /** Give up every lease this node holds (it is shutting down), and stop renewing. */
   async releaseAll(): Promise<void> {
+    this.closed = true;
     clearInterval(this.timer);
     clearInterval(this.orphanTimer);
     await Promise.all([...this.leases.values()].map(({ project, roomId }) => this.release(project, roomId).catch(() => 0)));

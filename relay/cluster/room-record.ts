@@ -41,12 +41,30 @@ while i <= #ARGV do
   i = j + 1
 end
 redis.call('pexpire', KEYS[2], ARGV[2])
-redis.call('zadd', KEYS[3], ARGV[4], ARGV[5])
+local t = redis.call('time')
+redis.call('zadd', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[5])
 return 1`;
 
+/** Keep a record as long as its lease, and bring its entry in the index up to date (Redis's clock; never adds one). */
+const RENEW_RECORD = `
+redis.call('pexpire', KEYS[1], ARGV[1])
+local t = redis.call('time')
+return redis.call('zadd', KEYS[2], 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[2])`;
+
+/** Entries of the index not written for ARGV[1] ms by Redis's clock, from ARGV[2], at most ARGV[3]. */
+const DUE_RECORDS = `
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('zrangebyscore', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'LIMIT', ARGV[2], ARGV[3])`;
+
 interface WriteScript {
-  tesseraRecord(lease: string, record: string, index: string, node: string, ttlMs: number, set: number, now: number, entry: string, ...fieldsAndValues: string[]): WriteScript;
+  tesseraRecord(lease: string, record: string, index: string, node: string, ttlMs: number, set: number, unused: number, entry: string, ...fieldsAndValues: string[]): WriteScript;
   exec(): Promise<unknown>;
+}
+
+interface IndexScripts {
+  tesseraRenewRecord(record: string, index: string, ttlMs: number, entry: string): Promise<number>;
+  tesseraDueRecords(index: string, idleMs: number, offset: number, limit: number): Promise<string[]>;
 }
 
 /** What the record keeps of a member. */
@@ -112,6 +130,8 @@ export class RoomRecords implements RoomObserver {
   private scheduled = false;
   /** The node is shutting down: what it holds stays recorded for the rooms' next homes. */
   private frozen = false;
+  /** Rooms that finished here: their records are deleted, and nothing is written for them again. */
+  private readonly finished = new WeakSet<Room>();
 
   /** @param ttlMs how long a record outlives its last renewal (the home renews it with its lease) */
   constructor(
@@ -120,6 +140,8 @@ export class RoomRecords implements RoomObserver {
     readonly ttlMs: number,
   ) {
     bus.redis.defineCommand('tesseraRecord', { numberOfKeys: 3, lua: WRITE_RECORD });
+    bus.redis.defineCommand('tesseraRenewRecord', { numberOfKeys: 2, lua: RENEW_RECORD });
+    bus.redis.defineCommand('tesseraDueRecords', { numberOfKeys: 1, lua: DUE_RECORDS });
   }
 
   /**
@@ -155,6 +177,8 @@ export class RoomRecords implements RoomObserver {
 
   roomFinished(room: Room): void {
     if (this.frozen) return;
+    // a write queued later (an output that stops after the room) would bring the record back
+    this.finished.add(room);
     const key = RoomRecords.key(room.project, room.id);
     this.pending.delete(key);
     this.discard(room.project, room.id).catch((err: unknown) => this.failed(err));
@@ -168,10 +192,11 @@ export class RoomRecords implements RoomObserver {
   /**
    * Rooms whose records no home has written or renewed for `idleMs`: their home died or left and
    * nobody came back to them (a room a member resumed into is renewed by its new home). At most
-   * `limit`, the longest forgotten first.
+   * `limit` from `offset`, the longest forgotten first.
    */
-  async orphans(idleMs: number, limit = 20): Promise<Array<{ project: string; roomId: string }>> {
-    const entries = await this.bus.redis.zrangebyscore(RECORDED, '-inf', Date.now() - idleMs, 'LIMIT', 0, limit);
+  async orphans(idleMs: number, offset: number, limit: number): Promise<Array<{ project: string; roomId: string }>> {
+    // Redis's clock, as the entries' scores: nodes whose clocks disagree still agree on what is due
+    const entries = await (this.bus.redis as unknown as IndexScripts).tesseraDueRecords(RECORDED, idleMs, offset, limit);
     return entries.flatMap((entry) => {
       try {
         const [project, roomId] = JSON.parse(entry) as unknown[];
@@ -225,7 +250,7 @@ export class RoomRecords implements RoomObserver {
   }
 
   private queue(room: Room, field: string, value: string | null): void {
-    if (this.frozen) return;
+    if (this.frozen || this.finished.has(room)) return;
     const key = RoomRecords.key(room.project, room.id);
     let entry = this.pending.get(key);
     if (!entry) this.pending.set(key, (entry = { project: room.project, roomId: room.id, fields: new Map() }));
@@ -251,18 +276,19 @@ export class RoomRecords implements RoomObserver {
         if (value === null) del.push(field);
         else set.push(field, value);
       }
-      pipeline.tesseraRecord(clusterKey('home', project, roomId), key, RECORDED, this.bus.node, this.ttlMs, set.length / 2, Date.now(), entryOf(project, roomId), ...set, ...del);
+      pipeline.tesseraRecord(clusterKey('home', project, roomId), key, RECORDED, this.bus.node, this.ttlMs, set.length / 2, 0, entryOf(project, roomId), ...set, ...del);
     }
     this.pending.clear();
     pipeline.exec().catch((err: unknown) => this.failed(err));
   }
 
   /**
-   * Keep the record of a room that lives here as long as its lease. Its entry in the index is
-   * only brought up to date (`XX`): a room that finished while this ran is not entered again.
+   * Keep the record of a room that lives here as long as its lease, and bring its entry in the
+   * index up to date (`XX`: a renewal never adds one, so a room that finished while it ran is not
+   * entered again).
    */
   renew(project: string, roomId: string): Promise<unknown> {
-    return this.bus.redis.multi().pexpire(RoomRecords.key(project, roomId), this.ttlMs).zadd(RECORDED, 'XX', Date.now(), entryOf(project, roomId)).exec();
+    return (this.bus.redis as unknown as IndexScripts).tesseraRenewRecord(RoomRecords.key(project, roomId), RECORDED, this.ttlMs, entryOf(project, roomId));
   }
 
   /** Whether the room has a record (a home keeps it, or a dead home left it). */
