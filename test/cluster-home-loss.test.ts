@@ -60,13 +60,16 @@ describe("issue 14: a room's home is lost", () => {
     nodes = await Promise.all([0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null, ...hooks() })));
   });
   after(async () => {
-    for (const room of rooms) void room.leave().catch(() => undefined);
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.all(nodes.map((n) => n.close()));
-    await redis?.stop();
-    receiver.closeAllConnections();
-    receiver.close();
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      for (const room of rooms) void room.leave().catch(() => undefined);
+      for (const child of children) child.kill('SIGKILL');
+      await Promise.all(nodes.map((n) => n.close()));
+      await redis?.stop();
+      receiver.closeAllConnections();
+      receiver.close();
+    } finally {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   /** The room opened on `homeUrl`; members on it and on node 0; a watcher on node 1. */

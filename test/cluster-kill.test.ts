@@ -39,12 +39,15 @@ describe('issue 14: a node is killed', () => {
     [doomed, spare] = await Promise.all([spawnNode(redis.url, keysFile), spawnNode(redis.url, keysFile)]);
   });
   after(async () => {
-    for (const room of rooms) void room.leave().catch(() => undefined);
-    spare?.child.kill('SIGKILL');
-    doomed?.child.kill('SIGKILL');
-    await home?.close();
-    await redis?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      for (const room of rooms) void room.leave().catch(() => undefined);
+      spare?.child.kill('SIGKILL');
+      doomed?.child.kill('SIGKILL');
+      await home?.close();
+      await redis?.stop();
+    } finally {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it(`kill -9 of a node with ${CLIENTS} clients: all resume on another node within 5 s, the room sees no leave and no join, counts exact`, async () => {
