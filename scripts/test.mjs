@@ -2,6 +2,7 @@
 // `npm test -- unit` (or integration, e2e, ...) runs only the named stages.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -84,6 +85,10 @@ async function playwright(cmd, args) {
   return code;
 }
 
+// what the run leaves in the temp directory is named at the end (every test removes its own)
+const leftovers = () => new Set(readdirSync(tmpdir()).filter((n) => n.startsWith('tessera-')));
+const tmpBefore = leftovers();
+
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(stages);
 let failedStages = [];
@@ -99,6 +104,8 @@ for (const name of names) {
   if (code !== 0) failedStages.push(name);
   if (code !== 0 && (name === 'typecheck' || name === 'build')) break;
 }
-console.log(`\nstages failed: ${failedStages.length ? failedStages.join(', ') : 'none'}`);
+const left = [...leftovers()].filter((n) => !tmpBefore.has(n));
+console.log(`\ntemp directories left in ${tmpdir()}: ${left.length ? left.join(' ') : 'none'}`);
+console.log(`stages failed: ${failedStages.length ? failedStages.join(', ') : 'none'}`);
 console.log(`tests: ${totals.passed} passed, ${totals.failed} failed`);
 process.exit(failedStages.length ? 1 : 0);
