@@ -6,12 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Room } from '../src/room.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import { mintToken } from '../src/server/mint.ts';
@@ -20,6 +15,7 @@ import { Sdk } from '../src/sdk.ts';
 import { until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
 import { spawnNode } from './spawn-node.ts';
+import { keysDir, webhookSink } from './cluster-fixture.ts';
 import { rawConnect } from './raw.ts';
 import { Redis } from 'ioredis';
 import { PROTOCOL_VERSION } from '../src/protocol/messages.ts';
@@ -31,8 +27,7 @@ const ELSEWHERE = 30;
 
 describe("issue 14: a room's home is lost", () => {
   let redis: TestRedis;
-  let dir: string;
-  let keysFile: string;
+  let keys_: ReturnType<typeof keysDir>;
   let nodes: Relay[];
   const children: ChildProcess[] = [];
   const rooms: Room[] = [];
@@ -40,23 +35,14 @@ describe("issue 14: a room's home is lost", () => {
   const keys = () => new KeyStore({ [API_KEY]: SECRET });
 
   /** What the nodes' webhooks told, as a receiver of the integrator got it. */
-  const told: Array<{ event: string; roomId: string; createdAt: number }> = [];
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      told.push(JSON.parse(Buffer.concat(chunks).toString()) as (typeof told)[number]);
-      res.writeHead(204).end();
-    });
-  });
-  const hooks = () => ({ webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, allowPrivateWebhooks: true });
+  const sink = webhookSink<{ event: string; roomId: string; createdAt: number }>();
+  const { told } = sink;
+  const hooks = () => sink.options();
 
   before(async () => {
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    await sink.start();
     redis = await startRedis();
-    dir = mkdtempSync(join(tmpdir(), 'tessera-home-'));
-    keysFile = join(dir, 'keys.json');
-    writeFileSync(keysFile, JSON.stringify({ keys: { [API_KEY]: SECRET } }));
+    keys_ = keysDir('home', API_KEY, SECRET);
     nodes = await Promise.all([0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null, ...hooks() })));
   });
   after(async () => {
@@ -65,10 +51,9 @@ describe("issue 14: a room's home is lost", () => {
       for (const child of children) child.kill('SIGKILL');
       await Promise.all(nodes.map((n) => n.close()));
       await redis?.stop();
-      receiver.closeAllConnections();
-      receiver.close();
+      sink.stop();
     } finally {
-      if (dir) rmSync(dir, { recursive: true, force: true });
+      keys_?.remove();
     }
   });
 
@@ -143,7 +128,7 @@ describe("issue 14: a room's home is lost", () => {
   }
 
   it(`kill -9 of the home with ${ON_HOME} clients on it and ${ELSEWHERE} on another node: all resume within 5 s, no leave, no join`, async () => {
-    const doomed = await spawnNode(redis.url, keysFile);
+    const doomed = await spawnNode(redis.url, keys_.keysFile);
     children.push(doomed.child);
     const room = await populate('crash', doomed.url);
     assert.ok(!nodes.some((n) => n.context.rooms.get('default', 'crash')), 'the room lives on the doomed node');
@@ -188,7 +173,7 @@ describe("issue 14: a room's home is lost", () => {
   });
 
   it('a home that stalls (SIGSTOP) is judged dead and its room restored elsewhere; when it wakes it gives the room up and its clients resume there', async () => {
-    const stalled = await spawnNode(redis.url, keysFile);
+    const stalled = await spawnNode(redis.url, keys_.keysFile);
     children.push(stalled.child);
     const room = await populate('stall', stalled.url);
     const stoppedAt = performance.now();

@@ -5,9 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Room } from '../src/room.ts';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -17,6 +14,7 @@ import { Sdk } from '../src/sdk.ts';
 import { until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
 import { spawnNode } from './spawn-node.ts';
+import { keysDir } from './cluster-fixture.ts';
 
 const API_KEY = 'kill-key';
 const SECRET = 'kill-secret-kill-secret-kill-secret';
@@ -25,18 +23,16 @@ const CLIENTS = 100;
 describe('issue 14: a node is killed', () => {
   let redis: TestRedis;
   let home: Relay;
-  let dir: string;
+  let keys_: ReturnType<typeof keysDir>;
   let doomed: { url: string; child: ChildProcess };
   let spare: { url: string; child: ChildProcess };
   const rooms: Room[] = [];
 
   before(async () => {
     redis = await startRedis();
-    dir = mkdtempSync(join(tmpdir(), 'tessera-kill-'));
-    const keysFile = join(dir, 'keys.json');
-    writeFileSync(keysFile, JSON.stringify({ keys: { [API_KEY]: SECRET } }));
+    keys_ = keysDir('kill', API_KEY, SECRET);
     home = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: new KeyStore({ [API_KEY]: SECRET }), redis: redis.url, media: null });
-    [doomed, spare] = await Promise.all([spawnNode(redis.url, keysFile), spawnNode(redis.url, keysFile)]);
+    [doomed, spare] = await Promise.all([spawnNode(redis.url, keys_.keysFile), spawnNode(redis.url, keys_.keysFile)]);
   });
   after(async () => {
     try {
@@ -46,7 +42,7 @@ describe('issue 14: a node is killed', () => {
       await home?.close();
       await redis?.stop();
     } finally {
-      if (dir) rmSync(dir, { recursive: true, force: true });
+      keys_?.remove();
     }
   });
 

@@ -5,11 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { KeyStore } from '../relay/token/keys.ts';
@@ -20,6 +15,7 @@ import { Sdk } from '../src/sdk.ts';
 import { until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
 import { spawnNode } from './spawn-node.ts';
+import { keysDir, webhookSink } from './cluster-fixture.ts';
 
 const API_KEY = 'orphan-key';
 const SECRET = 'orphan-secret-orphan-secret-orphan';
@@ -27,23 +23,14 @@ const GRACE_MS = 2000;
 
 describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to after its home was lost', () => {
   let redis: TestRedis;
-  let dir: string;
-  let keysFile: string;
+  let keys_: ReturnType<typeof keysDir>;
   let nodes: Relay[];
   const children: ChildProcess[] = [];
   const rooms: Room[] = [];
   const token = (roomId: string, participantId: string, isViewer = false) => mintToken({ apiKey: API_KEY, secret: SECRET, roomId, participantId, isViewer, grant: {} });
   const keys = () => new KeyStore({ [API_KEY]: SECRET });
-
-  const told: Array<{ id: string; event: string; roomId: string; data: { participant?: { id: string } } }> = [];
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      told.push(JSON.parse(Buffer.concat(chunks).toString()) as (typeof told)[number]);
-      res.writeHead(204).end();
-    });
-  });
+  const sink = webhookSink<{ id: string; event: string; roomId: string; data: { participant?: { id: string } } }>();
+  const { told } = sink;
   const settings = () => ({
     port: 0,
     host: '127.0.0.1',
@@ -52,8 +39,7 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
     redis: redis.url,
     media: null,
     resumeGraceMs: GRACE_MS,
-    webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
-    allowPrivateWebhooks: true,
+    ...sink.options(),
   });
   /** Members who know only `url`: when it is gone they do not come back. */
   const populate = async (url: string, roomId: string, reconnect: { maxTimeMs: number; initialDelayMs: number } | false = { maxTimeMs: 300, initialDelayMs: 50 }) => {
@@ -82,11 +68,9 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
   };
 
   before(async () => {
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    await sink.start();
     redis = await startRedis();
-    dir = mkdtempSync(join(tmpdir(), 'tessera-orphans-'));
-    keysFile = join(dir, 'keys.json');
-    writeFileSync(keysFile, JSON.stringify({ keys: { [API_KEY]: SECRET } }));
+    keys_ = keysDir('orphans', API_KEY, SECRET);
     nodes = await Promise.all([0, 1].map(() => startRelay(settings())));
   });
   after(async () => {
@@ -95,10 +79,9 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
       for (const child of children) child.kill('SIGKILL');
       await Promise.all(nodes.map((n) => n.close()));
       await redis?.stop();
-      receiver.closeAllConnections();
-      receiver.close();
+      sink.stop();
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      keys_?.remove();
     }
   });
 
@@ -114,7 +97,7 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
   });
 
   it('kill -9 of the home: a live node restores the room, its members leave at the end of their grace, the room finishes', async () => {
-    const doomed = await spawnNode(redis.url, keysFile);
+    const doomed = await spawnNode(redis.url, keys_.keysFile);
     children.push(doomed.child);
     await populate(doomed.url, 'crashed');
     // a visitor through each live node, gone before the home dies: both nodes remember where the room was
@@ -129,7 +112,7 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
   });
 
   it('a stalled home that wakes after its room was restored elsewhere and ended there does not bring it back', async () => {
-    const stalled = await spawnNode(redis.url, keysFile);
+    const stalled = await spawnNode(redis.url, keys_.keysFile);
     children.push(stalled.child);
     // members whose sockets outlive the stall (the SDK's heartbeat waits longer), and who do not
     // come back once the node drops them (those that came back would open the room anew, rightly)
