@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Delivery, Outbox, TURN_BYTES } from './delivery.ts';
+import { Delivery, LIGHT_BYTES, LIGHT_RUN_MS, Outbox, TURN_BYTES } from './delivery.ts';
 import { FrameScheduler, type Flow, type Turn } from './frame-gate.ts';
 
 function harness(options: { directMs?: number; writeMs?: number; sliceMs?: number } = {}) {
@@ -141,6 +141,62 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
     assert.equal(log.length, 1);
     const after = Number(/after (\d+)/.exec(log[0]!)![1]);
     assert.ok(after < 1000, log[0]);
+  });
+});
+
+describe('Delivery: the light line', () => {
+  it('a chat message to a member with nothing queued goes ahead of a thousand members\' 36 KB strokes, each member\'s order kept', () => {
+    // each write "takes" 0.01 ms plus 1 ms per 36 KB
+    let clock = 0;
+    const scheduled: Array<() => void> = [];
+    const scheduler = new FrameScheduler({ sliceMs: 4, now: () => clock, defer: (fn) => void scheduled.push(fn) });
+    const delivery = new Delivery(scheduler, { directMs: 0, now: () => clock, defer: () => {} });
+    const wire: Array<[number, string]> = [];
+    const boxes = Array.from({ length: 1001 }, (_, i) =>
+      new Outbox(delivery, (frames) => {
+        for (const f of frames) {
+          clock += 0.01 + f.data.length / 36_000;
+          wire.push([i, f.data.length > 100 ? 'stroke' : Buffer.from(f.data).toString()]);
+        }
+      }),
+    );
+    const stroke = Buffer.alloc(36_000, 7);
+    // the probe (connection 1000) has had its stroke; the other thousand still wait for theirs
+    for (const box of boxes.slice(0, 1000)) box.send(stroke, false, true);
+    boxes[1000]!.send(frame('chat'), false, true);
+    boxes[0]!.send(frame('chat'), false, true);
+    for (const fn of scheduled.splice(0)) fn(); // one slice
+    const probeAt = wire.findIndex(([c]) => c === 1000);
+    assert.ok(probeAt >= 0 && probeAt < 10, `the probe's chat was written after ${probeAt} writes`);
+    for (let i = 0; i < 10_000 && scheduled.length > 0; i++) for (const fn of scheduled.splice(0)) fn();
+    assert.deepEqual(
+      wire.filter(([c]) => c === 0).map(([, f]) => f),
+      ['stroke', 'chat'],
+      'connection 0 had its stroke queued before the chat: it gets them in that order',
+    );
+    assert.equal(wire.length, 1002);
+  });
+
+  it('light work does not starve a backlog: a heavy connection gets a turn after at most LIGHT_RUN_MS of light ones', () => {
+    let clock = 0;
+    const scheduled: Array<() => void> = [];
+    const scheduler = new FrameScheduler({ sliceMs: 1000, now: () => clock, defer: (fn) => void scheduled.push(fn) });
+    const delivery = new Delivery(scheduler, { directMs: 0, now: () => clock, defer: () => {} });
+    const order: string[] = [];
+    const heavy = new Outbox(delivery, () => {
+      clock += 0.5;
+      order.push('heavy');
+    });
+    heavy.send(Buffer.alloc(LIGHT_BYTES + 1), false, true);
+    const light = Array.from({ length: 2000 }, () => new Outbox(delivery, () => {
+      clock += 0.01;
+      order.push('light');
+    }));
+    for (const box of light) box.send(frame('chat'), false, true);
+    for (const fn of scheduled.splice(0)) fn();
+    const at = order.indexOf('heavy');
+    assert.ok(at >= 0, 'the heavy connection was written');
+    assert.ok(at * 0.01 <= LIGHT_RUN_MS + 0.011, `${at} light writes (${(at * 0.01).toFixed(2)} ms) went before it`);
   });
 });
 

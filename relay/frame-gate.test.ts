@@ -140,6 +140,48 @@ describe('FrameScheduler: fairness across tokens', () => {
     assert.ok(ratio > 3.8 && ratio < 4.2, `weighted ${heavy.steps} frames, plain ${plain.steps}`);
   });
 
+  it('a flow with a share gets it however many flows wait: with thirty flooders, a weight alone would leave it a fifth', () => {
+    for (const flooders of [1, 4, 30]) {
+      const h = harness({ sliceMs: 4 });
+      const log: string[] = [];
+      const shared = new Flooder(h.scheduler.join('delivery', 8, 0.7), 0.05, h.spend, log, 'shared');
+      const others = Array.from({ length: flooders }, (_, i) => new Flooder(h.scheduler.join(`flooder-${i}`), 0.05, h.spend, log, 'flooder'));
+      h.scheduler.enqueue(shared);
+      for (const f of others) h.scheduler.enqueue(f);
+      for (let i = 0; i < 500; i++) h.tick();
+      const share = shared.steps / log.length;
+      // one flooder: its weight of 8 gives it more than the share (8/9); more flooders: the share holds
+      const least = flooders === 1 ? 8 / 9 : 0.7;
+      assert.ok(share > least - 0.03, `${flooders} flooders: the shared flow got ${(share * 100).toFixed(1)} % of the time`);
+    }
+    // and without the share, thirty flooders leave a weight of 8 about 8/38 of the time
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    const weighted = new Flooder(h.scheduler.join('weighted', 8), 0.05, h.spend, log, 'weighted');
+    h.scheduler.enqueue(weighted);
+    for (let i = 0; i < 30; i++) h.scheduler.enqueue(new Flooder(h.scheduler.join(`f-${i}`), 0.05, h.spend, log, 'flooder'));
+    for (let i = 0; i < 500; i++) h.tick();
+    assert.ok(weighted.steps / log.length < 0.25, `weight alone: ${((weighted.steps / log.length) * 100).toFixed(1)} %`);
+  });
+
+  it('the shared flow\'s weight follows the flows that wait: when the flooders stop, a member comes next as before', () => {
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    const log: string[] = [];
+    const shared = new Flooder(h.scheduler.join('delivery', 8, 0.7), 0.05, h.spend, log, 'shared');
+    const flooders = Array.from({ length: 10 }, (_, i) => new Flooder(h.scheduler.join(`flooder-${i}`), 0.05, h.spend, log, 'flooder', 200));
+    h.scheduler.enqueue(shared);
+    for (const f of flooders) h.scheduler.enqueue(f);
+    h.drain(2000);
+    assert.ok(flooders.every((f) => f.steps === 200), 'the flooders finished: they were not starved');
+    // a quiet member's frame goes within a slice, ahead of the shared flow's endless backlog
+    h.spend(100);
+    const member = new Flooder(h.scheduler.join('member'), 0.05, h.spend, log, 'member', 1);
+    const at = log.length;
+    h.scheduler.enqueue(member);
+    h.tick();
+    assert.ok(log.indexOf('member', at) >= 0 && log.indexOf('member', at) - at < 100, `the member came ${log.indexOf('member', at) - at} steps after it arrived`);
+  });
+
   it('time a step excuses (written to an audience at once) is not charged to its flow', () => {
     const h = harness({ sliceMs: 4 });
     const log: string[] = [];

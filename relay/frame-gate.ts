@@ -64,10 +64,15 @@ export class Flow {
   /** When its last work ended (the scheduler's clock). */
   lastActive = -Infinity;
 
-  /** @param weight its share against a flow of weight 1 when both have work waiting */
+  /**
+   * @param weight its share against a flow of weight 1 when both have work waiting
+   * @param share if set, the least fraction of the scheduler's time it gets while it has work,
+   *   however many other flows wait (its weight grows with theirs)
+   */
   constructor(
     readonly key: string,
     readonly weight = 1,
+    readonly share = 0,
   ) {}
 
   get waiting(): number {
@@ -118,6 +123,8 @@ export interface SchedulerOptions {
  */
 export class FrameScheduler {
   private readonly heap: Flow[] = [];
+  /** The weights of the flows in the heap, together. */
+  private heapWeight = 0;
   private order = 0;
   private readonly flows = new Map<string, Flow>();
   /** Virtual time: the start of the work last begun. */
@@ -154,10 +161,10 @@ export class FrameScheduler {
     return this.flows.size;
   }
 
-  /** The flow of `key`, one more user of it; `weight` is its share when it is created. */
-  join(key: string, weight = 1): Flow {
+  /** The flow of `key`, one more user of it; `weight` and `share` (see {@link Flow}) are set when it is created. */
+  join(key: string, weight = 1, share = 0): Flow {
     let flow = this.flows.get(key);
-    if (!flow) this.flows.set(key, (flow = new Flow(key, weight)));
+    if (!flow) this.flows.set(key, (flow = new Flow(key, weight, share)));
     flow.users++;
     return flow;
   }
@@ -188,7 +195,7 @@ export class FrameScheduler {
     fn();
     const t1 = this.now();
     this.fastSpent += t1 - t0;
-    flow.finish = start + Math.max(0, t1 - t0 - this.excused) / flow.weight;
+    flow.finish = start + Math.max(0, t1 - t0 - this.excused) / this.weightOf(flow);
     flow.epoch = this.epoch;
     flow.lastActive = t1;
     if (!this.fastReset) {
@@ -245,7 +252,7 @@ export class FrameScheduler {
       this.excused = 0;
       const more = turn.step();
       const t1 = this.now();
-      flow.finish = flow.start + Math.max(0, t1 - t0 - this.excused) / flow.weight;
+      flow.finish = flow.start + Math.max(0, t1 - t0 - this.excused) / this.weightOf(flow);
       flow.epoch = this.epoch;
       flow.lastActive = t1;
       // a connection with more to do waits behind its flow's others; the flow goes where its use puts it
@@ -267,6 +274,17 @@ export class FrameScheduler {
     }
   }
 
+  /**
+   * A flow's weight now: its own, or, for a flow with a share, enough to get that share against
+   * the weights of every other flow with work waiting (a hundred flooders' flows would otherwise
+   * leave it a hundredth of the relay).
+   */
+  private weightOf(flow: Flow): number {
+    if (flow.share <= 0) return flow.weight;
+    const others = this.heapWeight - (flow.index >= 0 ? flow.weight : 0);
+    return Math.max(flow.weight, (flow.share / (1 - flow.share)) * others);
+  }
+
   // ---- a binary min-heap of flows by virtual start ---------------------------------------
 
   private less(a: Flow, b: Flow): boolean {
@@ -274,6 +292,7 @@ export class FrameScheduler {
   }
 
   private heapPush(flow: Flow): void {
+    this.heapWeight += flow.weight;
     flow.order = ++this.order;
     flow.index = this.heap.length;
     this.heap.push(flow);
@@ -283,6 +302,7 @@ export class FrameScheduler {
   private heapRemove(flow: Flow): void {
     const i = flow.index;
     if (i < 0) return;
+    this.heapWeight -= flow.weight;
     const last = this.heap.pop()!;
     flow.index = -1;
     if (last !== flow) {
