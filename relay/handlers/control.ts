@@ -43,8 +43,9 @@ function board(scope: RequestScope): WhiteboardProvider {
 export function draw(scope: RequestScope, params: Params<'whiteboard.draw'>): Result<'whiteboard.draw'> {
   requireFlag(scope.member, 'canWhiteboard', 'drawing on the whiteboard');
   const provider = board(scope);
-  const cost = WhiteboardProvider.cost(scope.member.id, params.shape);
+  // before the shape's size is measured: a drawer over its rate costs no serialisation
   if (!scope.member.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you drew recently is still being delivered to many members: slow down', 'fanout-rate');
+  const cost = WhiteboardProvider.cost(scope.member.id, params.shape);
   spendBytes(scope, cost);
   const shape = provider.draw(scope.member.id, params.shape);
   scope.member.fanout.spend(cost * scope.room.size);
