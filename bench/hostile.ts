@@ -77,7 +77,8 @@ watchdog.unref();
 const relay = spawn('server-child.ts', ['relay'], {
   BENCH_SECRET: SECRET,
   // server-child's own test settings put back to the relay's defaults: every limit is DEFAULTS
-  BENCH_RELAY_CONFIG: JSON.stringify({ joinTimeoutMs: DEFAULTS.joinTimeoutMs, countIntervalMs: DEFAULTS.countIntervalMs }),
+  // (BENCH_RELAY_CONFIG, JSON, tries other limits: `BENCH_RELAY_CONFIG='{"fanoutByteRate":8388608}'`)
+  BENCH_RELAY_CONFIG: JSON.stringify({ joinTimeoutMs: DEFAULTS.joinTimeoutMs, countIntervalMs: DEFAULTS.countIntervalMs, ...(JSON.parse(process.env.BENCH_RELAY_CONFIG ?? '{}') as object) }),
 });
 let relayExit: string | null = null;
 let stopping = false;
@@ -412,6 +413,11 @@ const listAttack = summary(attack.list);
 const ipcAlone = summary(alone.ipc);
 const ipcAttack = summary(attack.ipc);
 const x = (a: number, b: number) => `${(b / a).toFixed(2)}×`;
+if (process.env.BENCH_WORST) {
+  // where in the attack the slowest chat samples fell (seconds into the attack → round trip)
+  const worst = [...attack.chatAt].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.BENCH_WORST) || 20);
+  console.error(`slowest chat samples: ${worst.map(([t, r]) => `${t.toFixed(2)} s → ${r.toFixed(1)} ms`).join(', ')}`);
+}
 const expected = (p: Phase) => p.published * RECORDERS;
 const lost = (p: Phase) => Math.max(0, expected(p) - p.chat.length);
 const delivered = (p: Phase) => (p.published ? `${((100 * p.viewerChat) / (p.published * VIEWERS)).toFixed(1)} %` : '');
