@@ -1,3 +1,4 @@
+import { Fifo } from './fifo.ts';
 import type { Flow, FrameScheduler, Turn } from './frame-gate.ts';
 
 /** A frame on its way to one connection. */
@@ -132,31 +133,6 @@ export class Outbox {
   }
 }
 
-/** Connections waiting for a turn, first come first served. */
-class Line {
-  private items: Array<Outbox | undefined> = [];
-  private head = 0;
-
-  get length(): number {
-    return this.items.length - this.head;
-  }
-
-  push(outbox: Outbox): void {
-    this.items.push(outbox);
-  }
-
-  shift(): Outbox | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const outbox = this.items[this.head];
-    this.items[this.head++] = undefined;
-    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return outbox;
-  }
-}
-
 /**
  * The relay's outbound work, sliced: connections with queued frames wait in line and each
  * turn of the scheduler writes one connection's frames (in one batch). The time it takes is
@@ -172,8 +148,8 @@ class Line {
 export class Delivery implements Turn {
   queued = false;
   readonly flow: Flow;
-  private readonly light = new Line();
-  private readonly heavy = new Line();
+  private readonly light = new Fifo<Outbox>(1024);
+  private readonly heavy = new Fifo<Outbox>(1024);
   /** Time the light line has run since a heavy connection last had its turn. */
   private lightRun = 0;
   private spent = 0;

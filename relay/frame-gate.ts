@@ -1,6 +1,7 @@
 import type { RawData, WebSocket } from 'ws';
 import { TokenBucket } from './data/token-bucket.ts';
 import type { Budget } from './budget.ts';
+import { Fifo } from './fifo.ts';
 
 /** What the gate does with a frame it lets through. */
 export type FrameHandler = (data: RawData, isBinary: boolean) => void;
@@ -48,9 +49,8 @@ export interface Turn {
  * joined yet). Its turns wait in order, so its connections take turns among themselves.
  */
 export class Flow {
-  /** Its waiting turns, oldest first (`head` is the next). */
-  private turns: Turn[] = [];
-  private head = 0;
+  /** Its waiting turns, oldest first. */
+  private readonly turns = new Fifo<Turn>();
   /** Virtual start and finish of its work (start-time fair queuing), valid in `epoch`. */
   start = 0;
   finish = 0;
@@ -76,7 +76,7 @@ export class Flow {
   ) {}
 
   get waiting(): number {
-    return this.turns.length - this.head;
+    return this.turns.length;
   }
 
   push(turn: Turn): void {
@@ -84,14 +84,7 @@ export class Flow {
   }
 
   shift(): Turn | undefined {
-    if (this.head >= this.turns.length) return undefined;
-    const turn = this.turns[this.head];
-    this.turns[this.head++] = undefined as unknown as Turn;
-    if (this.head >= 64 && this.head * 2 >= this.turns.length) {
-      this.turns = this.turns.slice(this.head);
-      this.head = 0;
-    }
-    return turn;
+    return this.turns.shift();
   }
 }
 
