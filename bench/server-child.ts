@@ -4,11 +4,11 @@
  * after a GC; `simulate` adds cheap in-process viewer members to a room (for paging at 100,000).
  */
 import { WebSocketServer } from 'ws';
-import { TokenBucket } from '../relay/data/token-bucket.ts';
 import { effectiveGrant } from '../src/protocol/grant.ts';
 import { startRelay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import type { Member } from '../relay/rooms/types.ts';
+import { FanoutBudget } from '../relay/data/fanout-budget.ts';
 
 const mode = process.argv[2];
 const send = (msg: unknown) => process.send!(msg);
@@ -62,7 +62,7 @@ if (mode === 'relay') {
       const room = relay.context.rooms.getOrCreate('default', msg.room!, 'room');
       const grant = effectiveGrant({ canSubscribe: true });
       for (let i = 0; i < msg.count!; i++) {
-        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenKey: '', apiKey: 'bench', project: 'default', link: noop, fanout: new TokenBucket(1e9, 1e9) };
+        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenKey: '', apiKey: 'bench', project: 'default', link: noop, fanout: new FanoutBudget({ fanoutByteRate: 1e9, fanoutByteBurst: 1e9, broadcastByteRate: 1e9, broadcastByteBurst: 1e9 }) };
         room.add(member);
       }
       send({ id: msg.id, done: true });

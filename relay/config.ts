@@ -117,6 +117,10 @@ export interface RelayConfig {
   fanoutByteRate: number;
   /** ...in a burst. */
   fanoutByteBurst: number;
+  /** Bytes per second of the copies past the first a member's sends make (bytes × (recipients − 1)). */
+  broadcastByteRate: number;
+  /** ...in a burst. */
+  broadcastByteBurst: number;
   /** Above this many unsent bytes, a member stops receiving optional traffic (pubsub, whiteboard). */
   sendSoftLimitBytes: number;
   /** Unsent bytes of all members together; past it, the members with the most are cut first. */
@@ -196,8 +200,10 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   whiteboardBytesTotal: 128 * 1024 * 1024,
   dataByteRate: 1024 * 1024,
   dataByteBurst: 2 * 1024 * 1024,
-  fanoutByteRate: 8 * 1024 * 1024,
-  fanoutByteBurst: 16 * 1024 * 1024,
+  fanoutByteRate: 32 * 1024 * 1024,
+  fanoutByteBurst: 64 * 1024 * 1024,
+  broadcastByteRate: 8 * 1024 * 1024,
+  broadcastByteBurst: 16 * 1024 * 1024,
   sendSoftLimitBytes: 1024 * 1024,
   maxBufferedTotal: 1024 * 1024 * 1024,
   maxHeldTotal: 256 * 1024 * 1024,
@@ -336,6 +342,8 @@ const FLAGS: readonly Flag[] = [
   { flag: '--data-byte-burst', env: 'TESSERA_DATA_BYTE_BURST', help: `...in a burst (default ${DEFAULTS.dataByteBurst})`, apply: (c, v) => void (c.dataByteBurst = integer('--data-byte-burst', v, 1024)) },
   { flag: '--fanout-byte-rate', env: 'TESSERA_FANOUT_BYTE_RATE', help: `bytes/s a member's sends may make the relay send to others (default ${DEFAULTS.fanoutByteRate})`, apply: (c, v) => void (c.fanoutByteRate = integer('--fanout-byte-rate', v, 1024)) },
   { flag: '--fanout-byte-burst', env: 'TESSERA_FANOUT_BYTE_BURST', help: `...in a burst (default ${DEFAULTS.fanoutByteBurst})`, apply: (c, v) => void (c.fanoutByteBurst = integer('--fanout-byte-burst', v, 1024)) },
+  { flag: '--broadcast-byte-rate', env: 'TESSERA_BROADCAST_BYTE_RATE', help: `bytes/s of the copies past the first a member's sends may make the relay send (default ${DEFAULTS.broadcastByteRate})`, apply: (c, v) => void (c.broadcastByteRate = integer('--broadcast-byte-rate', v, 1024)) },
+  { flag: '--broadcast-byte-burst', env: 'TESSERA_BROADCAST_BYTE_BURST', help: `...in a burst (default ${DEFAULTS.broadcastByteBurst})`, apply: (c, v) => void (c.broadcastByteBurst = integer('--broadcast-byte-burst', v, 1024)) },
   { flag: '--send-soft-limit', env: 'TESSERA_SEND_SOFT_LIMIT', help: `unsent bytes above which a member gets no optional traffic (default ${DEFAULTS.sendSoftLimitBytes})`, apply: (c, v) => void (c.sendSoftLimitBytes = integer('--send-soft-limit', v, 1024)) },
   { flag: '--max-buffered', env: 'TESSERA_MAX_BUFFERED', help: `unsent bytes at which a member is cut as a slow consumer (default ${DEFAULTS.maxBufferedBytes})`, apply: (c, v) => void (c.maxBufferedBytes = integer('--max-buffered', v, 1024)) },
   { flag: '--max-buffered-total', env: 'TESSERA_MAX_BUFFERED_TOTAL', help: `unsent bytes of all members (default ${DEFAULTS.maxBufferedTotal})`, apply: (c, v) => void (c.maxBufferedTotal = integer('--max-buffered-total', v, 1024)) },

@@ -3,10 +3,10 @@ import { effectiveGrant, type TokenClaims } from '../src/protocol/grant.ts';
 import { CloseCode } from '../src/protocol/codes.ts';
 import { ADMIN_ACTOR } from '../src/protocol/server-api.ts';
 import type { RelayContext } from './context.ts';
-import { TokenBucket } from './data/token-bucket.ts';
 import type { Member, MemberLink, Opener, Room } from './rooms/types.ts';
 import { tokenKey } from './token/identity.ts';
 import { checkScope, verifyToken, type Refusal } from './token/verify.ts';
+import { FanoutBudget } from './data/fanout-budget.ts';
 
 /** A join the token allows: what it may enter as. */
 export interface Verdict {
@@ -134,7 +134,7 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     apiKey: claims.iss,
     project,
     link,
-    fanout: new TokenBucket(relay.config.fanoutByteRate, relay.config.fanoutByteBurst),
+    fanout: new FanoutBudget(relay.config),
   };
   room.add(member);
   return { member, room, joined: snapshot(relay, room, member) };

@@ -103,6 +103,28 @@ describe('issue 11: the attack review', () => {
     }
   });
 
+  it('the copies past the first pay the broadcast budget: a 60 KiB message to 40 waits for it, the same message to one does not', async () => {
+    const small = await startTestRelay({ fanoutByteRate: 64 * 1024 * KiB, fanoutByteBurst: 64 * 1024 * KiB, broadcastByteRate: 1024 * KiB, broadcastByteBurst: 1024 * KiB, messageRate: 1000, messageBurst: 1000 });
+    try {
+      const audience = await Promise.all(Array.from({ length: 40 }, (_, i) => rawJoin(small.url, small.token({ roomId: 'cast', participantId: `v${i}`, isViewer: true, grant: {} }), { participantId: `v${i}` })));
+      await Promise.all(audience.map((a) => a.request('pubsub.subscribe', { topic: 'chat' })));
+      const sender = await rawJoin(small.url, small.token({ roomId: 'cast', grant: { canPublishData: true } }));
+      const payload = 'x'.repeat(60 * KiB);
+      assert.equal(((await sender.request('pubsub.publish', { topic: 'chat', payload })).result as { recipients: number }).recipients, 40);
+      const second = await sender.request('pubsub.publish', { topic: 'chat', payload });
+      assert.equal((second.error as { reason: string } | undefined)?.reason, 'fanout-rate', '39 copies past the first: 2.3 MiB of a 1 MiB broadcast budget');
+      const other = await rawJoin(small.url, small.token({ roomId: 'cast', grant: { canPublishData: true } }));
+      // point to point: 40 messages of 60 KiB to one member, 2.3 MiB, within the fan-out budget and past the broadcast one
+      for (let i = 0; i < 40; i++) {
+        const one = await other.request('pubsub.publish', { topic: 'chat', payload, to: ['v0'] });
+        assert.equal((one.result as { recipients: number } | undefined)?.recipients, 1, `message ${i}: ${JSON.stringify(one.error)}`);
+      }
+      for (const c of [...audience, sender, other]) c.ws.close();
+    } finally {
+      await small.close();
+    }
+  });
+
   it('a stream sender that ignores stream.ack is cut from its stream, never its recipients', async () => {
     const victim = await rawJoin(t.url, t.token({ roomId: 'window', participantId: 'v', grant: {} }), { participantId: 'v' });
     const sender = await rawJoin(t.url, t.token({ roomId: 'window', grant: { canPublishData: true } }));

@@ -7,6 +7,7 @@ import type { RelayContext } from '../context.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
 import { RelayError } from '../errors.ts';
 import { verifyAdminToken } from '../token/verify.ts';
+import { FanoutBudget } from '../data/fanout-budget.ts';
 
 /** Longest `Authorization` header read; a token is far shorter. */
 const MAX_AUTHORIZATION = 16 * 1024;
@@ -23,7 +24,7 @@ export function bearer(req: IncomingMessage): string | null {
 export interface KeyBudget {
   readonly requests: TokenBucket;
   readonly bytes: TokenBucket;
-  readonly fanout: TokenBucket;
+  readonly fanout: FanoutBudget;
 }
 
 /** A caller the API accepted. */
@@ -49,7 +50,7 @@ export class ApiBudgets {
       budget = {
         requests: new TokenBucket(c.apiRate, c.apiRate * 2),
         bytes: new TokenBucket(c.dataByteRate, c.dataByteBurst),
-        fanout: new TokenBucket(c.fanoutByteRate, c.fanoutByteBurst),
+        fanout: new FanoutBudget(c),
       };
       this.byKey.set(apiKey, budget);
     }

@@ -13,11 +13,11 @@ import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import type { Tier } from '../../src/protocol/messages.ts';
 import type { RelayContext } from '../context.ts';
 import type { KeptMessage } from '../data/topics.ts';
-import { TokenBucket } from '../data/token-bucket.ts';
 import { holdSeat } from '../resume.ts';
 import { AwayLink } from '../seats.ts';
 import type { Member, Opener, Room, RoomObserver } from '../rooms/types.ts';
 import { clusterKey, type NodeBus } from './bus.ts';
+import { FanoutBudget } from '../data/fanout-budget.ts';
 
 /**
  * Write a room's record if this node holds the room's lease (KEYS: lease, record; ARGV: node,
@@ -366,7 +366,7 @@ function addMembers(relay: RelayContext, project: string, room: Room, stored: St
       apiKey: s.apiKey,
       project,
       link: new AwayLink(() => undefined),
-      fanout: new TokenBucket(relay.config.fanoutByteRate, relay.config.fanoutByteBurst),
+      fanout: new FanoutBudget(relay.config),
     };
     room.add(member, s.position);
     relay.seats.restore(member, room, s.apiKey, s.credential);

@@ -108,7 +108,7 @@ export class StreamBoard {
     stream.nextSeq++;
     for (const m of stream.recipients) m.link.sendBinary(frame);
     // the relay reads every byte even when nobody is left to receive it: that is paid for too
-    sender.fanout.spend(frame.length * Math.max(1, stream.recipients.size));
+    sender.fanout.spend(frame.length, stream.recipients.size);
     stream.unacked = header.seq;
     if (!stream.ackTimer) this.acknowledge(stream);
   }
@@ -118,7 +118,7 @@ export class StreamBoard {
    * and while its sender owes, the relay reads no more of its binary frames (the frame gate).
    */
   private stray(sender: Member, frame: Buffer): void {
-    sender.fanout.spend(frame.length);
+    sender.fanout.spend(frame.length, 1);
   }
 
   /**

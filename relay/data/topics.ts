@@ -178,7 +178,7 @@ export class TopicBoard {
       }
     }
     // the sender pays for every copy the relay sent, after the fact: a debt it works off
-    from.fanout.spend(data.length * recipients);
+    from.fanout.spend(data.length, recipients);
     return { message, recipients };
   }
 

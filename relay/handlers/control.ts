@@ -48,7 +48,7 @@ export function draw(scope: RequestScope, params: Params<'whiteboard.draw'>): Re
   const cost = WhiteboardProvider.cost(scope.member.id, params.shape);
   spendBytes(scope, cost);
   const shape = provider.draw(scope.member.id, params.shape);
-  scope.member.fanout.spend(cost * scope.room.size);
+  scope.member.fanout.spend(cost, scope.room.size);
   return { shape };
 }
 

@@ -5,7 +5,7 @@
  */
 import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import type { ServerFrame, Tier } from '../../src/protocol/messages.ts';
-import type { TokenBucket } from '../data/token-bucket.ts';
+import type { FanoutBudget } from '../data/fanout-budget.ts';
 
 /**
  * The relay's link to one connected participant. Rooms only see this: a room on another relay
@@ -51,5 +51,5 @@ export interface Member {
    * Bytes per second its sends may make the relay send to others (a message's bytes times its
    * recipients): what it costs the relay, not what it costs the sender.
    */
-  readonly fanout: TokenBucket;
+  readonly fanout: FanoutBudget;
 }

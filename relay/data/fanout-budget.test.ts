@@ -1,0 +1,52 @@
+/** The fan-out budget's two measures (issue 11): copies, and the copies past the first. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FanoutBudget } from './fanout-budget.ts';
+
+const MiB = 1024 * 1024;
+const limits = { fanoutByteRate: 32 * MiB, fanoutByteBurst: 64 * MiB, broadcastByteRate: 8 * MiB, broadcastByteBurst: 16 * MiB };
+
+describe('FanoutBudget', () => {
+  it('a point-to-point transfer runs at the fan-out rate: its bytes are not broadcast', () => {
+    let clock = 0;
+    const budget = new FanoutBudget(limits, () => clock);
+    let sent = 0;
+    // 10 s of 64 KiB chunks to one recipient, each sent as soon as there is credit
+    for (clock = 0; clock < 10_000; clock += 1) {
+      while (budget.hasCredit()) {
+        budget.spend(64 * 1024, 1);
+        sent += 64 * 1024;
+      }
+    }
+    const rate = (sent - 64 * MiB) / 10 / MiB;
+    assert.ok(rate > 31 && rate < 33.5, `${rate.toFixed(1)} MiB/s past the burst`);
+  });
+
+  it('a broadcast is paced by the broadcast rate: a 36 KB stroke to 1,016 members every 4.5 s, not every second', () => {
+    let clock = 0;
+    const budget = new FanoutBudget(limits, () => clock);
+    let strokes = 0;
+    for (clock = 0; clock < 60_000; clock += 10) {
+      if (budget.hasCredit()) {
+        budget.spend(36_000, 1016);
+        strokes++;
+      }
+    }
+    // 8 MiB/s over 60 s plus the burst, 36.5 MB of copies past the first each
+    assert.ok(strokes >= 13 && strokes <= 16, `${strokes} strokes in a minute`);
+    assert.ok(budget.msUntilToken(0) > 0 || budget.hasCredit());
+  });
+
+  it('a chunk nobody receives is still one copy; the wait is the longer of the two debts', () => {
+    let clock = 0;
+    const budget = new FanoutBudget(limits, () => clock);
+    budget.spend(64 * MiB, 0);
+    assert.ok(budget.hasCredit(), 'one copy of 64 MiB: the fan-out burst, no broadcast');
+    budget.spend(MiB, 0);
+    assert.equal(budget.hasCredit(), false);
+    assert.ok(Math.abs(budget.msUntilToken(0) - (1000 / 32)) < 1, `${budget.msUntilToken(0)} ms`);
+    clock += 1000;
+    budget.spend(MiB, 21); // 20 MiB past the first copy: 4 MiB over the broadcast burst
+    assert.ok(Math.abs(budget.msUntilToken(0) - 500) < 1, `${budget.msUntilToken(0)} ms: the broadcast debt is the longer`);
+  });
+});
