@@ -177,6 +177,35 @@ describe('Delivery: the light line', () => {
     assert.equal(wire.length, 1002);
   });
 
+  it('a small frame first does not carry a stroke through the light line: the stroke goes on in the heavy line', () => {
+    let clock = 0;
+    const scheduled: Array<() => void> = [];
+    const scheduler = new FrameScheduler({ sliceMs: 4, now: () => clock, defer: (fn) => void scheduled.push(fn) });
+    const delivery = new Delivery(scheduler, { directMs: 0, now: () => clock, defer: () => {} });
+    const wire: Array<[number, string]> = [];
+    const boxes = Array.from({ length: 1001 }, (_, i) =>
+      new Outbox(delivery, (frames) => {
+        for (const f of frames) {
+          clock += 0.01 + f.data.length / 36_000;
+          wire.push([i, f.data.length > 100 ? 'stroke' : Buffer.from(f.data).toString()]);
+        }
+      }),
+    );
+    // a tiny event to the room, then a 36 KB stroke: every connection got in the light line first
+    for (const box of boxes.slice(0, 1000)) box.send(frame('e'), false, true);
+    for (const box of boxes.slice(0, 1000)) box.send(Buffer.alloc(36_000, 7), false, true);
+    // slices until every small frame is out (the strokes, 36 MB, are far from done)
+    for (let i = 0; i < 100 && wire.filter(([, f]) => f === 'e').length < 1000; i++) for (const fn of scheduled.splice(0)) fn();
+    assert.ok(wire.filter(([, f]) => f === 'stroke').length < 500, 'the strokes are still being written');
+    boxes[1000]!.send(frame('chat'), false, true);
+    const before = wire.length;
+    for (const fn of scheduled.splice(0)) fn();
+    const probeAt = wire.findIndex(([c], i) => i >= before && c === 1000);
+    assert.ok(probeAt >= 0 && probeAt - before < 10, `the probe's chat came ${probeAt - before} writes after it was sent`);
+    for (let i = 0; i < 100_000 && scheduled.length > 0; i++) for (const fn of scheduled.splice(0)) fn();
+    for (let i = 0; i < 1000; i++) assert.deepEqual(wire.filter(([c]) => c === i).map(([, f]) => f), ['e', 'stroke'], `connection ${i}`);
+  });
+
   it('light work does not starve a backlog: a heavy connection gets a turn after at most LIGHT_RUN_MS of light ones', () => {
     let clock = 0;
     const scheduled: Array<() => void> = [];

@@ -216,7 +216,9 @@ export class Delivery implements Turn {
     const outbox = useLight ? this.light.shift() : this.heavy.shift();
     if (outbox) {
       outbox.scheduled = false;
-      if (outbox.flushSome(TURN_BYTES)) this.schedule(outbox);
+      // a light turn writes a light turn's bytes: a connection that was light when it got in
+      // line and has since been given a stroke goes on in the heavy line with it
+      if (outbox.flushSome(useLight ? LIGHT_BYTES : TURN_BYTES)) this.schedule(outbox);
     }
     if (useLight) this.lightRun += this.now() - t0;
     else this.lightRun = 0;

@@ -27,6 +27,21 @@ describe('dispatch', () => {
     return done;
   });
 
+  it('what a handler defers (a leave\'s close) runs after the answer and after the step that ran it, in a microtask', async () => {
+    const order: string[] = [];
+    const member = { id: 'm', grant: {}, link: { close: () => order.push('closed') } };
+    let inRoom = true;
+    const room = { get: () => (inRoom ? member : undefined), remove: () => void (inRoom = false) };
+    const scope = { relay: {}, member, room, limiter: {}, bytes: {}, flooding: () => {} } as never;
+    const leave = { type: 'request', id: 1, method: 'session.leave', params: {} } as RequestFrame;
+    const done = dispatch(scope, leave, { send: () => order.push('answered'), sendOwn: () => {}, fault: () => {} });
+    // the rest of the step: a frame already read, handled for a member who has left
+    void dispatch(scope, { ...request, id: 2 }, { send: (f) => order.push(`then ${(f as { error?: { code: string } }).error?.code}`), sendOwn: () => {}, fault: () => {} });
+    order.push('step ends');
+    await done;
+    assert.deepEqual(order, ['answered', 'then NOT_CONNECTED', 'step ends', 'closed']);
+  });
+
   it('a refusal is answered at once too, and a fault is answered and reported', async () => {
     const sent: ServerFrame[] = [];
     const faults: string[] = [];

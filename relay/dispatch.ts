@@ -13,8 +13,9 @@ export interface Answerer {
 }
 
 /**
- * Run one request of a member through the handler table and answer it; what the handler
- * deferred (`scope.after`) runs once the answer is sent. A handler's `RelayError` is the
+ * Run one request of a member through the handler table and answer it, in the same step when
+ * the handler answers at once; what the handler deferred (`scope.after`) runs in a microtask
+ * after the answer is sent. A handler's `RelayError` is the
  * caller's answer; anything else is a fault of the relay, answered `INTERNAL_ERROR` and logged.
  */
 export async function dispatch(base: Omit<RequestScope, 'after'>, request: RequestFrame, out: Answerer): Promise<void> {
@@ -40,5 +41,9 @@ export async function dispatch(base: Omit<RequestScope, 'after'>, request: Reque
   }
   if (result instanceof Serialized) out.sendOwn(Buffer.concat([Buffer.from(`{"type":"response","id":${request.id},"result":`), result.json, Buffer.from('}')]));
   else out.send({ type: 'response', id: request.id, result });
+  if (deferred.length === 0) return;
+  // what the handler deferred (a leave's close, a room's end) runs after the frames already
+  // read: those are answered (NOT_CONNECTED after a leave), not dropped with the closing gate
+  await Promise.resolve();
   for (const fn of deferred) fn();
 }

@@ -73,7 +73,9 @@ export class Flow {
     readonly key: string,
     readonly weight = 1,
     readonly share = 0,
-  ) {}
+  ) {
+    if (!(share >= 0 && share < 1)) throw new RangeError(`a flow's share is a fraction below 1, not ${share}`);
+  }
 
   get waiting(): number {
     return this.turns.length;

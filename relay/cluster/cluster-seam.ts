@@ -290,7 +290,8 @@ export class ClusterSeam implements RoomSeam {
         const guest = this.guest(from, h.link);
         if (!guest?.port) return;
         const link = guest.link;
-        void guest.port.request(h.request as RequestFrame, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault: (message, err) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) }) });
+        const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
+        guest.port.request(h.request as RequestFrame, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
         return;
       }
       case 'chunk':
