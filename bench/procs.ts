@@ -2,6 +2,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 
 const here = new URL('.', import.meta.url).pathname;
+const children = new Set<ChildProcess>();
+let reaping = false;
 
 /**
  * Start `bench/<script>` under tsx with `--expose-gc`. `BENCH_PROFILE=<first arg>` adds a CPU
@@ -10,8 +12,18 @@ const here = new URL('.', import.meta.url).pathname;
  * value is taken as the relay child's V8 flags (e.g. `'--trace-gc --trace-incremental-marking'`).
  */
 export function child(script: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+  if (!reaping) {
+    // a benchmark that throws must not leave its relay and clients running (they skew the next run)
+    reaping = true;
+    process.on('exit', () => {
+      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    });
+  }
   const prof = process.env.BENCH_PROFILE && args[0] === process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? '.'}`] : [];
-  return fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc', ...prof, ...(args[0] === 'relay' && process.env.BENCH_TRACE_GC ? (process.env.BENCH_TRACE_GC === '1' ? ['--trace-gc'] : process.env.BENCH_TRACE_GC.split(' ')) : [])], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc', ...prof, ...(args[0] === 'relay' && process.env.BENCH_TRACE_GC ? (process.env.BENCH_TRACE_GC === '1' ? ['--trace-gc'] : process.env.BENCH_TRACE_GC.split(' ')) : [])], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
+  return proc;
 }
 
 /** The next message of `proc` that `pick` accepts. */
