@@ -144,22 +144,31 @@ describe('Delivery: a fan-out in slices, in order per connection', () => {
   });
 });
 
+/**
+ * A thousand members and a probe (connection 1000), no direct writes: each write "takes" 0.01 ms
+ * plus 1 ms per 36 KB; `wire` has [connection, 'stroke' or the frame's text]; `scheduled` holds
+ * the scheduler's deferred slices, run by the test.
+ */
+function strokeRoom() {
+  let clock = 0;
+  const scheduled: Array<() => void> = [];
+  const scheduler = new FrameScheduler({ sliceMs: 4, now: () => clock, defer: (fn) => void scheduled.push(fn) });
+  const delivery = new Delivery(scheduler, { directMs: 0, now: () => clock, defer: () => {} });
+  const wire: Array<[number, string]> = [];
+  const boxes = Array.from({ length: 1001 }, (_, i) =>
+    new Outbox(delivery, (frames) => {
+      for (const f of frames) {
+        clock += 0.01 + f.data.length / 36_000;
+        wire.push([i, f.data.length > 100 ? 'stroke' : Buffer.from(f.data).toString()]);
+      }
+    }),
+  );
+  return { boxes, wire, scheduled };
+}
+
 describe('Delivery: the light line', () => {
   it('a chat message to a member with nothing queued goes ahead of a thousand members\' 36 KB strokes, each member\'s order kept', () => {
-    // each write "takes" 0.01 ms plus 1 ms per 36 KB
-    let clock = 0;
-    const scheduled: Array<() => void> = [];
-    const scheduler = new FrameScheduler({ sliceMs: 4, now: () => clock, defer: (fn) => void scheduled.push(fn) });
-    const delivery = new Delivery(scheduler, { directMs: 0, now: () => clock, defer: () => {} });
-    const wire: Array<[number, string]> = [];
-    const boxes = Array.from({ length: 1001 }, (_, i) =>
-      new Outbox(delivery, (frames) => {
-        for (const f of frames) {
-          clock += 0.01 + f.data.length / 36_000;
-          wire.push([i, f.data.length > 100 ? 'stroke' : Buffer.from(f.data).toString()]);
-        }
-      }),
-    );
+    const { boxes, wire, scheduled } = strokeRoom();
     const stroke = Buffer.alloc(36_000, 7);
     // the probe (connection 1000) has had its stroke; the other thousand still wait for theirs
     for (const box of boxes.slice(0, 1000)) box.send(stroke, false, true);
@@ -178,19 +187,7 @@ describe('Delivery: the light line', () => {
   });
 
   it('a small frame first does not carry a stroke through the light line: the stroke goes on in the heavy line', () => {
-    let clock = 0;
-    const scheduled: Array<() => void> = [];
-    const scheduler = new FrameScheduler({ sliceMs: 4, now: () => clock, defer: (fn) => void scheduled.push(fn) });
-    const delivery = new Delivery(scheduler, { directMs: 0, now: () => clock, defer: () => {} });
-    const wire: Array<[number, string]> = [];
-    const boxes = Array.from({ length: 1001 }, (_, i) =>
-      new Outbox(delivery, (frames) => {
-        for (const f of frames) {
-          clock += 0.01 + f.data.length / 36_000;
-          wire.push([i, f.data.length > 100 ? 'stroke' : Buffer.from(f.data).toString()]);
-        }
-      }),
-    );
+    const { boxes, wire, scheduled } = strokeRoom();
     // a tiny event to the room, then a 36 KB stroke: every connection got in the light line first
     for (const box of boxes.slice(0, 1000)) box.send(frame('e'), false, true);
     for (const box of boxes.slice(0, 1000)) box.send(Buffer.alloc(36_000, 7), false, true);

@@ -212,7 +212,9 @@ export class Delivery implements Turn {
   step(): boolean {
     if (this.heavy.length === 0) this.lightRun = 0;
     const useLight = this.light.length > 0 && (this.heavy.length === 0 || this.lightRun < LIGHT_RUN_MS);
-    const t0 = useLight ? this.now() : 0;
+    // the light line's run is timed only while a backlog waits for it to end
+    const timed = useLight && this.heavy.length > 0;
+    const t0 = timed ? this.now() : 0;
     const outbox = useLight ? this.light.shift() : this.heavy.shift();
     if (outbox) {
       outbox.scheduled = false;
@@ -220,8 +222,8 @@ export class Delivery implements Turn {
       // line and has since been given a stroke goes on in the heavy line with it
       if (outbox.flushSome(useLight ? LIGHT_BYTES : TURN_BYTES)) this.schedule(outbox);
     }
-    if (useLight) this.lightRun += this.now() - t0;
-    else this.lightRun = 0;
+    if (timed) this.lightRun += this.now() - t0;
+    else if (!useLight) this.lightRun = 0;
     return this.backlog > 0;
   }
 }

@@ -1,6 +1,7 @@
 /**
  * What the cluster tests that kill or stop nodes share: a keys file for nodes in their own
- * processes (`spawn-node.ts`), and a webhook receiver as an integrator's backend would run it.
+ * processes (`spawn-node.ts`), a webhook receiver as an integrator's backend would run it, and
+ * the teardown of all of it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -45,4 +46,24 @@ export function webhookSink<T>(): WebhookSink<T> {
       server.close();
     },
   };
+}
+
+/** What a cluster test started, stopped in order; the keys directory goes even if a stop fails. */
+export async function tearDown(parts: {
+  rooms: ReadonlyArray<{ leave(): Promise<unknown> }>;
+  children: ReadonlyArray<{ kill(signal: NodeJS.Signals): unknown }>;
+  nodes: ReadonlyArray<{ close(): Promise<unknown> }> | undefined;
+  redis: { stop(): Promise<unknown> } | undefined;
+  sink: { stop(): void };
+  keys: { remove(): void } | undefined;
+}): Promise<void> {
+  try {
+    for (const room of parts.rooms) void room.leave().catch(() => undefined);
+    for (const child of parts.children) child.kill('SIGKILL');
+    await Promise.all((parts.nodes ?? []).map((n) => n.close()));
+    await parts.redis?.stop();
+    parts.sink.stop();
+  } finally {
+    parts.keys?.remove();
+  }
 }

@@ -15,7 +15,7 @@ import { Sdk } from '../src/sdk.ts';
 import { until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
 import { spawnNode } from './spawn-node.ts';
-import { keysDir, webhookSink } from './cluster-fixture.ts';
+import { keysDir, tearDown, webhookSink } from './cluster-fixture.ts';
 import { rawConnect } from './raw.ts';
 import { Redis } from 'ioredis';
 import { PROTOCOL_VERSION } from '../src/protocol/messages.ts';
@@ -45,17 +45,7 @@ describe("issue 14: a room's home is lost", () => {
     keys_ = keysDir('home', API_KEY, SECRET);
     nodes = await Promise.all([0, 1].map(() => startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null, ...hooks() })));
   });
-  after(async () => {
-    try {
-      for (const room of rooms) void room.leave().catch(() => undefined);
-      for (const child of children) child.kill('SIGKILL');
-      await Promise.all(nodes.map((n) => n.close()));
-      await redis?.stop();
-      sink.stop();
-    } finally {
-      keys_?.remove();
-    }
-  });
+  after(() => tearDown({ rooms, children, nodes, redis, sink, keys: keys_ }));
 
   /** The room opened on `homeUrl`; members on it and on node 0; a watcher on node 1. */
   async function populate(roomId: string, homeUrl: string) {

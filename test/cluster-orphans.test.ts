@@ -15,7 +15,7 @@ import { Sdk } from '../src/sdk.ts';
 import { until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
 import { spawnNode } from './spawn-node.ts';
-import { keysDir, webhookSink } from './cluster-fixture.ts';
+import { keysDir, tearDown, webhookSink } from './cluster-fixture.ts';
 
 const API_KEY = 'orphan-key';
 const SECRET = 'orphan-secret-orphan-secret-orphan';
@@ -73,17 +73,7 @@ describe('issue 14 and 15: webhooks of a cluster, and a room nobody came back to
     keys_ = keysDir('orphans', API_KEY, SECRET);
     nodes = await Promise.all([0, 1].map(() => startRelay(settings())));
   });
-  after(async () => {
-    try {
-      for (const room of rooms) void room.leave().catch(() => undefined);
-      for (const child of children) child.kill('SIGKILL');
-      await Promise.all(nodes.map((n) => n.close()));
-      await redis?.stop();
-      sink.stop();
-    } finally {
-      keys_?.remove();
-    }
-  });
+  after(() => tearDown({ rooms, children, nodes, redis, sink, keys: keys_ }));
 
   it('a join through a node that is not the home is told once, by the home; so is its leave and the room\'s end', async () => {
     const first = await Sdk.join({ url: nodes[0]!.url, token: token('once', 'ada') });
