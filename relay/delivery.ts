@@ -62,7 +62,7 @@ export class Outbox {
    */
   constructor(
     private readonly delivery: Delivery,
-    private readonly write: (frames: readonly OutFrame[]) => void,
+    readonly write: (frames: readonly OutFrame[]) => void,
   ) {}
 
   /** Bytes queued here and not yet handed to the socket. */
@@ -81,13 +81,21 @@ export class Outbox {
    *   once when nothing waits, its time the sender's
    */
   send(data: Uint8Array, binary: boolean, fanout: boolean): void {
-    if (!this.waiting && !this.scheduled) {
-      if (!fanout) return this.write([{ data, binary }]);
-      if (this.delivery.mayWriteNow()) return this.delivery.timed(() => this.write([{ data, binary }]));
-    }
+    if (fanout) return this.delivery.copy(this, data, binary);
+    if (!this.waiting && !this.scheduled) return this.write([{ data, binary }]);
+    this.queue(data, binary);
+  }
+
+  /** Behind what waits here: written in the delivery's turns. */
+  queue(data: Uint8Array, binary: boolean): void {
     this.frames.push({ data, binary });
     this.bytes += data.length;
     this.delivery.schedule(this);
+  }
+
+  /** Nothing of this connection waits to be written before a new frame. */
+  get idle(): boolean {
+    return !this.waiting && !this.scheduled;
   }
 
   /** Write everything queued now, in order (before a close frame). */
@@ -179,22 +187,26 @@ export class Delivery implements Turn {
   }
 
   /**
-   * Write at once, counting the time against this turn's allowance and not against the work
-   * that sent it: a sender is not charged for its audience (the allowance bounds this).
+   * One copy of a fan-out for `outbox`: written at once while this turn of the event loop has
+   * writing time left and nothing of that connection waits, else queued. Either way its time is
+   * the audience's, not the sender's: a speaker whose chat reaches a thousand members is charged
+   * for its request, not for a thousand copies (or its next request would wait behind every
+   * flooder's backlog).
    */
-  timed(fn: () => void): void {
+  copy(outbox: Outbox, data: Uint8Array, binary: boolean): void {
     const t0 = this.now();
-    fn();
-    const ms = this.now() - t0;
-    this.spent += ms;
-    this.scheduler.excuse(ms);
-    if (!this.resetting) {
-      this.resetting = true;
-      this.defer(() => {
-        this.resetting = false;
-        this.spent = 0;
-      });
-    }
+    if (outbox.idle && this.mayWriteNow()) {
+      outbox.write([{ data, binary }]);
+      this.spent += this.now() - t0;
+      if (!this.resetting) {
+        this.resetting = true;
+        this.defer(() => {
+          this.resetting = false;
+          this.spent = 0;
+        });
+      }
+    } else outbox.queue(data, binary);
+    this.scheduler.excuse(this.now() - t0);
   }
 
   /** `outbox` has frames waiting: it gets a turn, behind those already waiting in its line. */
