@@ -203,7 +203,7 @@ describe('Delivery: the light line', () => {
     for (let i = 0; i < 1000; i++) assert.deepEqual(wire.filter(([c]) => c === i).map(([, f]) => f), ['e', 'stroke'], `connection ${i}`);
   });
 
-  it('light work does not starve a backlog: a heavy connection gets a turn after at most LIGHT_RUN_MS of light ones', () => {
+  it('a heavy connection waits at most LIGHT_RUN_MS of light ones', () => {
     let clock = 0;
     const scheduled: Array<() => void> = [];
     const scheduler = new FrameScheduler({ sliceMs: 1000, now: () => clock, defer: (fn) => void scheduled.push(fn) });
@@ -223,6 +223,35 @@ describe('Delivery: the light line', () => {
     const at = order.indexOf('heavy');
     assert.ok(at >= 0, 'the heavy connection was written');
     assert.ok(at * 0.01 <= LIGHT_RUN_MS + 0.011, `${at} light writes (${(at * 0.01).toFixed(2)} ms) went before it`);
+  });
+
+  it('a steady chat does not starve a stroke\'s pass: while both lines wait, the heavy one gets about half of the delivery', () => {
+    let clock = 0;
+    const scheduled: Array<() => void> = [];
+    const scheduler = new FrameScheduler({ sliceMs: 4, now: () => clock, defer: (fn) => void scheduled.push(fn) });
+    const delivery = new Delivery(scheduler, { directMs: 0, now: () => clock, defer: () => {} });
+    let heavyMs = 0;
+    let lightMs = 0;
+    // a thousand members each owed a 36 KB stroke (0.05 ms a write), beside a thousand readers of a chat
+    const strokes = Array.from({ length: 1000 }, () => new Outbox(delivery, () => {
+      clock += 0.05;
+      heavyMs += 0.05;
+    }));
+    for (const box of strokes) box.send(Buffer.alloc(36_000, 7), false, true);
+    const readers = Array.from({ length: 1000 }, () => new Outbox(delivery, () => {
+      clock += 0.01;
+      lightMs += 0.01;
+    }));
+    // a chat message to every reader each 10 ms: the light line never empties
+    let nextChat = 0;
+    for (let i = 0; i < 10_000 && heavyMs + lightMs < 40; i++) {
+      if (clock >= nextChat) {
+        for (const box of readers) box.send(frame('chat'), false, true);
+        nextChat += 10;
+      }
+      for (const fn of scheduled.splice(0)) fn();
+    }
+    assert.ok(heavyMs >= 0.4 * (heavyMs + lightMs), `the strokes got ${heavyMs.toFixed(1)} ms of ${(heavyMs + lightMs).toFixed(1)} ms`);
   });
 });
 

@@ -31,7 +31,11 @@ export const TURN_BYTES = 128 * 1024;
 /** A connection with at most this many bytes queued waits in the light line (see {@link Delivery}). */
 export const LIGHT_BYTES = 8 * 1024;
 
-/** How long the light line may be served in a row while connections with a backlog wait (ms). */
+/**
+ * While both lines wait, they take turns of this long each (ms): a small frame waits at most one
+ * heavy run, and a thousand members' strokes are not starved by a steady chat (given one
+ * connection per light run, a stroke's pass over a 1,000-member room took two seconds).
+ */
 export const LIGHT_RUN_MS = 2;
 
 /** Tunables of the delivery (tests give their own clock). */
@@ -151,15 +155,17 @@ export class Outbox {
  * connections with a large backlog (a 36 KB stroke fanned out to a thousand members). Order
  * within a connection is untouched; only which connection is written next changes, shortest
  * first, so one large broadcast's pass over the room no longer delays every small frame sent
- * during it. The light line may run for at most {@link LIGHT_RUN_MS} while heavy ones wait.
+ * during it. While both lines wait they take runs of {@link LIGHT_RUN_MS} in turn: each gets
+ * half of the delivery's time.
  */
 export class Delivery implements Turn {
   queued = false;
   readonly flow: Flow;
   private readonly light = new Fifo<Outbox>(1024);
   private readonly heavy = new Fifo<Outbox>(1024);
-  /** Time the light line has run since a heavy connection last had its turn. */
-  private lightRun = 0;
+  /** Which line's run it is while both wait, and how long that run has lasted (ms). */
+  private lightsRun = true;
+  private run = 0;
   private spent = 0;
   private resetting = false;
   private readonly directMs: number;
@@ -222,11 +228,17 @@ export class Delivery implements Turn {
    * more waits again behind the others.
    */
   step(): boolean {
-    if (this.heavy.length === 0) this.lightRun = 0;
-    const useLight = this.light.length > 0 && (this.heavy.length === 0 || this.lightRun < LIGHT_RUN_MS);
-    // the light line's run is timed only while a backlog waits for it to end
-    const timed = useLight && this.heavy.length > 0;
-    const t0 = timed ? this.now() : 0;
+    const both = this.light.length > 0 && this.heavy.length > 0;
+    if (!both) {
+      // a line alone is not timed; when the other gets work, the light line's run comes first
+      this.lightsRun = true;
+      this.run = 0;
+    } else if (this.run >= LIGHT_RUN_MS) {
+      this.lightsRun = !this.lightsRun;
+      this.run = 0;
+    }
+    const useLight = both ? this.lightsRun : this.light.length > 0;
+    const t0 = both ? this.now() : 0;
     const outbox = useLight ? this.light.shift() : this.heavy.shift();
     if (outbox) {
       outbox.scheduled = false;
@@ -234,8 +246,7 @@ export class Delivery implements Turn {
       // line and has since been given a stroke goes on in the heavy line with it
       if (outbox.flushSome(useLight ? LIGHT_BYTES : TURN_BYTES)) this.schedule(outbox);
     }
-    if (timed) this.lightRun += this.now() - t0;
-    else if (!useLight) this.lightRun = 0;
+    if (both) this.run += this.now() - t0;
     return this.backlog > 0;
   }
 }
