@@ -27,6 +27,7 @@ import { RoomObservers } from './rooms/observers.ts';
 import type { RoomSeam } from './seam.ts';
 import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
 import { Delivery } from './delivery.ts';
+import { HeartbeatSweep } from './heartbeat.ts';
 import type { KeyStore } from './token/keys.ts';
 import { WebhookObserver } from './webhooks/events.ts';
 import { postWebhook } from './webhooks/post.ts';
@@ -160,13 +161,11 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   });
   wss.on('error', (err) => log.error('websocket server error', { error: err.message }));
 
-  const heartbeat = setInterval(() => {
-    for (const session of sessions) session.heartbeat();
+  const heartbeat = new HeartbeatSweep(sessions, config.heartbeatMs, () => {
     const now = Date.now() / 1000;
     context.bans.prune(now);
     context.lobbyCooldowns.prune(now);
-  }, config.heartbeatMs);
-  heartbeat.unref();
+  });
   // what the relay has queued for all members together has a ceiling: past it, the largest queues go first
   const sendSweep = setInterval(() => cutLargestQueues(sessions, config.maxBufferedTotal), 1000);
   sendSweep.unref();
@@ -194,7 +193,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     },
     close() {
       closing ??= (async () => {
-        clearInterval(heartbeat);
+        heartbeat.stop();
         clearInterval(sendSweep);
         // a cluster node's rooms move on: their records stay, leases and heartbeat are given up first
         await cluster?.leaving();
