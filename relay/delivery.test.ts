@@ -301,10 +301,10 @@ describe('Delivery: fan-out time is not the sender\'s', () => {
     const before = flooders.reduce((n, f) => n + f.steps, 0);
     speaker.more();
     frames = ['request'];
-    h.tick();
+    for (let i = 0; i < 3 && served.length < 2; i++) h.tick();
     const flooderSteps = flooders.reduce((n, f) => n + f.steps, 0) - before;
     assert.deepEqual(served, ['chat', 'request']);
-    // served within one slice of its arrival, whatever the fan-out it caused cost
+    // served before a second frame of any flooder, whatever the fan-out it caused cost
     assert.ok(flooderSteps <= flooders.length, `${flooderSteps} flooder frames went first`);
   });
 });

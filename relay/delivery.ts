@@ -10,15 +10,10 @@ export interface OutFrame {
 /** The flow outbound frames are delivered in: never a token's, so no sender pays for its audience. */
 export const DELIVERY_FLOW = 'delivery';
 /**
- * Its share against one token's flow when both have work waiting. Sending is what the members
- * who are already in are owed: it gets most of a busy relay, not one flooder's share.
- */
-export const DELIVERY_WEIGHT = 8;
-
-/**
- * ...and at least this fraction of the scheduler's time while it has frames to write, however
- * many flows flood: with twenty flooding tokens a weight of 8 alone left it under a third of the
- * relay, and every member's frames waited behind the floods (the chat's p99 rose tenfold).
+ * Its share of the scheduler's time while it has frames to write and other work waits, however
+ * many flows flood: sending is what the members who are already in are owed. The rest is shared
+ * among the tokens' flows, a quiet member's first. (A weight among the flows, 8, left it a third
+ * of the relay against twenty flooding tokens, and every member's frames waited behind the floods.)
  */
 export const DELIVERY_SHARE = 0.7;
 
@@ -176,7 +171,7 @@ export class Delivery implements Turn {
     private readonly scheduler: FrameScheduler,
     options: DeliveryOptions = {},
   ) {
-    this.flow = scheduler.join(DELIVERY_FLOW, DELIVERY_WEIGHT, DELIVERY_SHARE);
+    this.flow = scheduler.join(DELIVERY_FLOW, 1, DELIVERY_SHARE);
     this.directMs = options.directMs ?? 1;
     this.now = options.now ?? (() => performance.now());
     this.defer = options.defer ?? ((fn) => void setImmediate(fn));

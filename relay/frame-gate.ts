@@ -66,8 +66,9 @@ export class Flow {
 
   /**
    * @param weight its share against a flow of weight 1 when both have work waiting
-   * @param share if set, the least fraction of the scheduler's time it gets while it has work,
-   *   however many other flows wait (its weight grows with theirs)
+   * @param share if set, the flow is not queued with the others: while it and they have work it
+   *   gets this fraction of the scheduler's time, however many of them wait, and the rest is
+   *   shared among them by their weights (see {@link FrameScheduler})
    */
   constructor(
     readonly key: string,
@@ -115,11 +116,22 @@ export interface SchedulerOptions {
  * the number of frames. A flow that comes back after being quiet for a while starts a little
  * ahead; one that comes back at once does not. Within a flow, its connections take turns. Whenever nothing is left
  * waiting, the relay has caught up and the accounts start again from zero.
+ *
+ * One flow may have a share (the delivery of outbound frames): it is not queued with the others.
+ * While it and they have work, it runs whenever it has had less than its share of the time since
+ * both had work (a balance, bounded to two slices either way), however many flows wait; time a
+ * step excuses (copies written or queued for an audience) counts as its time.
  */
 export class FrameScheduler {
   private readonly heap: Flow[] = [];
-  /** The weights of the flows in the heap, together. */
-  private heapWeight = 0;
+  /** The flow with a share (the delivery), outside the heap; at most one. */
+  private shared: Flow | null = null;
+  /**
+   * How far the shared flow is behind its share while both it and the heap have work (ms): it
+   * runs while this is not negative. Its time takes `1 - share` of itself off, the others' time
+   * adds `share` of theirs.
+   */
+  private balance = 0;
   private order = 0;
   private readonly flows = new Map<string, Flow>();
   /** Virtual time: the start of the work last begun. */
@@ -148,7 +160,7 @@ export class FrameScheduler {
 
   /** True while some work waits. */
   get busy(): boolean {
-    return this.heap.length > 0;
+    return this.heap.length > 0 || (this.shared?.waiting ?? 0) > 0;
   }
 
   /** Flows in use (for tests and metrics). */
@@ -159,19 +171,28 @@ export class FrameScheduler {
   /** The flow of `key`, one more user of it; `weight` and `share` (see {@link Flow}) are set when it is created. */
   join(key: string, weight = 1, share = 0): Flow {
     let flow = this.flows.get(key);
-    if (!flow) this.flows.set(key, (flow = new Flow(key, weight, share)));
+    if (!flow) {
+      flow = new Flow(key, weight, share);
+      if (share > 0) {
+        if (this.shared) throw new Error(`one flow may have a share; ${this.shared.key} has it`);
+        this.shared = flow;
+      }
+      this.flows.set(key, flow);
+    }
     flow.users++;
     return flow;
   }
 
   /** One user less; a flow nobody uses is forgotten (its waiting work, if any, still runs). */
   leave(flow: Flow): void {
-    if (--flow.users <= 0 && this.flows.get(flow.key) === flow) this.flows.delete(flow.key);
+    if (--flow.users > 0 || this.flows.get(flow.key) !== flow) return;
+    this.flows.delete(flow.key);
+    if (this.shared === flow) this.shared = null;
   }
 
   /** Whether work arriving now may run at once: nothing waits and this turn of the event loop has time left. */
   get open(): boolean {
-    return this.heap.length === 0 && this.fastSpent < this.fastMs;
+    return !this.busy && this.fastSpent < this.fastMs;
   }
 
   /**
@@ -190,7 +211,7 @@ export class FrameScheduler {
     fn();
     const t1 = this.now();
     this.fastSpent += t1 - t0;
-    flow.finish = start + Math.max(0, t1 - t0 - this.excused) / this.weightOf(flow);
+    flow.finish = start + Math.max(0, t1 - t0 - this.excused) / flow.weight;
     flow.epoch = this.epoch;
     flow.lastActive = t1;
     if (!this.fastReset) {
@@ -198,7 +219,7 @@ export class FrameScheduler {
       this.defer(() => {
         this.fastReset = false;
         this.fastSpent = 0;
-        if (this.heap.length === 0) this.epoch++;
+        if (!this.busy) this.epoch++;
       });
     }
   }
@@ -209,7 +230,7 @@ export class FrameScheduler {
     turn.queued = true;
     const flow = turn.flow;
     flow.push(turn);
-    if (flow.index < 0) {
+    if (flow.index < 0 && flow !== this.shared) {
       flow.start = this.startOf(flow, this.now());
       flow.epoch = this.epoch;
       this.heapPush(flow);
@@ -231,53 +252,73 @@ export class FrameScheduler {
     return flow.epoch === this.epoch && flow.finish > floor ? flow.finish : floor;
   }
 
+  /**
+   * The shared flow if it has work and is not ahead of its share (or nothing else waits), else
+   * the flow at the top of the heap; null when nothing waits.
+   */
+  private pick(): Flow | null {
+    const shared = this.shared !== null && this.shared.waiting > 0 ? this.shared : null;
+    if (!shared || this.heap.length === 0) {
+      // one side alone: no credit is banked against the other
+      this.balance = 0;
+      return shared ?? this.heap[0] ?? null;
+    }
+    return this.balance >= 0 ? shared : this.heap[0]!;
+  }
+
   private run(): void {
     this.scheduled = false;
     const deadline = this.now() + this.sliceMs;
-    while (this.heap.length > 0) {
-      const flow = this.heap[0]!;
+    for (let flow = this.pick(); flow; flow = this.pick()) {
       const turn = flow.shift();
       if (!turn) {
         this.heapRemove(flow);
         continue;
       }
       turn.queued = false;
-      if (flow.start > this.virtual) this.virtual = flow.start;
+      if (flow !== this.shared && flow.start > this.virtual) this.virtual = flow.start;
       const t0 = this.now();
       this.excused = 0;
       const more = turn.step();
       const t1 = this.now();
-      flow.finish = flow.start + Math.max(0, t1 - t0 - this.excused) / this.weightOf(flow);
-      flow.epoch = this.epoch;
-      flow.lastActive = t1;
-      // a connection with more to do waits behind its flow's others; the flow goes where its use puts it
+      // a connection with more to do waits behind its flow's others
       if (more && turn.flow === flow && !turn.queued) {
         turn.queued = true;
         flow.push(turn);
       }
-      if (flow.waiting > 0) {
-        flow.start = flow.finish;
-        this.heapFix(flow);
-      } else this.heapRemove(flow);
+      if (flow === this.shared) this.spendShared(t1 - t0, 0);
+      else this.spendOthers(flow, t0, t1);
       if (more && turn.flow !== flow) this.enqueue(turn);
       if (t1 >= deadline) break;
     }
-    if (this.heap.length === 0) this.epoch++;
+    if (!this.busy) this.epoch++;
     else if (!this.scheduled) {
       this.scheduled = true;
       this.defer(() => this.run());
     }
   }
 
+  /** `ms` of the shared flow's work, and `otherMs` of someone else's: the balance between them, bounded. */
+  private spendShared(ms: number, otherMs: number): void {
+    const share = this.shared?.share ?? 0;
+    const bound = 2 * this.sliceMs;
+    this.balance = Math.max(-bound, Math.min(bound, this.balance - ms * (1 - share) + otherMs * share));
+  }
+
   /**
-   * A flow's weight now: its own, or, for a flow with a share, enough to get that share against
-   * the weights of every other flow with work waiting (a hundred flooders' flows would otherwise
-   * leave it a hundredth of the relay).
+   * A heap flow's step ran from `t0` to `t1`: its virtual time moves by what it used (less what
+   * it excused, which was the audience's: the shared flow's), and it goes where that puts it.
    */
-  private weightOf(flow: Flow): number {
-    if (flow.share <= 0) return flow.weight;
-    const others = this.heapWeight - (flow.index >= 0 ? flow.weight : 0);
-    return Math.max(flow.weight, (flow.share / (1 - flow.share)) * others);
+  private spendOthers(flow: Flow, t0: number, t1: number): void {
+    const own = Math.max(0, t1 - t0 - this.excused);
+    this.spendShared(t1 - t0 - own, own);
+    flow.finish = flow.start + own / flow.weight;
+    flow.epoch = this.epoch;
+    flow.lastActive = t1;
+    if (flow.waiting > 0) {
+      flow.start = flow.finish;
+      this.heapFix(flow);
+    } else this.heapRemove(flow);
   }
 
   // ---- a binary min-heap of flows by virtual start ---------------------------------------
@@ -287,7 +328,6 @@ export class FrameScheduler {
   }
 
   private heapPush(flow: Flow): void {
-    this.heapWeight += flow.weight;
     flow.order = ++this.order;
     flow.index = this.heap.length;
     this.heap.push(flow);
@@ -297,7 +337,6 @@ export class FrameScheduler {
   private heapRemove(flow: Flow): void {
     const i = flow.index;
     if (i < 0) return;
-    this.heapWeight -= flow.weight;
     const last = this.heap.pop()!;
     flow.index = -1;
     if (last !== flow) {
