@@ -183,6 +183,26 @@ describe('FrameScheduler: fairness across tokens', () => {
     assert.ok(log.indexOf('member', at) >= 0 && log.indexOf('member', at) - at < 100, `the member came ${log.indexOf('member', at) - at} steps after it arrived`);
   });
 
+  it('a quiet member\'s frame goes before the shared flow\'s backlog too, whatever the balance', () => {
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    const log: string[] = [];
+    const shared = new Flooder(h.scheduler.join('delivery', 1, 0.85), 0.05, h.spend, log, 'shared');
+    const flooders = Array.from({ length: 10 }, (_, i) => new Flooder(h.scheduler.join(`flooder-${i}`), 1, h.spend, log, 'flooder'));
+    h.scheduler.enqueue(shared);
+    for (const f of flooders) h.scheduler.enqueue(f);
+    for (let i = 0; i < 50; i++) h.tick();
+    for (let k = 0; k < 20; k++) {
+      // just after a flooder's frame: the shared flow is owed time
+      while (log[log.length - 1] !== 'flooder') h.tick();
+      const member = new Flooder(h.scheduler.join(`member-${k}`), 0.05, h.spend, log, 'member', 1);
+      const at = log.length;
+      h.scheduler.enqueue(member);
+      h.tick();
+      const came = log.indexOf('member', at);
+      assert.ok(came >= 0 && came - at <= 1, `member ${k} came ${came - at} steps after it arrived`);
+    }
+  });
+
   it('time a step excuses (written to an audience at once) is not charged to its flow', () => {
     const h = harness({ sliceMs: 4 });
     const log: string[] = [];

@@ -253,8 +253,8 @@ export class FrameScheduler {
   }
 
   /**
-   * The shared flow if it has work and is not ahead of its share (or nothing else waits), else
-   * the flow at the top of the heap; null when nothing waits.
+   * The shared flow if it has work and is not ahead of its share (or nothing else waits) and no
+   * quiet member's credit is waiting, else the flow at the top of the heap; null when nothing waits.
    */
   private pick(): Flow | null {
     const shared = this.shared !== null && this.shared.waiting > 0 ? this.shared : null;
@@ -263,7 +263,10 @@ export class FrameScheduler {
       this.balance = 0;
       return shared ?? this.heap[0] ?? null;
     }
-    return this.balance >= 0 ? shared : this.heap[0]!;
+    const top = this.heap[0]!;
+    // a member back from being quiet starts behind the others' now (its credit): its frame goes
+    // first, ahead of the shared flow too, until it has used that credit
+    return this.balance >= 0 && top.start >= this.virtual ? shared : top;
   }
 
   private run(): void {
