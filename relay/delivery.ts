@@ -196,18 +196,20 @@ export class Delivery implements Turn {
    */
   copy(outbox: Outbox, data: Uint8Array, binary: boolean): void {
     const t0 = this.now();
-    if (outbox.idle && this.mayWriteNow()) {
-      outbox.write([{ data, binary }]);
-      this.spent += this.now() - t0;
-      if (!this.resetting) {
-        this.resetting = true;
-        this.defer(() => {
-          this.resetting = false;
-          this.spent = 0;
-        });
-      }
-    } else outbox.queue(data, binary);
-    this.scheduler.excuse(this.now() - t0);
+    const direct = outbox.idle && this.mayWriteNow();
+    if (direct) outbox.write([{ data, binary }]);
+    else outbox.queue(data, binary);
+    const ms = this.now() - t0;
+    this.scheduler.excuse(ms);
+    if (!direct) return;
+    this.spent += ms;
+    if (!this.resetting) {
+      this.resetting = true;
+      this.defer(() => {
+        this.resetting = false;
+        this.spent = 0;
+      });
+    }
   }
 
   /** `outbox` has frames waiting: it gets a turn, behind those already waiting in its line. */

@@ -203,6 +203,50 @@ describe('FrameScheduler: fairness across tokens', () => {
     }
   });
 
+  it('a crowd of credited tokens cannot hold the shared flow off for more than a few slices', () => {
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    let clock = 0;
+    let lastShared = 0;
+    let worst = 0;
+    const turn = (flow: Flow, cost: number, n = Infinity, shared = false): Turn => ({
+      flow,
+      queued: false,
+      step() {
+        if (shared) worst = Math.max(worst, clock - lastShared);
+        h.spend(cost);
+        clock += cost;
+        if (shared) lastShared = clock;
+        return --n > 0;
+      },
+    });
+    h.scheduler.enqueue(turn(h.scheduler.join('delivery', 1, 0.7), 0.05, Infinity, true));
+    h.scheduler.enqueue(turn(h.scheduler.join('flooder'), 0.05));
+    for (let i = 0; i < 100; i++) h.tick();
+    // a hundred tokens, each quiet for 50 ms (or held back that long by its own byte budget), send a 2 ms frame each
+    const tokens = Array.from({ length: 100 }, (_, i) => h.scheduler.join(`token-${i}`));
+    h.spend(60);
+    clock += 60;
+    lastShared = clock;
+    worst = 0;
+    for (const f of tokens) h.scheduler.enqueue(turn(f, 2, 1));
+    for (let i = 0; i < 200; i++) h.tick();
+    assert.ok(worst <= 20, `the delivery waited ${worst.toFixed(1)} ms`);
+  });
+
+  it('a shared flow left while it has work still runs that work', () => {
+    const h = harness({ sliceMs: 4 });
+    const log: string[] = [];
+    const flow = h.scheduler.join('delivery', 1, 0.7);
+    const last = new Flooder(flow, 0.05, h.spend, log, 'shared', 3);
+    h.scheduler.enqueue(last);
+    h.scheduler.leave(flow);
+    h.drain();
+    assert.equal(last.steps, 3);
+    assert.equal(h.scheduler.busy, false);
+    // and a new one may take its place
+    assert.doesNotThrow(() => h.scheduler.join('delivery-2', 1, 0.7));
+  });
+
   it('time a step excuses (written to an audience at once) is not charged to its flow', () => {
     const h = harness({ sliceMs: 4 });
     const log: string[] = [];

@@ -132,6 +132,12 @@ export class FrameScheduler {
    * adds `share` of theirs.
    */
   private balance = 0;
+  /**
+   * Set once the shared flow is owed its whole bound, until it has caught up: meanwhile quiet
+   * members' credit does not go before it (a crowd of tokens, each back from being quiet or held
+   * back by its own byte budget, would otherwise hold it off for as long as their frames take).
+   */
+  private owed = false;
   private order = 0;
   private readonly flows = new Map<string, Flow>();
   /** Virtual time: the start of the work last begun. */
@@ -187,7 +193,8 @@ export class FrameScheduler {
   leave(flow: Flow): void {
     if (--flow.users > 0 || this.flows.get(flow.key) !== flow) return;
     this.flows.delete(flow.key);
-    if (this.shared === flow) this.shared = null;
+    // a shared flow nobody uses any more still runs what waits in it, then goes
+    if (this.shared === flow && flow.waiting === 0) this.shared = null;
   }
 
   /** Whether work arriving now may run at once: nothing waits and this turn of the event loop has time left. */
@@ -261,12 +268,21 @@ export class FrameScheduler {
     if (!shared || this.heap.length === 0) {
       // one side alone: no credit is banked against the other
       this.balance = 0;
+      this.owed = false;
       return shared ?? this.heap[0] ?? null;
     }
+    if (this.balance >= this.bound) this.owed = true;
+    else if (this.balance < 0) this.owed = false;
     const top = this.heap[0]!;
     // a member back from being quiet starts behind the others' now (its credit): its frame goes
-    // first, ahead of the shared flow too, until it has used that credit
-    return this.balance >= 0 && top.start >= this.virtual ? shared : top;
+    // first, ahead of the shared flow too, until it has used that credit (or the shared flow is owed its bound)
+    if (top.start < this.virtual && !this.owed) return top;
+    return this.balance >= 0 ? shared : top;
+  }
+
+  /** How far the balance goes either way (ms). */
+  private get bound(): number {
+    return 2 * this.sliceMs;
   }
 
   private run(): void {
@@ -289,8 +305,10 @@ export class FrameScheduler {
         turn.queued = true;
         flow.push(turn);
       }
-      if (flow === this.shared) this.spendShared(t1 - t0, 0);
-      else this.spendOthers(flow, t0, t1);
+      if (flow === this.shared) {
+        this.spendShared(t1 - t0, 0);
+        if (flow.users <= 0 && flow.waiting === 0) this.shared = null;
+      } else this.spendOthers(flow, t0, t1);
       if (more && turn.flow !== flow) this.enqueue(turn);
       if (t1 >= deadline) break;
     }
@@ -304,8 +322,7 @@ export class FrameScheduler {
   /** `ms` of the shared flow's work, and `otherMs` of someone else's: the balance between them, bounded. */
   private spendShared(ms: number, otherMs: number): void {
     const share = this.shared?.share ?? 0;
-    const bound = 2 * this.sliceMs;
-    this.balance = Math.max(-bound, Math.min(bound, this.balance - ms * (1 - share) + otherMs * share));
+    this.balance = Math.max(-this.bound, Math.min(this.bound, this.balance - ms * (1 - share) + otherMs * share));
   }
 
   /**

@@ -41,4 +41,27 @@ describe('HeartbeatSweep', () => {
     sweep.stop();
     assert.equal((sweep as unknown as { slices: number }).slices, 5);
   });
+
+  it('two pings of one connection are a period apart, whoever leaves or joins meanwhile', () => {
+    let t = 0;
+    const at = new Map<Beating, number[]>();
+    const make = (): Beating => {
+      const b: Beating = { heartbeat: () => void at.get(b)!.push(t) };
+      at.set(b, []);
+      return b;
+    };
+    const all = new Set<Beating>(Array.from({ length: 2000 }, make));
+    const sweep = new HeartbeatSweep(all, 15_000);
+    sweep.stop();
+    for (; t < 50; t++) sweep.tick();
+    const survivors = [...all].slice(1990);
+    for (const m of [...all]) if (!survivors.includes(m)) all.delete(m);
+    for (let i = 0; i < 3000; i++) all.add(make());
+    for (; t < 150; t++) sweep.tick();
+    for (const m of survivors) {
+      const pings = at.get(m)!;
+      assert.equal(pings.length, 3);
+      for (let i = 1; i < pings.length; i++) assert.equal(pings[i]! - pings[i - 1]!, 50, `pinged at wakes ${pings.join(', ')}`);
+    }
+  });
 });

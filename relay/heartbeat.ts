@@ -9,22 +9,17 @@ const MIN_TICK_MS = 20;
 
 /**
  * The relay's heartbeat: every connection is pinged once per `periodMs` (and cut if it did not
- * answer the ping before), a slice of them at each of up to fifty wakes per period, not all at
- * once: a ping is a write, and pinging two thousand sockets in one go held the event loop for
- * 50–150 ms every period, delaying every member's frames.
+ * answer the ping before), a slice of them at each of up to fifty wakes per period. Each
+ * connection keeps the wake it was given when first seen, so two of its pings are always one
+ * period apart, whoever joins or leaves meanwhile.
  */
 export class HeartbeatSweep {
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly slices: number;
-  /** The connections of this period, in the order they are visited, and where the sweep is. */
-  private round: Beating[] = [];
-  private next = 0;
-  private perTick = 0;
+  private readonly slotOf = new WeakMap<Beating, number>();
+  private fill = 0;
   private ticks = 0;
 
-  /**
-   * @param onPeriod runs once a period, as a new round starts (pruning what has expired)
-   */
   constructor(
     private readonly members: ReadonlySet<Beating>,
     periodMs: number,
@@ -35,24 +30,19 @@ export class HeartbeatSweep {
     this.timer.unref();
   }
 
-  /** One wake: the next slice of this period's connections (those still there). */
+  /** One wake: the connections whose wake it is (a new one is given the next wake in turn). */
   tick(): void {
-    if (this.ticks++ % this.slices === 0) {
-      // a new period: whoever is connected now; one that joins meanwhile waits for the next
-      this.round = [...this.members];
-      this.next = 0;
-      this.perTick = Math.ceil(this.round.length / this.slices);
-      this.onPeriod();
-    }
-    const end = Math.min(this.round.length, this.next + this.perTick);
-    for (; this.next < end; this.next++) {
-      const member = this.round[this.next]!;
-      if (this.members.has(member)) member.heartbeat();
+    const slot = this.ticks++ % this.slices;
+    if (slot === 0) this.onPeriod();
+    for (const member of this.members) {
+      let mine = this.slotOf.get(member);
+      if (mine === undefined) this.slotOf.set(member, (mine = this.fill++ % this.slices));
+      if (mine === slot) member.heartbeat();
     }
   }
 
+  /** No more wakes. */
   stop(): void {
     clearInterval(this.timer);
-    this.round = [];
   }
 }
