@@ -67,8 +67,9 @@ export class Flow {
   /**
    * @param weight its share against a flow of weight 1 when both have work waiting
    * @param share if set, the flow is not queued with the others: while it and they have work it
-   *   gets this fraction of the scheduler's time, however many of them wait, and the rest is
-   *   shared among them by their weights (see {@link FrameScheduler})
+   *   gets this fraction of the scheduler's time however many of them wait (more when its weight
+   *   against theirs gives more), and the rest is shared among them by their weights (see
+   *   {@link FrameScheduler})
    */
   constructor(
     readonly key: string,
@@ -119,11 +120,14 @@ export interface SchedulerOptions {
  *
  * One flow may have a share (the delivery of outbound frames): it is not queued with the others.
  * While it and they have work, it runs whenever it has had less than its share of the time since
- * both had work (a balance, bounded to two slices either way), however many flows wait; time a
- * step excuses (copies written or queued for an audience) counts as its time.
+ * both had work (a balance, bounded to two slices either way), however many flows wait, or what
+ * its weight gives it against theirs if that is more (against one busy token, weight 8 is 8/9);
+ * time a step excuses (copies written or queued for an audience) counts as its time.
  */
 export class FrameScheduler {
   private readonly heap: Flow[] = [];
+  /** The weights of the flows in the heap, together. */
+  private heapWeight = 0;
   /** The flow with a share (the delivery), outside the heap; at most one. */
   private shared: Flow | null = null;
   /**
@@ -321,7 +325,9 @@ export class FrameScheduler {
 
   /** `ms` of the shared flow's work, and `otherMs` of someone else's: the balance between them, bounded. */
   private spendShared(ms: number, otherMs: number): void {
-    const share = this.shared?.share ?? 0;
+    const shared = this.shared;
+    // its share, or what its weight gives it against the few flows waiting, if that is more
+    const share = shared ? Math.max(shared.share, shared.weight / (shared.weight + this.heapWeight)) : 0;
     this.balance = Math.max(-this.bound, Math.min(this.bound, this.balance - ms * (1 - share) + otherMs * share));
   }
 
@@ -348,6 +354,7 @@ export class FrameScheduler {
   }
 
   private heapPush(flow: Flow): void {
+    this.heapWeight += flow.weight;
     flow.order = ++this.order;
     flow.index = this.heap.length;
     this.heap.push(flow);
@@ -357,6 +364,7 @@ export class FrameScheduler {
   private heapRemove(flow: Flow): void {
     const i = flow.index;
     if (i < 0) return;
+    this.heapWeight -= flow.weight;
     const last = this.heap.pop()!;
     flow.index = -1;
     if (last !== flow) {
