@@ -8,7 +8,7 @@ import type { Member, Room, RoomRegistry } from './rooms/types.ts';
 import type { KeyStore } from './token/keys.ts';
 import type { TokenBucket } from './data/token-bucket.ts';
 import type { RelayBudgets } from './budget.ts';
-import type { FrameScheduler } from './frame-gate.ts';
+import type { FrameScheduler } from './scheduler.ts';
 import type { WebhookStats } from './webhooks/queue.ts';
 import type { Delivery } from './delivery.ts';
 

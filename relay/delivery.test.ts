@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Delivery, LIGHT_BYTES, LIGHT_RUN_MS, Outbox, TURN_BYTES } from './delivery.ts';
-import { FrameScheduler, type Flow, type Turn } from './frame-gate.ts';
+import { FrameScheduler, type Flow, type Turn } from './scheduler.ts';
 
 function harness(options: { directMs?: number; writeMs?: number; sliceMs?: number } = {}) {
   let clock = 0;

@@ -1,5 +1,5 @@
 import { Fifo } from './fifo.ts';
-import type { Flow, FrameScheduler, Turn } from './frame-gate.ts';
+import type { Flow, FrameScheduler, Turn } from './scheduler.ts';
 
 /** A frame on its way to one connection. */
 export interface OutFrame {

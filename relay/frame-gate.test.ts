@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RawData, WebSocket } from 'ws';
 import { Budget } from './budget.ts';
-import { FrameGate, FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './frame-gate.ts';
+import { FrameGate } from './frame-gate.ts';
+import { FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './scheduler.ts';
 
 /** A scheduler on a fake clock whose deferred runs the test drives. */
 function harness(options: { sliceMs?: number; fastMs?: number; creditMs?: number; quietMs?: number } = {}) {

@@ -25,7 +25,7 @@ import { NodeBus } from './cluster/bus.ts';
 import { ClusterSeam } from './cluster/cluster-seam.ts';
 import { RoomObservers } from './rooms/observers.ts';
 import type { RoomSeam } from './seam.ts';
-import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './frame-gate.ts';
+import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './scheduler.ts';
 import { Delivery } from './delivery.ts';
 import { HeartbeatSweep } from './heartbeat.ts';
 import type { KeyStore } from './token/keys.ts';

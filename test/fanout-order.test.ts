@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Delivery } from '../relay/delivery.ts';
-import { FrameScheduler } from '../relay/frame-gate.ts';
+import { FrameScheduler } from '../relay/scheduler.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawJoin, type RawClient } from './raw.ts';
 
