@@ -340,18 +340,3 @@ describe('Delivery: queuing a fan-out is the audience\'s time too', () => {
     assert.ok(best.charged < best.took / 2, `charged ${best.charged.toFixed(2)} ms of the ${best.took.toFixed(2)} ms its fan-out took`);
   });
 });
-
-describe('Delivery: answers go ahead of the lines', () => {
-  it('an answer to a member whose chat waits in a pass over a thousand members is written in the next turn, after that chat', () => {
-    const h = harness({ directMs: 0, writeMs: 0.02 });
-    const boxes = h.outboxes(1000);
-    for (const box of boxes) box.send(frame('chat'), false, true);
-    // the last member in line asked for something; its answer is queued behind its chat
-    boxes[999]!.send(frame('answer'), false, false);
-    h.tick();
-    assert.deepEqual(h.wire.slice(0, 2), [[999, 'chat'], [999, 'answer']], `first writes: ${JSON.stringify(h.wire.slice(0, 3))}`);
-    h.drain();
-    assert.deepEqual(h.received(999), ['chat', 'answer'], 'written once, in order');
-    for (let i = 0; i < 999; i++) assert.deepEqual(h.received(i), ['chat'], `connection ${i}`);
-  });
-});

@@ -58,8 +58,6 @@ export class Outbox {
   private bytes = 0;
   /** Whether it is in the delivery's queue (it belongs to the delivery). */
   scheduled = false;
-  /** Whether it waits in the delivery's line of answers (it belongs to the delivery). */
-  answering = false;
 
   /**
    * @param write writes frames to the connection, in order, at once (one batch: it may cork the socket)
@@ -88,8 +86,6 @@ export class Outbox {
     if (fanout) return this.delivery.copy(this, data, binary);
     if (!this.waiting && !this.scheduled) return this.write([{ data, binary }]);
     this.queue(data, binary);
-    // an answer is owed to someone waiting for it: this connection goes ahead of the lines
-    this.delivery.answer(this);
   }
 
   /** Behind what waits here: written in the delivery's turns. */
@@ -165,8 +161,6 @@ export class Delivery implements Turn {
   readonly flow: Flow;
   private readonly light = new Fifo<Outbox>(1024);
   private readonly heavy = new Fifo<Outbox>(1024);
-  /** Connections with an answer queued behind their other frames: written before both lines. */
-  private readonly answers = new Fifo<Outbox>(64);
   /** Which line's run it is while both wait, and how long that run has lasted (ms). */
   private lightsRun = true;
   private run = 0;
@@ -188,7 +182,7 @@ export class Delivery implements Turn {
 
   /** Connections with frames waiting (for tests and metrics). */
   get backlog(): number {
-    return this.light.length + this.heavy.length + this.answers.length;
+    return this.light.length + this.heavy.length;
   }
 
   /** Whether a frame may be written at once: this turn of the event loop has writing time left. */
@@ -230,30 +224,10 @@ export class Delivery implements Turn {
   }
 
   /**
-   * `outbox` has an answer (a frame for it alone: the reply to a request, its own event) queued
-   * behind its other frames: it is written in the delivery's next turn, whatever line it waits
-   * in, so a request's round trip is not a whole pass over the room. Its order is kept: its
-   * queued frames go out in order, the answer with them. What it has left over waits in its line.
-   */
-  answer(outbox: Outbox): void {
-    if (outbox.answering) return;
-    outbox.answering = true;
-    this.answers.push(outbox);
-    this.scheduler.enqueue(this);
-  }
-
-  /**
    * The scheduler's turn: one connection's frames, up to `TURN_BYTES` of them; a connection with
    * more waits again behind the others.
    */
   step(): boolean {
-    const answering = this.answers.shift();
-    if (answering) {
-      answering.answering = false;
-      // still in its line: that turn finds what is left, or nothing
-      answering.flushSome(TURN_BYTES);
-      return this.backlog > 0;
-    }
     const both = this.light.length > 0 && this.heavy.length > 0;
     if (!both) {
       // a line alone is not timed; when the other gets work, the light line's run comes first
