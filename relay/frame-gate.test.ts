@@ -206,34 +206,66 @@ describe('FrameScheduler: fairness across tokens', () => {
     }
   });
 
-  it('a crowd of credited tokens cannot hold the shared flow off for more than a few slices', () => {
-    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
-    let clock = 0;
-    let lastShared = 0;
-    let worst = 0;
-    const turn = (flow: Flow, cost: number, n = Infinity, shared = false): Turn => ({
+  it('a crowd of credited tokens cannot hold the shared flow off for more than a few slices, nor the shared flow them', () => {
+    for (const weight of [1, 8]) {
+      const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+      let clock = 0;
+      let lastShared = 0;
+      let lastToken = 0;
+      let worst = 0;
+      let tokensWorst = 0;
+      let pending = 0;
+      const turn = (flow: Flow, cost: number, n = Infinity, kind: 'shared' | 'token' | 'flooder' = 'flooder'): Turn => ({
+        flow,
+        queued: false,
+        step() {
+          if (kind === 'shared') worst = Math.max(worst, clock - lastShared);
+          if (kind === 'token') tokensWorst = Math.max(tokensWorst, clock - lastToken);
+          h.spend(cost);
+          clock += cost;
+          if (kind === 'shared') lastShared = clock;
+          if (kind === 'token') {
+            lastToken = clock;
+            pending--;
+          }
+          return --n > 0;
+        },
+      });
+      h.scheduler.enqueue(turn(h.scheduler.join('delivery', weight, 0.7), 0.05, Infinity, 'shared'));
+      h.scheduler.enqueue(turn(h.scheduler.join('flooder'), 0.05));
+      for (let i = 0; i < 100; i++) h.tick();
+      // a hundred tokens, each quiet for 50 ms (or held back that long by its own byte budget), send a 2 ms frame each
+      const tokens = Array.from({ length: 100 }, (_, i) => h.scheduler.join(`token-${i}`));
+      h.spend(60);
+      clock += 60;
+      lastShared = lastToken = clock;
+      worst = tokensWorst = 0;
+      pending = tokens.length;
+      for (const f of tokens) h.scheduler.enqueue(turn(f, 2, 1, 'token'));
+      for (let i = 0; i < 400 && pending > 0; i++) h.tick();
+      assert.equal(pending, 0, `weight ${weight}: every token was served`);
+      assert.ok(worst <= 20, `weight ${weight}: the delivery waited ${worst.toFixed(1)} ms`);
+      assert.ok(tokensWorst <= 20, `weight ${weight}: the tokens waited ${tokensWorst.toFixed(1)} ms`);
+    }
+  });
+
+  it('a shared flow left during its own step still runs what that step brings back', () => {
+    const h = harness({ sliceMs: 4 });
+    const flow = h.scheduler.join('delivery', 1, 0.7);
+    let steps = 0;
+    const turn: Turn = {
       flow,
       queued: false,
       step() {
-        if (shared) worst = Math.max(worst, clock - lastShared);
-        h.spend(cost);
-        clock += cost;
-        if (shared) lastShared = clock;
-        return --n > 0;
+        h.spend(0.05);
+        if (++steps === 1) h.scheduler.leave(flow);
+        return steps < 5;
       },
-    });
-    h.scheduler.enqueue(turn(h.scheduler.join('delivery', 1, 0.7), 0.05, Infinity, true));
-    h.scheduler.enqueue(turn(h.scheduler.join('flooder'), 0.05));
-    for (let i = 0; i < 100; i++) h.tick();
-    // a hundred tokens, each quiet for 50 ms (or held back that long by its own byte budget), send a 2 ms frame each
-    const tokens = Array.from({ length: 100 }, (_, i) => h.scheduler.join(`token-${i}`));
-    h.spend(60);
-    clock += 60;
-    lastShared = clock;
-    worst = 0;
-    for (const f of tokens) h.scheduler.enqueue(turn(f, 2, 1));
-    for (let i = 0; i < 200; i++) h.tick();
-    assert.ok(worst <= 20, `the delivery waited ${worst.toFixed(1)} ms`);
+    };
+    h.scheduler.enqueue(turn);
+    h.drain();
+    assert.equal(steps, 5);
+    assert.equal(h.scheduler.busy, false);
   });
 
   it('a shared flow left while it has work still runs that work', () => {

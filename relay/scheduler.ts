@@ -93,7 +93,8 @@ export interface SchedulerOptions {
  *
  * One flow may have a share (the delivery of outbound frames): it is not queued with the others.
  * While it and they have work, it runs whenever it has had less than its share of the time since
- * both had work (a balance, bounded to two slices either way), however many flows wait, or what
+ * both had work (a balance, bounded so that neither side then runs more than two slices in a
+ * row), however many flows wait, or what
  * its weight gives it against theirs if that is more (against one busy token, weight 8 is 8/9);
  * time a step excuses (copies written or queued for an audience) counts as its time.
  */
@@ -115,6 +116,8 @@ export class FrameScheduler {
    * back by its own byte budget, would otherwise hold it off for as long as their frames take).
    */
   private owed = false;
+  /** The most the shared flow can be owed (ms of balance): two slices of its running alone. */
+  private cap = Infinity;
   private order = 0;
   private readonly flows = new Map<string, Flow>();
   /** Virtual time: the start of the work last begun. */
@@ -157,7 +160,7 @@ export class FrameScheduler {
     if (!flow) {
       flow = new Flow(key, weight, share);
       if (share > 0) {
-        if (this.shared) throw new Error(`one flow may have a share; ${this.shared.key} has it`);
+        if (this.shared && (this.shared.users > 0 || this.shared.waiting > 0)) throw new Error(`one flow may have a share; ${this.shared.key} has it`);
         this.shared = flow;
       }
       this.flows.set(key, flow);
@@ -169,9 +172,9 @@ export class FrameScheduler {
   /** One user less; a flow nobody uses is forgotten (its waiting work, if any, still runs). */
   leave(flow: Flow): void {
     if (--flow.users > 0 || this.flows.get(flow.key) !== flow) return;
+    // a shared flow nobody uses any more still runs what waits in it (or its turn running now
+    // brings back), then goes: see pick()
     this.flows.delete(flow.key);
-    // a shared flow nobody uses any more still runs what waits in it, then goes
-    if (this.shared === flow && flow.waiting === 0) this.shared = null;
   }
 
   /** Whether work arriving now may run at once: nothing waits and this turn of the event loop has time left. */
@@ -241,6 +244,7 @@ export class FrameScheduler {
    * quiet member's credit is waiting, else the flow at the top of the heap; null when nothing waits.
    */
   private pick(): Flow | null {
+    if (this.shared !== null && this.shared.users <= 0 && this.shared.waiting === 0) this.shared = null;
     const shared = this.shared !== null && this.shared.waiting > 0 ? this.shared : null;
     if (!shared || this.heap.length === 0) {
       // one side alone: no credit is banked against the other
@@ -248,7 +252,7 @@ export class FrameScheduler {
       this.owed = false;
       return shared ?? this.heap[0] ?? null;
     }
-    if (this.balance >= this.bound) this.owed = true;
+    if (this.balance > 0 && this.balance >= this.cap) this.owed = true;
     else if (this.balance < 0) this.owed = false;
     const top = this.heap[0]!;
     // a member back from being quiet starts behind the others' now (its credit): its frame goes
@@ -282,10 +286,8 @@ export class FrameScheduler {
         turn.queued = true;
         flow.push(turn);
       }
-      if (flow === this.shared) {
-        this.spendShared(t1 - t0, 0);
-        if (flow.users <= 0 && flow.waiting === 0) this.shared = null;
-      } else this.spendOthers(flow, t0, t1);
+      if (flow === this.shared) this.spendShared(t1 - t0, 0);
+      else this.spendOthers(flow, t0, t1);
       if (more && turn.flow !== flow) this.enqueue(turn);
       if (t1 >= deadline) break;
     }
@@ -301,7 +303,9 @@ export class FrameScheduler {
     const shared = this.shared;
     // its share, or what its weight gives it against the few flows waiting, if that is more
     const share = shared ? Math.max(shared.share, shared.weight / (shared.weight + this.heapWeight)) : 0;
-    this.balance = Math.max(-this.bound, Math.min(this.bound, this.balance - ms * (1 - share) + otherMs * share));
+    // bounded so that neither side, once owed the most, then runs more than two slices in a row
+    this.cap = this.bound * (1 - share);
+    this.balance = Math.max(-this.bound * share, Math.min(this.cap, this.balance - ms * (1 - share) + otherMs * share));
   }
 
   /**
