@@ -78,9 +78,10 @@ export class Outbox {
   }
 
   /**
-   * @param fanout a copy of a frame sent to many (its time is the delivery's, within the
-   *   allowance); otherwise a frame for this connection alone (an answer, `joined`), written at
-   *   once when nothing waits, its time the sender's
+   * @param fanout a copy of a frame sent to many (see {@link Delivery.copy}: written at once
+   *   within the turn's allowance, else queued; its time the delivery's either way); otherwise a
+   *   frame for this connection alone (an answer, `joined`), written at once when nothing waits,
+   *   its time the sender's
    */
   send(data: Uint8Array, binary: boolean, fanout: boolean): void {
     if (fanout) return this.delivery.copy(this, data, binary);
