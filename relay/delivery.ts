@@ -85,7 +85,7 @@ export class Outbox {
    */
   send(data: Uint8Array, binary: boolean, fanout: boolean): void {
     if (fanout) return this.delivery.copy(this, data, binary);
-    if (!this.waiting && !this.scheduled) return this.write([{ data, binary }]);
+    if (this.idle) return this.write([{ data, binary }]);
     this.queue(data, binary);
   }
 
