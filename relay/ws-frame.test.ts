@@ -1,0 +1,78 @@
+/**
+ * The relay frames its own messages (a fan-out's header once for all its copies): what it writes
+ * to the socket must be what a real WebSocket client reads, at every length boundary of the
+ * header (7-bit, 16-bit, 64-bit lengths), as text and as binary.
+ */
+import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
+import { describe, it } from 'node:test';
+import { WebSocket, WebSocketServer } from 'ws';
+import { frameHeader } from './ws-frame.ts';
+
+const LENGTHS = [0, 1, 125, 126, 127, 65_535, 65_536, 70_000];
+
+async function pair(): Promise<{ socket: Socket; client: WebSocket; close: () => Promise<void> }> {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
+  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+  const { port } = wss.address() as { port: number };
+  const accepted = new Promise<Socket>((resolve) => wss.once('connection', (_ws, req) => resolve(req.socket as Socket)));
+  const client = new WebSocket(`ws://127.0.0.1:${port}`);
+  await new Promise<void>((resolve, reject) => client.once('open', () => resolve()).once('error', reject));
+  const socket = await accepted;
+  return {
+    socket,
+    client,
+    close: async () => {
+      client.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+function payload(length: number, seed: number): Buffer {
+  const data = Buffer.allocUnsafe(length);
+  for (let i = 0; i < length; i++) data[i] = 0x21 + ((i * 7 + seed) % 90);
+  return data;
+}
+
+describe('frameHeader: frames the relay writes itself', () => {
+  it('a real client reads every length boundary, as text and as binary, in order', async () => {
+    const { socket, client, close } = await pair();
+    try {
+      const sent: Array<{ data: Buffer; binary: boolean }> = [];
+      for (const length of LENGTHS) for (const binary of [false, true]) sent.push({ data: payload(length, sent.length), binary });
+      const received: Array<{ data: Buffer; binary: boolean }> = [];
+      const all = new Promise<void>((resolve) =>
+        client.on('message', (data, binary) => {
+          received.push({ data: Buffer.from(data as Buffer), binary });
+          if (received.length === sent.length) resolve();
+        }),
+      );
+      socket.cork();
+      for (const { data, binary } of sent) {
+        socket.write(frameHeader(data, binary));
+        if (data.length > 0) socket.write(data);
+      }
+      socket.uncork();
+      await all;
+      assert.deepEqual(
+        received.map((r) => [r.data.length, r.binary]),
+        sent.map((s) => [s.data.length, s.binary]),
+      );
+      for (let i = 0; i < sent.length; i++) assert.ok(received[i]!.data.equals(sent[i]!.data), `message ${i} arrived whole`);
+    } finally {
+      await close();
+    }
+  });
+
+  it('one payload is framed once for all its copies, and again if it is ever sent as the other kind', () => {
+    const data = payload(300, 1);
+    const text = frameHeader(data, false);
+    assert.equal(frameHeader(data, false), text, 'the second copy reuses the first copy’s header');
+    assert.deepEqual([...text], [0x81, 126, 0x01, 0x2c]);
+    const binary = frameHeader(data, true);
+    assert.deepEqual([...binary], [0x82, 126, 0x01, 0x2c]);
+    assert.notEqual(binary, text);
+    assert.deepEqual([...frameHeader(payload(70_000, 2), true)], [0x82, 127, 0, 0, 0, 0, 0, 0x01, 0x11, 0x70]);
+  });
+});
