@@ -6,7 +6,6 @@ import type { RelayContext } from './context.ts';
 import type { LogFields } from './log.ts';
 import { Outbox, type OutFrame } from './delivery.ts';
 import { FrameGate } from './frame-gate.ts';
-import { frameHeader } from './ws-frame.ts';
 import type { MemberLink } from './rooms/types.ts';
 
 /** Frames up to this many times the frame limit are read and answered PAYLOAD_TOO_LARGE; larger ones close the socket (1009). */
@@ -136,8 +135,8 @@ export abstract class Connection implements MemberLink {
   }
 
   /**
-   * Frames the outbox lets go, in one write to the socket. Framed here, not by ws's `send`: a
-   * fan-out's header is built once for all its copies ({@link frameHeader}) and each copy is two
+   * Frames the outbox lets go, in one write to the socket. Framed by the relay, not by ws's
+   * `send`: a fan-out's header is built once for all its copies (`frameHeader`) and each copy is two
    * chunks handed to the socket, a fifth less time per small write than `send` took (its options
    * and a header per call), and the writes are most of what a busy room costs. ws's own frames
    * (pings, the close) go to the same socket in order: nothing of ws's queues them, since
@@ -151,8 +150,8 @@ export abstract class Connection implements MemberLink {
       return;
     }
     socket.cork();
-    for (const { data, binary } of frames) {
-      socket.write(frameHeader(data, binary));
+    for (const { header, data } of frames) {
+      socket.write(header);
       if (data.length > 0) socket.write(data);
     }
     socket.uncork();

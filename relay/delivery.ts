@@ -1,10 +1,17 @@
 import { Fifo } from './fifo.ts';
 import type { Flow, FrameScheduler, Turn } from './scheduler.ts';
+import { frameHeader } from './ws-frame.ts';
 
 /** A frame on its way to one connection. */
 export interface OutFrame {
+  /** Its WebSocket header, built when it was sent: the copies of a fan-out share one. */
+  readonly header: Buffer;
   readonly data: Uint8Array;
   readonly binary: boolean;
+}
+
+function outFrame(data: Uint8Array, binary: boolean): OutFrame {
+  return { header: frameHeader(data, binary), data, binary };
 }
 
 /** The flow outbound frames are delivered in: never a token's, so no sender pays for its audience. */
@@ -84,15 +91,16 @@ export class Outbox {
    *   its time the sender's
    */
   send(data: Uint8Array, binary: boolean, fanout: boolean): void {
-    if (fanout) return this.delivery.copy(this, data, binary);
-    if (this.idle) return this.write([{ data, binary }]);
-    this.queue(data, binary);
+    const frame = outFrame(data, binary);
+    if (fanout) return this.delivery.copy(this, frame);
+    if (this.idle) return this.write([frame]);
+    this.queue(frame);
   }
 
   /** Behind what waits here: written in the delivery's turns. */
-  queue(data: Uint8Array, binary: boolean): void {
-    this.frames.push({ data, binary });
-    this.bytes += data.length;
+  queue(frame: OutFrame): void {
+    this.frames.push(frame);
+    this.bytes += frame.data.length;
     this.delivery.schedule(this);
   }
 
@@ -198,11 +206,11 @@ export class Delivery implements Turn {
    * for its request, not for a thousand copies (or its next request would wait behind every
    * flooder's backlog).
    */
-  copy(outbox: Outbox, data: Uint8Array, binary: boolean): void {
+  copy(outbox: Outbox, frame: OutFrame): void {
     const t0 = this.now();
     const direct = outbox.idle && this.mayWriteNow();
-    if (direct) outbox.write([{ data, binary }]);
-    else outbox.queue(data, binary);
+    if (direct) outbox.write([frame]);
+    else outbox.queue(frame);
     const ms = this.now() - t0;
     this.scheduler.excuse(ms);
     if (!direct) return;

@@ -74,5 +74,18 @@ describe('frameHeader: frames the relay writes itself', () => {
     assert.deepEqual([...binary], [0x82, 126, 0x01, 0x2c]);
     assert.notEqual(binary, text);
     assert.deepEqual([...frameHeader(payload(70_000, 2), true)], [0x82, 127, 0, 0, 0, 0, 0, 0x01, 0x11, 0x70]);
+    // a full and a reduced version of one event, alternating member by member, both stay framed once
+    const full = payload(200, 3);
+    const reduced = payload(10, 4);
+    const fullHeader = frameHeader(full, false);
+    const reducedHeader = frameHeader(reduced, false);
+    for (let member = 0; member < 4; member++) {
+      assert.equal(frameHeader(full, false), fullHeader);
+      assert.equal(frameHeader(reduced, false), reducedHeader);
+    }
+    // a payload framed again after others were is framed anew, and alike
+    frameHeader(payload(5, 4), false);
+    frameHeader(payload(6, 5), false);
+    assert.deepEqual([...frameHeader(data, false)], [...text]);
   });
 });

@@ -1,25 +1,36 @@
 /**
  * A WebSocket frame's header (RFC 6455 §5.2) as the relay sends it: final, unmasked, no
- * extension bits (the relay turns `permessage-deflate` off). Built once per payload and kept
- * while the payload lives, so a fan-out to a thousand members frames its message once instead of
- * a thousand times.
+ * extension bits (the relay turns `permessage-deflate` off).
  */
-const headers = new WeakMap<Uint8Array, Buffer>();
 const OPCODE_TEXT = 0x1;
 const OPCODE_BINARY = 0x2;
 const FIN = 0x80;
 
 /**
- * The header of the frame that carries `data`, whole, as a text or binary message. The same
- * payload is always sent with the same kind (a text fan-out is never also sent as binary), so the
- * cache is keyed by the payload alone; a mismatch is rebuilt rather than trusted.
+ * The last two payloads framed and their headers. The copies of a fan-out are framed one after
+ * another as they enter their outboxes (or alternate between a full and a reduced version of one
+ * event); a frame for one connection is a miss and costs what ws's own framing did. Not a
+ * WeakMap: a weak entry per frame (a 64 KiB stream chunk each) made the garbage collector's work
+ * grow with the traffic. The two payloads are kept until the next two are framed.
+ */
+let lastData: Uint8Array | null = null;
+let lastHeader: Buffer | null = null;
+let priorData: Uint8Array | null = null;
+let priorHeader: Buffer | null = null;
+
+/**
+ * The header of the frame that carries `data`, whole, as a text or binary message: built once
+ * for all the copies of a fan-out. A payload framed as the other kind is framed again.
  */
 export function frameHeader(data: Uint8Array, binary: boolean): Buffer {
-  const cached = headers.get(data);
   const first = FIN | (binary ? OPCODE_BINARY : OPCODE_TEXT);
-  if (cached && cached[0] === first) return cached;
+  if (data === lastData && lastHeader![0] === first) return lastHeader!;
+  if (data === priorData && priorHeader![0] === first) return priorHeader!;
   const header = buildHeader(first, data.length);
-  headers.set(data, header);
+  priorData = lastData;
+  priorHeader = lastHeader;
+  lastData = data;
+  lastHeader = header;
   return header;
 }
 
