@@ -5,12 +5,11 @@ import { LocalSeam } from '../local-seam.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from '../seam.ts';
 import type { Refusal } from '../token/verify.ts';
 import { ALIVE_MS, type Envelope, type NodeBus } from './bus.ts';
-import { RemoteLink, RemotePort } from './links.ts';
-import { TokenBucket } from '../data/token-bucket.ts';
+import { RemoteLink } from './links.ts';
 import type { ApiCall, Route } from '../api/routes.ts';
 import { ClusterApi } from './cluster-api.ts';
 import { ClusterFiles } from './node-files.ts';
-import { PressureWatch } from './pressure.ts';
+import { ClusterEdges } from './edges.ts';
 import { RoomRecords } from './room-record.ts';
 import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
@@ -23,14 +22,6 @@ const RESUME_WITHIN_MS = 4000;
 const ALIVE_WATCH_MS = 400;
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-
-/** At this node, for a room homed elsewhere: one of its connections, by link id. */
-interface Edge {
-  readonly conn: MemberConnection;
-  /** The node its room is homed on. */
-  readonly home: string;
-  readonly joiner?: LobbyJoiner;
-}
 
 /** At the home, a member (or lobby joiner) whose connection is on another node. */
 interface Guest {
@@ -56,11 +47,9 @@ export class ClusterSeam implements RoomSeam {
   readonly files: ClusterFiles;
   private readonly records: RoomRecords;
   private readonly homes: RoomHomes;
-  private readonly edges = new Map<string, Edge>();
+  /** This node's connections to rooms homed elsewhere. */
+  private readonly edges: ClusterEdges;
   private readonly guests = new Map<string, Guest>();
-  private nextLink = 1;
-  /** Connections here that a stream filled past the high-water mark, reported to their rooms' homes. */
-  private readonly pressure: PressureWatch;
   /** No node is declared dead before this time (ms since the epoch). */
   private judgeAfter = 0;
   /** Nodes found without a heartbeat at the last sweep: dead if still so at the next. */
@@ -78,11 +67,7 @@ export class ClusterSeam implements RoomSeam {
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
-    this.pressure = new PressureWatch(
-      relay.config.streamHighWater,
-      (home, link, bytes) => this.bus.send(home, { t: 'pressure', link, bytes }),
-      (link) => this.edges.get(link),
-    );
+    this.edges = new ClusterEdges(relay, bus);
     this.files = new ClusterFiles(bus, (err) => relay.log.warn('cluster: where an output writes was not stored in Redis', { error: err instanceof Error ? err.message : String(err) }));
     observers?.add(this.files);
     this.api = new ClusterApi(relay, bus, (project, roomId) => this.homes.here(project, roomId));
@@ -92,10 +77,7 @@ export class ClusterSeam implements RoomSeam {
     bus.onRecovered(() => {
       // heartbeats written before Redis went away are gone too: no node is judged until they are written again
       this.judgeAfter = Date.now() + 2 * ALIVE_MS;
-      for (const [id, edge] of [...this.edges]) {
-        this.edges.delete(id);
-        edge.conn.drop();
-      }
+      this.edges.dropAll();
       // and the members of rooms homed here whose connections are elsewhere: what they asked meanwhile was lost
       for (const guest of this.guests.values()) guest.link.drop();
     });
@@ -124,17 +106,6 @@ export class ClusterSeam implements RoomSeam {
     return this.api.run(route, call);
   }
 
-  private link(home: string, conn: MemberConnection, joiner?: LobbyJoiner): string {
-    const id = `${this.nextLink++}`;
-    this.edges.set(id, joiner ? { conn, home, joiner } : { conn, home });
-    return id;
-  }
-
-  private port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
-    const { fanoutByteRate, fanoutByteBurst } = this.relay.config;
-    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), new TokenBucket(fanoutByteRate, fanoutByteBurst));
-  }
-
   /**
    * Ask the room's home to take a member of this node (`t`: enter or wait), looking for the
    * home again once if the one found said it no longer is. Null: the home is this node.
@@ -143,10 +114,10 @@ export class ClusterSeam implements RoomSeam {
     for (let attempt = 0; attempt < 2; attempt++) {
       const home = await this.homes.of(verdict.project, verdict.roomId);
       if (home === this.bus.node) return null;
-      const link = this.link(home, conn, joiner);
+      const link = this.edges.open(home, conn, joiner);
       const answer = await this.callHome(home, { t, verdict, link }, link, verdict);
       if (answer.header.notHome !== true) return { answer, home, link };
-      this.edges.delete(link);
+      this.edges.close(link);
       this.homes.forget(verdict.project, verdict.roomId);
     }
     throw new Error(`no node is the home of room ${verdict.roomId}`);
@@ -156,7 +127,7 @@ export class ClusterSeam implements RoomSeam {
     const asked = await this.askHome('enter', verdict, conn);
     if (!asked) return this.local.enter(verdict, conn);
     const entered = this.entered(asked.answer, asked.home, asked.link);
-    if ('code' in entered) this.edges.delete(asked.link);
+    if ('code' in entered) this.edges.close(asked.link);
     return entered;
   }
 
@@ -166,12 +137,12 @@ export class ClusterSeam implements RoomSeam {
     const { answer, home, link } = asked;
     const refusal = answer.header.refusal as Refusal | undefined;
     if (refusal) {
-      this.edges.delete(link);
+      this.edges.close(link);
       return refusal;
     }
     return {
       cancel: () => {
-        this.edges.delete(link);
+        this.edges.close(link);
         this.bus.send(home, { t: 'cancel', link });
       },
     };
@@ -206,24 +177,24 @@ export class ClusterSeam implements RoomSeam {
         target = await this.homes.of(place.project, place.roomId);
       }
       if (target === this.bus.node) return this.local.resume(frame, conn);
-      const link = this.link(target, conn);
+      const link = this.edges.open(target, conn);
       let answer: Envelope;
       try {
         answer = await this.callWhileAlive(target, { t: 'resume', frame, link });
       } catch {
-        this.edges.delete(link);
+        this.edges.close(link);
         this.homes.forget(place.project, place.roomId, target);
         continue;
       }
       const moved = answer.header.notHome === true ? str(answer.header.home) : null;
       if (moved !== null) {
-        this.edges.delete(link);
+        this.edges.close(link);
         if (moved === this.bus.node) return this.local.resume(frame, conn);
         elsewhere = moved;
         continue;
       }
       const entered = this.entered(answer, target, link);
-      if ('code' in entered) this.edges.delete(link);
+      if ('code' in entered) this.edges.close(link);
       return entered;
     }
     return lost;
@@ -253,7 +224,7 @@ export class ClusterSeam implements RoomSeam {
     try {
       return await this.bus.call(home, header);
     } catch (err) {
-      this.edges.delete(link);
+      this.edges.close(link);
       if (room) this.homes.forget(room.project, room.roomId);
       throw err;
     }
@@ -264,7 +235,7 @@ export class ClusterSeam implements RoomSeam {
     const { refusal, joined, member } = answer.header as { refusal?: Refusal; joined?: JoinedFrame; member?: PortMember };
     if (refusal) return refusal;
     if (!joined || !member) throw new Error('the home answered an entry without its member');
-    return { port: this.port(home, link, joined, member), joined };
+    return { port: this.edges.port(home, link, joined, member), joined };
   }
 
   // ---- at the home: messages from members' nodes ----
@@ -274,107 +245,51 @@ export class ClusterSeam implements RoomSeam {
     return id === null ? undefined : this.guests.get(`${from}\u0000${id}`);
   }
 
+  /** What members' nodes say to this node as their rooms' home, by type. */
+  private readonly hostMessages: Record<string, (from: string, envelope: Envelope) => void> = {
+    enter: (from, envelope) => void this.hostEntry(from, envelope),
+    resume: (from, envelope) => void this.hostEntry(from, envelope),
+    wait: (from, envelope) => void this.hostWait(from, envelope),
+    api: (_from, envelope) => void this.api.serve(envelope),
+    'api-rooms': (_from, envelope) => void this.api.serve(envelope),
+    req: (from, { header: h }) => {
+      const guest = this.guest(from, h.link);
+      if (!guest?.port) return;
+      const link = guest.link;
+      const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
+      guest.port.request(h.request as RequestFrame, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
+    },
+    chunk: (from, { header: h, payload }) => {
+      if (payload) this.guest(from, h.link)?.port?.chunk(Buffer.from(payload));
+    },
+    leave: (from, envelope) => this.guestLeft(from, envelope),
+    hold: (from, envelope) => this.guestLeft(from, envelope),
+    cancel: (from, { header: h }) => {
+      const guest = this.guest(from, h.link);
+      if (!guest) return;
+      this.guests.delete(`${from}\u0000${guest.link.link}`);
+      guest.place?.cancel();
+    },
+    pressure: (from, { header: h }) => {
+      const guest = this.guest(from, h.link);
+      if (guest && typeof h.bytes === 'number') guest.link.bufferedAmount = h.bytes;
+    },
+  };
+
   private receive(from: string, envelope: Envelope): void {
-    const h = envelope.header;
-    switch (h.t) {
-      // at the home
-      case 'enter':
-      case 'resume':
-        return void this.hostEntry(from, envelope);
-      case 'wait':
-        return void this.hostWait(from, envelope);
-      case 'api':
-      case 'api-rooms':
-        return void this.api.serve(envelope);
-      case 'req': {
-        const guest = this.guest(from, h.link);
-        if (!guest?.port) return;
-        const link = guest.link;
-        const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
-        guest.port.request(h.request as RequestFrame, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
-        return;
-      }
-      case 'chunk':
-        if (envelope.payload) this.guest(from, h.link)?.port?.chunk(Buffer.from(envelope.payload));
-        return;
-      case 'leave':
-      case 'hold': {
-        const guest = this.guest(from, h.link);
-        if (!guest) return;
-        this.guests.delete(`${from}\u0000${guest.link.link}`);
-        if (h.t === 'leave' || !guest.port?.hold()) guest.port?.leave();
-        return;
-      }
-      case 'cancel': {
-        const guest = this.guest(from, h.link);
-        if (!guest) return;
-        this.guests.delete(`${from}\u0000${guest.link.link}`);
-        guest.place?.cancel();
-        return;
-      }
-      // at the member's node
-      case 'frame': {
-        const { payload } = envelope;
-        if (!payload || !Array.isArray(h.links)) return;
-        // one copy of the bytes for all its links, as a fan-out on a single relay shares one buffer
-        const data = Buffer.from(payload);
-        for (const link of h.links) {
-          const id = str(link) ?? '';
-          const edge = this.edges.get(id);
-          if (!edge) continue;
-          if (h.b !== 1) {
-            edge.conn.sendRaw(data, h.o === 1);
-            continue;
-          }
-          edge.conn.sendBinary(data);
-          this.pressure.check(id, edge);
-        }
-        return;
-      }
-      case 'close': {
-        const id = str(h.link) ?? '';
-        const edge = this.edges.get(id);
-        if (!edge) return;
-        this.edges.delete(id);
-        edge.conn.close(typeof h.code === 'number' ? h.code : 1011, str(h.reason) ?? '');
-        return;
-      }
-      case 'replaced': {
-        const id = str(h.link) ?? '';
-        const edge = this.edges.get(id);
-        this.edges.delete(id);
-        edge?.conn.replaced?.();
-        return;
-      }
-      case 'pressure': {
-        const guest = this.guest(from, h.link);
-        if (guest && typeof h.bytes === 'number') guest.link.bufferedAmount = h.bytes;
-        return;
-      }
-      case 'flooded':
-        return this.edges.get(str(h.link) ?? '')?.conn.flooded();
-      case 'drop':
-        return this.edges.get(str(h.link) ?? '')?.conn.drop();
-      case 'admitted': {
-        const id = str(h.link) ?? '';
-        const edge = this.edges.get(id);
-        const { joined, member } = h as { joined?: JoinedFrame; member?: PortMember };
-        if (!edge?.joiner || !joined || !member) return;
-        this.edges.set(id, { conn: edge.conn, home: edge.home });
-        edge.joiner.admitted({ port: this.port(from, id, joined, member), joined });
-        return;
-      }
-      case 'lobby-left': {
-        const id = str(h.link) ?? '';
-        const edge = this.edges.get(id);
-        if (!edge?.joiner) return;
-        this.edges.delete(id);
-        edge.joiner.leaveLobby(h.error as WireError);
-        return;
-      }
-      default:
-        this.relay.log.warn('cluster: unknown message', { type: String(h.t), from });
-    }
+    const type = envelope.header.t;
+    if (this.edges.handles(type)) return this.edges.receive(from, envelope);
+    const host = typeof type === 'string' && Object.hasOwn(this.hostMessages, type) ? this.hostMessages[type] : undefined;
+    if (host) return host(from, envelope);
+    this.relay.log.warn('cluster: unknown message', { type: String(type), from });
+  }
+
+  /** A guest's connection left its room (or is held, `hold`, for a resume elsewhere). */
+  private guestLeft(from: string, { header: h }: Envelope): void {
+    const guest = this.guest(from, h.link);
+    if (!guest) return;
+    this.guests.delete(`${from}\u0000${guest.link.link}`);
+    if (h.t === 'leave' || !guest.port?.hold()) guest.port?.leave();
   }
 
   private guestLink(from: string, link: string): RemoteLink {
@@ -455,7 +370,7 @@ export class ClusterSeam implements RoomSeam {
   private async checkNodes(): Promise<void> {
     const nodes = new Set<string>();
     for (const g of this.guests.values()) nodes.add(g.link.edge);
-    for (const e of this.edges.values()) nodes.add(e.home);
+    for (const n of this.edges.homes()) nodes.add(n);
     // and nodes only remembered as rooms' homes: a dead one must be forgotten, or a join (or the
     // sweep for rooms nobody came back to) would be sent there
     for (const n of this.homes.knownNodes()) nodes.add(n);
@@ -481,13 +396,7 @@ export class ClusterSeam implements RoomSeam {
       if (guest.port && !guest.port.hold()) guest.port.leave();
     }
     this.homes.forgetNodes(dead);
-    let dropped = 0;
-    for (const [id, edge] of [...this.edges]) {
-      if (!dead.has(edge.home)) continue;
-      this.edges.delete(id);
-      edge.conn.drop();
-      dropped++;
-    }
+    const dropped = this.edges.dropHomedOn(dead);
     this.relay.log.info('cluster: nodes are gone', { nodes: [...dead].join(' '), connectionsDropped: dropped });
   }
 
@@ -527,7 +436,7 @@ export class ClusterSeam implements RoomSeam {
 
   async close(): Promise<void> {
     clearInterval(this.sweep);
-    this.pressure.stop();
+    this.edges.stop();
     await this.homes.releaseAll();
   }
 }

@@ -1,0 +1,151 @@
+import type { JoinedFrame, WireError } from '../../src/protocol/messages.ts';
+import type { RelayContext } from '../context.ts';
+import { TokenBucket } from '../data/token-bucket.ts';
+import type { LobbyJoiner, MemberConnection, PortMember, RoomPort } from '../seam.ts';
+import type { Envelope, NodeBus } from './bus.ts';
+import { RemotePort } from './links.ts';
+import { PressureWatch } from './pressure.ts';
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+/** At this node, for a room homed elsewhere: one of its connections, by link id. */
+export interface Edge {
+  readonly conn: MemberConnection;
+  /** The node its room is homed on. */
+  readonly home: string;
+  /** Set while it waits in the room's lobby. */
+  readonly joiner?: LobbyJoiner;
+}
+
+/** What a room's home says to a connection of this node: its messages, by type. */
+type EdgeMessage = (from: string, envelope: Envelope) => void;
+
+/**
+ * The connections of this node whose rooms are homed on other nodes, each known to its home by
+ * a link id: what the homes send them (frames, closes, lobby answers) is delivered here, and
+ * when a home is gone (or Redis was away and what it sent was lost) they are dropped, so that
+ * their clients resume where their rooms are now.
+ */
+export class ClusterEdges {
+  private readonly edges = new Map<string, Edge>();
+  private nextLink = 1;
+  /** Connections here that a stream filled past the high-water mark, reported to their rooms' homes. */
+  private readonly pressure: PressureWatch;
+  private readonly messages: Record<string, EdgeMessage> = {
+    frame: (_from, envelope) => this.frame(envelope),
+    close: (_from, { header: h }) => {
+      const edge = this.take(h.link);
+      edge?.conn.close(typeof h.code === 'number' ? h.code : 1011, str(h.reason) ?? '');
+    },
+    replaced: (_from, { header: h }) => this.take(h.link)?.conn.replaced?.(),
+    flooded: (_from, { header: h }) => this.edges.get(str(h.link) ?? '')?.conn.flooded(),
+    drop: (_from, { header: h }) => this.edges.get(str(h.link) ?? '')?.conn.drop(),
+    admitted: (from, { header: h }) => {
+      const id = str(h.link) ?? '';
+      const edge = this.edges.get(id);
+      const { joined, member } = h as { joined?: JoinedFrame; member?: PortMember };
+      if (!edge?.joiner || !joined || !member) return;
+      this.edges.set(id, { conn: edge.conn, home: edge.home });
+      edge.joiner.admitted({ port: this.port(from, id, joined, member), joined });
+    },
+    'lobby-left': (_from, { header: h }) => {
+      const id = str(h.link) ?? '';
+      const edge = this.edges.get(id);
+      if (!edge?.joiner) return;
+      this.edges.delete(id);
+      edge.joiner.leaveLobby(h.error as WireError);
+    },
+  };
+
+  constructor(
+    private readonly relay: RelayContext,
+    private readonly bus: NodeBus,
+  ) {
+    this.pressure = new PressureWatch(
+      relay.config.streamHighWater,
+      (home, link, bytes) => this.bus.send(home, { t: 'pressure', link, bytes }),
+      (link) => this.edges.get(link),
+    );
+  }
+
+  /** A connection here enters (or waits for) a room homed on `home`: its link id. */
+  open(home: string, conn: MemberConnection, joiner?: LobbyJoiner): string {
+    const id = `${this.nextLink++}`;
+    this.edges.set(id, joiner ? { conn, home, joiner } : { conn, home });
+    return id;
+  }
+
+  /** The link is given up (refused, cancelled, or its home did not answer). */
+  close(link: string): void {
+    this.edges.delete(link);
+  }
+
+  /** The port through which the member behind `link` acts in its room at `home`. */
+  port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
+    const { fanoutByteRate, fanoutByteBurst } = this.relay.config;
+    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), new TokenBucket(fanoutByteRate, fanoutByteBurst));
+  }
+
+  /** The nodes these connections' rooms are homed on. */
+  homes(): Set<string> {
+    return new Set([...this.edges.values()].map((edge) => edge.home));
+  }
+
+  /** Whether `type` is a message for this node's connections. */
+  handles(type: unknown): boolean {
+    return typeof type === 'string' && Object.hasOwn(this.messages, type);
+  }
+
+  /** A message from a room's home to one (or, for a frame, several) of these connections. */
+  receive(from: string, envelope: Envelope): void {
+    this.messages[envelope.header.t as string]?.(from, envelope);
+  }
+
+  /** Drop every connection (what their homes sent meanwhile was lost): their clients resume. */
+  dropAll(): void {
+    for (const [id, edge] of [...this.edges]) {
+      this.edges.delete(id);
+      edge.conn.drop();
+    }
+  }
+
+  /** Drop the connections whose rooms were homed on `dead` nodes; how many there were. */
+  dropHomedOn(dead: ReadonlySet<string>): number {
+    let dropped = 0;
+    for (const [id, edge] of [...this.edges]) {
+      if (!dead.has(edge.home)) continue;
+      this.edges.delete(id);
+      edge.conn.drop();
+      dropped++;
+    }
+    return dropped;
+  }
+
+  stop(): void {
+    this.pressure.stop();
+  }
+
+  private take(link: unknown): Edge | undefined {
+    const id = str(link) ?? '';
+    const edge = this.edges.get(id);
+    this.edges.delete(id);
+    return edge;
+  }
+
+  private frame({ header: h, payload }: Envelope): void {
+    if (!payload || !Array.isArray(h.links)) return;
+    // one copy of the bytes for all its links, as a fan-out on a single relay shares one buffer
+    const data = Buffer.from(payload);
+    for (const link of h.links) {
+      const id = str(link) ?? '';
+      const edge = this.edges.get(id);
+      if (!edge) continue;
+      if (h.b !== 1) {
+        edge.conn.sendRaw(data, h.o === 1);
+        continue;
+      }
+      edge.conn.sendBinary(data);
+      this.pressure.check(id, edge);
+    }
+  }
+}
