@@ -55,7 +55,7 @@ export abstract class Connection implements MemberLink {
   constructor(
     protected readonly ws: WebSocket,
     readonly relay: RelayContext,
-    protected readonly socket: Socket | undefined,
+    protected readonly socket: Socket,
     owes: () => number,
   ) {
     const { config } = relay;
@@ -77,7 +77,7 @@ export abstract class Connection implements MemberLink {
       // checked after ws has parsed this chunk (its own errors are emitted on the next tick)
       if (this.preAuthBytes > config.maxJoinFrameBytes + 1024) setImmediate(overBudget);
     };
-    socket?.on('data', this.countPreAuth);
+    socket.on('data', this.countPreAuth);
     ws.on('message', (data, isBinary) => this.gate.push(data, isBinary));
     ws.on('pong', () => (this.alive = true));
     ws.on('error', (err) => relay.log.debug('socket error', { error: err.message }));
@@ -85,7 +85,7 @@ export abstract class Connection implements MemberLink {
 
   /** Authenticated: larger frames, no pre-auth count, and the frames of `flow` share its part of the relay. */
   protected authenticated(flow: string): void {
-    this.socket?.off('data', this.countPreAuth);
+    this.socket.off('data', this.countPreAuth);
     this.gate.moveTo(flow);
     limitPayload(this.ws, this.relay.config.maxFrameBytes * OVERSIZE_FACTOR);
   }
@@ -94,7 +94,7 @@ export abstract class Connection implements MemberLink {
   protected detach(): void {
     this.gate.close();
     this.outbox.clear();
-    this.socket?.off('data', this.countPreAuth);
+    this.socket.off('data', this.countPreAuth);
   }
 
   /** A socket refused before it joined gets a moment for the closing handshake, not the 30 s ws would wait. */
@@ -139,22 +139,22 @@ export abstract class Connection implements MemberLink {
    * `send`: a fan-out's header is built once for all its copies (`frameHeader`) and each copy is two
    * chunks handed to the socket, a fifth less time per small write than `send` took (its options
    * and a header per call), and the writes are most of what a busy room costs. ws's own frames
-   * (pings, the close) go to the same socket in order: nothing of ws's queues them, since
-   * `permessage-deflate` is off.
+   * (pings, the close) go to the same socket in order: ws's sender holds frames back only while
+   * it compresses (`permessage-deflate` is off) or reads a Blob (the relay sends none), so none
+   * of its frames waits to be written after ours (`ws-frame.test.ts` pins this).
    */
   private write(frames: readonly OutFrame[]): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
     const socket = this.socket;
-    if (!socket) {
-      for (const { data, binary } of frames) this.ws.send(data, { binary });
-      return;
-    }
     socket.cork();
-    for (const { header, data } of frames) {
-      socket.write(header);
-      if (data.length > 0) socket.write(data);
+    try {
+      for (const { header, data } of frames) {
+        socket.write(header);
+        if (data.length > 0) socket.write(data);
+      }
+    } finally {
+      socket.uncork();
     }
-    socket.uncork();
   }
 
   /**

@@ -352,6 +352,26 @@ describe('FrameScheduler: fairness across tokens', () => {
     h.scheduler.leave(b);
     assert.equal(h.scheduler.flowCount, 0);
   });
+
+  it('work a timer starts (a thousand join timeouts due together) runs at once only while the scheduler is open, else in its flow\'s turns', () => {
+    const h = harness({ sliceMs: 4, fastMs: 2, creditMs: 0 });
+    const log: string[] = [];
+    const preAuth = h.scheduler.join(PRE_AUTH_FLOW);
+    h.scheduler.runInTurn(preAuth, () => log.push('at once'));
+    assert.equal(log.join(), 'at once', 'an idle relay runs it on the spot');
+    // a member's flood keeps the scheduler busy; a thousand timeouts of 0.1 ms each fall due
+    const member = h.scheduler.join('member');
+    h.scheduler.enqueue(new Flooder(member, 0.5, h.spend, log, 'member'));
+    log.length = 0;
+    for (let i = 0; i < 1000; i++) h.scheduler.runInTurn(preAuth, () => (h.spend(0.1), log.push('timeout')));
+    assert.equal(log.length, 0, 'none runs in the timer itself');
+    h.tick();
+    const timeouts = log.filter((n) => n === 'timeout').length;
+    assert.ok(timeouts > 0 && timeouts < 1000, `a slice runs some of them (${timeouts}), not all in one go`);
+    assert.ok(log.includes('member'), 'the member is served within the same slice');
+    for (let i = 0; i < 200; i++) h.tick();
+    assert.equal(log.filter((n) => n === 'timeout').length, 1000, 'and in the end every one runs');
+  });
 });
 
 /** Just what the gate uses of a ws socket. */

@@ -17,6 +17,21 @@ export interface Turn {
   step(): boolean;
 }
 
+/** One piece of work in a flow's turn (a WebSocket upgrade, a join timeout). */
+export class Task implements Turn {
+  queued = false;
+
+  constructor(
+    readonly flow: Flow,
+    private readonly work: () => void,
+  ) {}
+
+  step(): boolean {
+    this.work();
+    return false;
+  }
+}
+
 /**
  * One share of the relay: the connections of one token (or every connection that has not
  * joined yet). Its turns wait in order, so its connections take turns among themselves.
@@ -209,6 +224,16 @@ export class FrameScheduler {
         if (!this.busy) this.epoch++;
       });
     }
+  }
+
+  /**
+   * Run `fn` as work of `flow`: at once while the scheduler is {@link open}, else in the flow's
+   * turn. For work a timer starts: a thousand sockets' join timeouts that fall due together then
+   * wait their flow's share like frames, instead of running in one go in front of everyone.
+   */
+  runInTurn(flow: Flow, fn: () => void): void {
+    if (this.open) this.runNow(flow, fn);
+    else this.enqueue(new Task(flow, fn));
   }
 
   /** Queue a turn in its flow (once). */

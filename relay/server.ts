@@ -25,7 +25,7 @@ import { NodeBus } from './cluster/bus.ts';
 import { ClusterSeam } from './cluster/cluster-seam.ts';
 import { RoomObservers } from './rooms/observers.ts';
 import type { RoomSeam } from './seam.ts';
-import { FrameScheduler, UPGRADE_FLOW, type Flow, type Turn } from './scheduler.ts';
+import { FrameScheduler, Task, UPGRADE_FLOW } from './scheduler.ts';
 import { Delivery } from './delivery.ts';
 import { HeartbeatSweep } from './heartbeat.ts';
 import type { KeyStore } from './token/keys.ts';
@@ -120,7 +120,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   // everyone's frames (a crowd of new sockets cannot starve members, nor the join frames of
   // connections already open)
   const preAuth = context.frames.join(UPGRADE_FLOW);
-  const upgrading = new Set<UpgradeTurn>();
+  const upgrading = new Set<Task>();
   const refuse = (socket: Socket) => socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n');
   const accept = (req: IncomingMessage, socket: Socket, head: Buffer) => {
     if (socket.destroyed) return;
@@ -149,7 +149,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
     if (context.frames.open) return context.frames.runNow(preAuth, () => accept(req, socket, head));
     const deadline = Date.now() + config.joinTimeoutMs;
-    const turn = new UpgradeTurn(preAuth, () => {
+    const turn = new Task(preAuth, () => {
       upgrading.delete(turn);
       // one that waited past the join timeout is dropped: its client has given up by now
       if (Date.now() > deadline) socket.destroy();
@@ -221,19 +221,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
 }
 
 /** A WebSocket upgrade waiting for its turn. */
-class UpgradeTurn implements Turn {
-  queued = false;
-  constructor(
-    readonly flow: Flow,
-    private readonly run: () => void,
-  ) {}
-
-  step(): boolean {
-    this.run();
-    return false;
-  }
-}
-
 function cutLargestQueues(sessions: Set<Session>, ceiling: number): void {
   let total = 0;
   for (const s of sessions) total += s.bufferedAmount;

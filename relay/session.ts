@@ -57,10 +57,11 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     relay: RelayContext,
     private readonly seam: RoomSeam,
     private readonly hooks: SessionHooks,
-    socket?: Socket,
+    socket: Socket,
   ) {
     super(ws, relay, socket, () => this.port?.owes() ?? 0);
-    this.joinTimer = setTimeout(() => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'), relay.config.joinTimeoutMs);
+    // in the pre-auth flow's turn: sockets opened together time out together
+    this.joinTimer = setTimeout(() => relay.frames.runInTurn(this.gate.flow, () => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout')), relay.config.joinTimeoutMs);
     ws.on('close', (code) => this.ended(code));
   }
 

@@ -11,16 +11,17 @@ import { frameHeader } from './ws-frame.ts';
 
 const LENGTHS = [0, 1, 125, 126, 127, 65_535, 65_536, 70_000];
 
-async function pair(): Promise<{ socket: Socket; client: WebSocket; close: () => Promise<void> }> {
+async function pair(): Promise<{ socket: Socket; server: WebSocket; client: WebSocket; close: () => Promise<void> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
   const { port } = wss.address() as { port: number };
-  const accepted = new Promise<Socket>((resolve) => wss.once('connection', (_ws, req) => resolve(req.socket as Socket)));
+  const accepted = new Promise<[WebSocket, Socket]>((resolve) => wss.once('connection', (ws, req) => resolve([ws, req.socket as Socket])));
   const client = new WebSocket(`ws://127.0.0.1:${port}`);
   await new Promise<void>((resolve, reject) => client.once('open', () => resolve()).once('error', reject));
-  const socket = await accepted;
+  const [server, socket] = await accepted;
   return {
     socket,
+    server,
     client,
     close: async () => {
       client.terminate();
@@ -87,5 +88,45 @@ describe('frameHeader: frames the relay writes itself', () => {
     frameHeader(payload(5, 4), false);
     frameHeader(payload(6, 5), false);
     assert.deepEqual([...frameHeader(data, false)], [...text]);
+  });
+
+  it("ws's own frames (a ping, the close) and the relay's arrive in the order they were sent, and ws counts the relay's unsent bytes", async () => {
+    // what Connection.write relies on: ws's sender holds nothing back (no deflate, no Blob), and
+    // its bufferedAmount is the socket's (the slow-consumer cut-offs read it)
+    const { socket, server, client, close } = await pair();
+    try {
+      const order: string[] = [];
+      const closed = new Promise<number>((resolve) => client.once('close', (code) => resolve(code)));
+      client.on('message', (data) => order.push(`message ${String(data)}`));
+      client.on('ping', () => order.push('ping'));
+      const write = (text: string) => {
+        const data = Buffer.from(text);
+        socket.cork();
+        socket.write(frameHeader(data, false));
+        socket.write(data);
+        socket.uncork();
+      };
+      const big = Buffer.alloc(4 * 1024 * 1024, 0x61);
+      socket.write(frameHeader(big, true));
+      socket.write(big);
+      assert.ok(server.bufferedAmount > 0, `ws counts what the relay wrote and the socket holds (${server.bufferedAmount})`);
+      write('a');
+      server.ping();
+      write('b');
+      server.close(4000, 'bye');
+      assert.equal(await closed, 4000);
+      assert.deepEqual(order.slice(1), ['message a', 'ping', 'message b']);
+    } finally {
+      await close();
+    }
+  });
+
+  it('a view whose length changes (over a resizable buffer) is framed with its length now', () => {
+    const Resizable = ArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => ArrayBuffer & { resize(length: number): void };
+    const buffer = new Resizable(10, { maxByteLength: 300 });
+    const view = new Uint8Array(buffer);
+    assert.deepEqual([...frameHeader(view, false)], [0x81, 10]);
+    buffer.resize(200);
+    assert.deepEqual([...frameHeader(view, false)], [0x81, 126, 0, 200]);
   });
 });

@@ -14,8 +14,10 @@ const FIN = 0x80;
  * grow with the traffic. The two payloads are kept until the next two are framed.
  */
 let lastData: Uint8Array | null = null;
+let lastLength = 0;
 let lastHeader: Buffer | null = null;
 let priorData: Uint8Array | null = null;
+let priorLength = 0;
 let priorHeader: Buffer | null = null;
 
 /**
@@ -24,12 +26,16 @@ let priorHeader: Buffer | null = null;
  */
 export function frameHeader(data: Uint8Array, binary: boolean): Buffer {
   const first = FIN | (binary ? OPCODE_BINARY : OPCODE_TEXT);
-  if (data === lastData && lastHeader![0] === first) return lastHeader!;
-  if (data === priorData && priorHeader![0] === first) return priorHeader!;
-  const header = buildHeader(first, data.length);
+  const length = data.byteLength;
+  // the length too: a view of a resizable buffer is one object whose length can change
+  if (data === lastData && length === lastLength && lastHeader![0] === first) return lastHeader!;
+  if (data === priorData && length === priorLength && priorHeader![0] === first) return priorHeader!;
+  const header = buildHeader(first, length);
   priorData = lastData;
+  priorLength = lastLength;
   priorHeader = lastHeader;
   lastData = data;
+  lastLength = length;
   lastHeader = header;
   return header;
 }

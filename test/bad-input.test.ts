@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CloseCode } from '../src/protocol/codes.ts';
 import { effectiveGrant } from '../src/protocol/grant.ts';
+import { FrameScheduler, PRE_AUTH_FLOW, type Flow } from '../relay/scheduler.ts';
 import { ROOM_GRANT, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin } from './raw.ts';
 
@@ -187,6 +188,27 @@ describe('bad input: the relay answers with a typed error or a documented close,
       c.ws.terminate();
     } finally {
       await hb.close();
+    }
+  });
+});
+
+describe('join timeouts that fall due together', () => {
+  it('are work of the pre-auth flow, run in its turns like frames, not all at once in their timers', async () => {
+    const ran: string[] = [];
+    class Recording extends FrameScheduler {
+      override runInTurn(flow: Flow, fn: () => void): void {
+        ran.push(flow.key);
+        super.runInTurn(flow, fn);
+      }
+    }
+    const t = await startTestRelay({ joinTimeoutMs: 300, frames: new Recording() });
+    try {
+      const sockets = await Promise.all(Array.from({ length: 20 }, () => rawConnect(t.url)));
+      const codes = await Promise.all(sockets.map(async (c) => (await c.closed).code));
+      assert.deepEqual(new Set(codes), new Set([CloseCode.JOIN_TIMEOUT]));
+      assert.equal(ran.filter((key) => key === PRE_AUTH_FLOW).length, 20);
+    } finally {
+      await t.close();
     }
   });
 });

@@ -98,7 +98,8 @@ export class ClusterEdges {
 
   /** A message from a room's home to one (or, for a frame, several) of these connections. */
   receive(from: string, envelope: Envelope): void {
-    this.messages[envelope.header.t as string]?.(from, envelope);
+    const type = envelope.header.t;
+    if (this.handles(type)) this.messages[type as string]!(from, envelope);
   }
 
   /** Drop every connection (what their homes sent meanwhile was lost): their clients resume. */
