@@ -119,7 +119,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   // upgrades are work of their own flow: while the relay is busy they wait their turn like
   // everyone's frames (a crowd of new sockets cannot starve members, nor the join frames of
   // connections already open)
-  const preAuth = context.frames.join(UPGRADE_FLOW);
+  const upgrades = context.frames.join(UPGRADE_FLOW);
   const upgrading = new Set<Task>();
   const refuse = (socket: Socket) => socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n');
   const accept = (req: IncomingMessage, socket: Socket, head: Buffer) => {
@@ -147,9 +147,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       pending.delete(oldest);
       oldest.evict();
     }
-    if (context.frames.open) return context.frames.runNow(preAuth, () => accept(req, socket, head));
+    if (context.frames.open) return context.frames.runNow(upgrades, () => accept(req, socket, head));
     const deadline = Date.now() + config.joinTimeoutMs;
-    const turn = new Task(preAuth, () => {
+    const turn = new Task(upgrades, () => {
       upgrading.delete(turn);
       // one that waited past the join timeout is dropped: its client has given up by now
       if (Date.now() > deadline) socket.destroy();
@@ -220,7 +220,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   };
 }
 
-/** A WebSocket upgrade waiting for its turn. */
 function cutLargestQueues(sessions: Set<Session>, ceiling: number): void {
   let total = 0;
   for (const s of sessions) total += s.bufferedAmount;

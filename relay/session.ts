@@ -61,7 +61,10 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   ) {
     super(ws, relay, socket, () => this.port?.owes() ?? 0);
     // in the pre-auth flow's turn: sockets opened together time out together
-    this.joinTimer = setTimeout(() => relay.frames.runInTurn(this.gate.flow, () => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout')), relay.config.joinTimeoutMs);
+    this.joinTimer = setTimeout(() => {
+      this.joinTimer = null;
+      if (this.state === 'pending') relay.frames.runInTurn(this.gate.flow, () => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'));
+    }, relay.config.joinTimeoutMs);
     ws.on('close', (code) => this.ended(code));
   }
 
@@ -125,6 +128,7 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   /** Leave the room (if joined) and close the socket with `code`; what was sent before goes first. */
   close(code: number, reason: string): void {
     if (this.state === 'closed') return;
+    this.clearJoinTimer();
     this.leaveRoom();
     this.setState('closed');
     this.closeSocket(code, reason);
@@ -151,7 +155,10 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       }
       if (id === undefined) this.sendError(error);
       else this.send({ type: 'response', id, error });
-      if (this.state === 'pending') this.closeSoon(CloseCode.JOIN_REFUSED, 'internal');
+      if (this.state !== 'pending') return;
+      this.clearJoinTimer();
+      this.setState('closed');
+      this.closeSoon(CloseCode.JOIN_REFUSED, 'internal');
     }
   }
 

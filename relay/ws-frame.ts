@@ -27,7 +27,8 @@ let priorHeader: Buffer | null = null;
 export function frameHeader(data: Uint8Array, binary: boolean): Buffer {
   const first = FIN | (binary ? OPCODE_BINARY : OPCODE_TEXT);
   const length = data.byteLength;
-  // the length too: a view of a resizable buffer is one object whose length can change
+  // the length too: a view of a resizable buffer is one object whose length can change (the
+  // relay sends none: its header would also go stale between entering an outbox and the write)
   if (data === lastData && length === lastLength && lastHeader![0] === first) return lastHeader!;
   if (data === priorData && length === priorLength && priorHeader![0] === first) return priorHeader!;
   const header = buildHeader(first, length);

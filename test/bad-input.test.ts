@@ -193,7 +193,7 @@ describe('bad input: the relay answers with a typed error or a documented close,
 });
 
 describe('join timeouts that fall due together', () => {
-  it('are work of the pre-auth flow, run in its turns like frames, not all at once in their timers', async () => {
+  it('are handed to the scheduler as work of the pre-auth flow (which spreads them over its turns while busy: relay/frame-gate.test.ts)', async () => {
     const ran: string[] = [];
     class Recording extends FrameScheduler {
       override runInTurn(flow: Flow, fn: () => void): void {
