@@ -7,11 +7,10 @@ export interface OutFrame {
   /** Its WebSocket header, built when it was sent: the copies of a fan-out share one. */
   readonly header: Buffer;
   readonly data: Uint8Array;
-  readonly binary: boolean;
 }
 
 function outFrame(data: Uint8Array, binary: boolean): OutFrame {
-  return { header: frameHeader(data, binary), data, binary };
+  return { header: frameHeader(data, binary), data };
 }
 
 /** The flow outbound frames are delivered in: never a token's, so no sender pays for its audience. */
