@@ -5,6 +5,7 @@ import type { ServerFrame } from '../src/protocol/messages.ts';
 import type { RelayContext } from './context.ts';
 import type { LogFields } from './log.ts';
 import { Outbox, type OutFrame } from './delivery.ts';
+import { writeFrames } from './ws-frame.ts';
 import { FrameGate } from './frame-gate.ts';
 import type { MemberLink } from './rooms/types.ts';
 
@@ -136,26 +137,15 @@ export abstract class Connection implements MemberLink {
 
   /**
    * Frames the outbox lets go, in one write to the socket. Framed by the relay, not by ws's
-   * `send`: a fan-out's header is built once for all its copies (`frameHeader`), and header and
-   * payload go to the socket in one corked write. In a micro-benchmark `send` (its options and a
-   * header per call) took about a fifth more time per small write, and small writes are most of
-   * what a room of a thousand members costs the relay. ws's own frames
-   * (pings, the close) go to the same socket in order: ws's sender holds frames back only while
-   * it compresses (`permessage-deflate` is off) or reads a Blob (the relay sends none), so none
-   * of its frames waits to be written after ours (`ws-frame.test.ts` pins this).
+   * `send`: a fan-out's frame is built once for all its copies, and a small one goes out in
+   * one call (see `writeFrames`): small writes are most of what a room of a thousand members
+   * costs the relay. ws's own frames (pings, the close) go to the same socket in order: ws's
+   * sender holds frames back only while it compresses (`permessage-deflate` is off) or reads a
+   * Blob (the relay sends none), so none of its frames waits to be written after ours
+   * (`ws-frame.test.ts` pins this).
    */
   private write(frames: readonly OutFrame[]): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
-    const socket = this.socket;
-    socket.cork();
-    try {
-      for (const { header, data } of frames) {
-        socket.write(header);
-        if (data.length > 0) socket.write(data);
-      }
-    } finally {
-      socket.uncork();
-    }
+    if (this.ws.readyState === this.ws.OPEN) writeFrames(this.socket, frames);
   }
 
   /**

@@ -1,17 +1,8 @@
 import { Fifo } from './fifo.ts';
 import type { Flow, FrameScheduler, Turn } from './scheduler.ts';
-import { frameHeader } from './ws-frame.ts';
+import { frame, type OutFrame } from './ws-frame.ts';
 
-/** A frame on its way to one connection. */
-export interface OutFrame {
-  /** Its WebSocket header, built when it was sent: the copies of a fan-out share one. */
-  readonly header: Buffer;
-  readonly data: Uint8Array;
-}
-
-function outFrame(data: Uint8Array, binary: boolean): OutFrame {
-  return { header: frameHeader(data, binary), data };
-}
+export type { OutFrame };
 
 /** The flow outbound frames are delivered in: never a token's, so no sender pays for its audience. */
 export const DELIVERY_FLOW = 'delivery';
@@ -31,6 +22,9 @@ export const DELIVERY_WEIGHT = 8;
  * the receiving side's network stack: a backlog of megabytes written at once stalled the event loop.
  */
 export const TURN_BYTES = 128 * 1024;
+
+/** Connections of the light line written in one turn of the scheduler (at most {@link LIGHT_BYTES} each). */
+export const LIGHT_BATCH = 8;
 
 /** A connection with at most this many bytes queued waits in the light line (see {@link Delivery}). */
 export const LIGHT_BYTES = 8 * 1024;
@@ -90,10 +84,10 @@ export class Outbox {
    *   its time the sender's
    */
   send(data: Uint8Array, binary: boolean, fanout: boolean): void {
-    const frame = outFrame(data, binary);
-    if (fanout) return this.delivery.copy(this, frame);
-    if (this.idle) return this.write([frame]);
-    this.queue(frame);
+    if (fanout) return this.delivery.copy(this, data, binary);
+    const framed = frame(data, binary);
+    if (this.idle) return this.write([framed]);
+    this.queue(framed);
   }
 
   /** Behind what waits here: written in the delivery's turns. */
@@ -153,7 +147,7 @@ export class Outbox {
 
 /**
  * The relay's outbound work, sliced: connections with queued frames wait in line and each
- * turn of the scheduler writes one connection's frames (in one batch). The time it takes is
+ * turn of the scheduler writes a few small connections' frames or one large one's (each in one batch). The time it takes is
  * the delivery flow's, not the sender's: a speaker's next request does not wait behind its own
  * chat's fan-out, and a fan-out runs between other work instead of in front of it.
  *
@@ -205,11 +199,12 @@ export class Delivery implements Turn {
    * for its request, not for a thousand copies (or its next request would wait behind every
    * flooder's backlog).
    */
-  copy(outbox: Outbox, frame: OutFrame): void {
+  copy(outbox: Outbox, data: Uint8Array, binary: boolean): void {
     const t0 = this.now();
+    const framed = frame(data, binary);
     const direct = outbox.idle && this.mayWriteNow();
-    if (direct) outbox.write([frame]);
-    else outbox.queue(frame);
+    if (direct) outbox.write([framed]);
+    else outbox.queue(framed);
     const ms = this.now() - t0;
     this.scheduler.excuse(ms);
     if (!direct) return;
@@ -232,8 +227,9 @@ export class Delivery implements Turn {
   }
 
   /**
-   * The scheduler's turn: one connection's frames, up to `TURN_BYTES` of them; a connection with
-   * more waits again behind the others.
+   * The scheduler's turn: the frames of up to {@link LIGHT_BATCH} connections of the light line, or
+   * of one connection of the heavy line, up to `TURN_BYTES`; a connection with more waits again
+   * behind the others.
    */
   step(): boolean {
     const both = this.light.length > 0 && this.heavy.length > 0;
@@ -247,12 +243,23 @@ export class Delivery implements Turn {
     }
     const useLight = both ? this.lightsRun : this.light.length > 0;
     const t0 = both ? this.now() : 0;
-    const outbox = useLight ? this.light.shift() : this.heavy.shift();
-    if (outbox) {
-      outbox.scheduled = false;
-      // a light turn writes a light turn's bytes: a connection that was light when it got in
-      // line and has since been given a stroke goes on in the heavy line with it
-      if (outbox.flushSome(useLight ? LIGHT_BYTES : TURN_BYTES)) this.schedule(outbox);
+    if (useLight) {
+      // a few connections a turn: each is a small write, and the scheduler's own work per turn
+      // would otherwise be a tenth of it
+      for (let n = 0; n < LIGHT_BATCH; n++) {
+        const outbox = this.light.shift();
+        if (!outbox) break;
+        outbox.scheduled = false;
+        // a light turn writes a light turn's bytes: a connection that was light when it got in
+        // line and has since been given a stroke goes on in the heavy line with it
+        if (outbox.flushSome(LIGHT_BYTES)) this.schedule(outbox);
+      }
+    } else {
+      const outbox = this.heavy.shift();
+      if (outbox) {
+        outbox.scheduled = false;
+        if (outbox.flushSome(TURN_BYTES)) this.schedule(outbox);
+      }
     }
     if (both) this.run += this.now() - t0;
     return this.backlog > 0;

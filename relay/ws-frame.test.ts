@@ -1,15 +1,16 @@
 /**
- * The relay frames its own messages (a fan-out's header once for all its copies): what it writes
+ * The relay frames its own messages (a fan-out's frame once for all its copies): what it writes
  * to the socket must be what a real WebSocket client reads, at every length boundary of the
- * header (7-bit, 16-bit, 64-bit lengths), as text and as binary.
+ * header (7-bit, 16-bit, 64-bit lengths) and of a frame written as one buffer, as text and as
+ * binary, alone or in a batch.
  */
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import { WebSocket, WebSocketServer } from 'ws';
-import { frameHeader } from './ws-frame.ts';
+import { frame, frameHeader, WHOLE_BYTES, writeFrames } from './ws-frame.ts';
 
-const LENGTHS = [0, 1, 125, 126, 127, 65_535, 65_536, 70_000];
+const LENGTHS = [0, 1, 125, 126, 127, WHOLE_BYTES - 1, WHOLE_BYTES, WHOLE_BYTES + 1, 65_535, 65_536, 70_000];
 
 async function pair(): Promise<{ socket: Socket; server: WebSocket; client: WebSocket; close: () => Promise<void> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
@@ -49,12 +50,10 @@ describe('frameHeader: frames the relay writes itself', () => {
           if (received.length === sent.length) resolve();
         }),
       );
-      socket.cork();
-      for (const { data, binary } of sent) {
-        socket.write(frameHeader(data, binary));
-        if (data.length > 0) socket.write(data);
-      }
-      socket.uncork();
+      // the first half one frame per write (a small one in one call), the rest in one batch
+      const half = sent.length >> 1;
+      for (const { data, binary } of sent.slice(0, half)) writeFrames(socket, [frame(data, binary)]);
+      writeFrames(socket, sent.slice(half).map(({ data, binary }) => frame(data, binary)));
       await all;
       assert.deepEqual(
         received.map((r) => [r.data.length, r.binary]),
@@ -119,6 +118,28 @@ describe('frameHeader: frames the relay writes itself', () => {
     } finally {
       await close();
     }
+  });
+
+  it('the copies of a fan-out share one frame: a small one is one buffer, a larger one its header and payload', () => {
+    const small = payload(300, 6);
+    const first = frame(small, false);
+    assert.equal(frame(small, false), first, 'the second copy is the first copy’s frame');
+    assert.ok(first.whole, 'a small frame is one buffer');
+    assert.deepEqual([...first.whole], [0x81, 126, 0x01, 0x2c, ...small]);
+    const large = payload(WHOLE_BYTES + 1, 7);
+    const big = frame(large, true);
+    assert.equal(big.whole, null, 'a larger payload is not copied');
+    assert.equal(big.data, large);
+    assert.equal(frame(large, true), big);
+  });
+
+  it('a buffer sent again with new bytes in it goes out with its new bytes', () => {
+    const data = payload(50, 8);
+    const before = frame(data, false);
+    data.fill(0x41);
+    const after = frame(data, false);
+    assert.deepEqual([...after.whole!], [0x81, 50, ...Buffer.alloc(50, 0x41)]);
+    assert.notEqual(before.whole![2], 0x41, 'what was framed before (a copy still queued) keeps what was sent then');
   });
 
   it('a view whose length changes (over a resizable buffer) is framed with its length now', () => {

@@ -1,44 +1,85 @@
+import type { Socket } from 'node:net';
+
 /**
- * A WebSocket frame's header (RFC 6455 §5.2) as the relay sends it: final, unmasked, no
- * extension bits (the relay turns `permessage-deflate` off).
+ * WebSocket frames (RFC 6455 §5.2) as the relay sends them: final, unmasked, no extension bits
+ * (the relay turns `permessage-deflate` off).
  */
 const OPCODE_TEXT = 0x1;
 const OPCODE_BINARY = 0x2;
 const FIN = 0x80;
 
 /**
- * The last two payloads framed and their headers. The copies of a fan-out are framed one after
- * another as they enter their outboxes (or alternate between a full and a reduced version of one
- * event); a frame for one connection is a miss and costs what ws's own framing did. Not a
- * WeakMap: a weak entry per frame (a 64 KiB stream chunk each) made the garbage collector's work
- * grow with the traffic. The two payloads are kept until the next two are framed.
+ * A frame on its way to a connection, built once for all the copies of a fan-out: the relay
+ * writes it to the socket itself (see `Connection.write`).
  */
-let lastData: Uint8Array | null = null;
-let lastLength = 0;
-let lastHeader: Buffer | null = null;
-let priorData: Uint8Array | null = null;
-let priorLength = 0;
-let priorHeader: Buffer | null = null;
+export interface OutFrame {
+  /** Its WebSocket header. */
+  readonly header: Buffer;
+  /** Its payload. */
+  readonly data: Uint8Array;
+  /**
+   * Header and payload in one buffer, for a payload of at most {@link WHOLE_BYTES}: one write
+   * and no cork for each copy. Null for a larger one: header and payload are written in turn
+   * (copying it once would cost more than the cork saves).
+   */
+  readonly whole: Buffer | null;
+}
+
+/** Payloads up to this size are framed with their header in one buffer. */
+export const WHOLE_BYTES = 16 * 1024;
+
+interface Framed {
+  frame: OutFrame;
+  /** The payload's length when it was framed. */
+  length: number;
+  /** The payload within `whole` (compared with the payload of a later copy). */
+  body: Buffer | null;
+}
 
 /**
- * The header of the frame that carries `data`, whole, as a text or binary message: built once
- * for all the copies of a fan-out. A payload framed as the other kind is framed again.
+ * The last two payloads framed. The copies of a fan-out are framed one after another as they
+ * enter their outboxes (or alternate between a full and a reduced version of one event); a frame
+ * for one connection is a miss. Not a WeakMap: a weak entry per frame (a 64 KiB stream chunk
+ * each) made the garbage collector's work grow with the traffic. The two payloads are kept until
+ * the next two are framed.
  */
-export function frameHeader(data: Uint8Array, binary: boolean): Buffer {
+let last: Framed | null = null;
+let prior: Framed | null = null;
+
+function matches(f: Framed | null, data: Uint8Array, length: number, first: number): f is Framed {
+  // the length too: a view of a resizable buffer is one object whose length can change; and the
+  // bytes of a payload copied into `whole` (a buffer written again after new bytes were put in it
+  // must not go out with the old ones: a memcmp of at most 16 KiB, against a write's syscall)
+  return f !== null && f.frame.data === data && f.length === length && f.frame.header[0] === first && (f.body === null || f.body.equals(data));
+}
+
+/**
+ * The frame that carries `data`, whole, as a text or binary message: built once for all the
+ * copies of a fan-out (the relay's frames are not masked, so every copy is the same bytes). A
+ * payload framed as the other kind is framed again.
+ */
+export function frame(data: Uint8Array, binary: boolean): OutFrame {
   const first = FIN | (binary ? OPCODE_BINARY : OPCODE_TEXT);
   const length = data.byteLength;
-  // the length too: a view of a resizable buffer is one object whose length can change (the
-  // relay sends none: its header would also go stale between entering an outbox and the write)
-  if (data === lastData && length === lastLength && lastHeader![0] === first) return lastHeader!;
-  if (data === priorData && length === priorLength && priorHeader![0] === first) return priorHeader!;
+  if (matches(last, data, length, first)) return last.frame;
+  if (matches(prior, data, length, first)) return prior.frame;
   const header = buildHeader(first, length);
-  priorData = lastData;
-  priorLength = lastLength;
-  priorHeader = lastHeader;
-  lastData = data;
-  lastLength = length;
-  lastHeader = header;
-  return header;
+  let whole: Buffer | null = null;
+  let body: Buffer | null = null;
+  if (length <= WHOLE_BYTES) {
+    whole = Buffer.allocUnsafe(header.length + length);
+    header.copy(whole, 0);
+    whole.set(data, header.length);
+    body = whole.subarray(header.length);
+  }
+  prior = last;
+  last = { frame: { header, data, whole }, length, body };
+  return last.frame;
+}
+
+/** The header of the frame that carries `data` (see {@link frame}). */
+export function frameHeader(data: Uint8Array, binary: boolean): Buffer {
+  return frame(data, binary).header;
 }
 
 function buildHeader(first: number, length: number): Buffer {
@@ -57,4 +98,28 @@ function buildHeader(first: number, length: number): Buffer {
   header.writeUInt32BE(Math.floor(length / 0x1_0000_0000), 2);
   header.writeUInt32BE(length >>> 0, 6);
   return header;
+}
+
+/**
+ * Write `frames` to `socket`, in order: a small frame alone in one call, else in one corked
+ * write. In a micro-benchmark (1,000 sockets, a 200-byte frame each, median per write) ws's
+ * `send` took 19–24 µs, header and payload corked 15–16 µs, one buffer 13–14 µs.
+ */
+export function writeFrames(socket: Socket, frames: readonly OutFrame[]): void {
+  if (frames.length === 1 && frames[0]!.whole) {
+    socket.write(frames[0]!.whole);
+    return;
+  }
+  socket.cork();
+  try {
+    for (const { header, data, whole } of frames) {
+      if (whole) socket.write(whole);
+      else {
+        socket.write(header);
+        if (data.length > 0) socket.write(data);
+      }
+    }
+  } finally {
+    socket.uncork();
+  }
 }
