@@ -5,6 +5,7 @@
  */
 import { WebSocketServer } from 'ws';
 import { effectiveGrant } from '../src/protocol/grant.ts';
+import { DEFAULT_HEAP_GROWTH_PERCENT, setHeapGrowth } from '../relay/heap-growth.ts';
 import { startRelay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import type { Member } from '../relay/rooms/types.ts';
@@ -22,6 +23,9 @@ function memory() {
 }
 
 if (mode === 'relay') {
+  // what the `tessera-relay` command sets (BENCH_HEAP_GROWTH=0 leaves V8's own)
+  const growth = Number(process.env.BENCH_HEAP_GROWTH ?? DEFAULT_HEAP_GROWTH_PERCENT);
+  if (growth > 0) setHeapGrowth(growth);
   const relay = await startRelay({
     port: 0,
     keys: new KeyStore({ bench: process.env.BENCH_SECRET! }),

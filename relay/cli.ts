@@ -1,5 +1,6 @@
 import { DEV_API_KEY, loadOrCreateDevKeys } from '../src/server/dev-keys.ts';
 import { helpText, parseCli } from './config.ts';
+import { setHeapGrowth } from './heap-growth.ts';
 import { createLogger } from './log.ts';
 import { startRelay } from './server.ts';
 import { KeyStore, readKeysFile } from './token/keys.ts';
@@ -17,6 +18,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     process.stdout.write(helpText());
     return;
   }
+  if (config.heapGrowthPercent > 0) setHeapGrowth(config.heapGrowthPercent);
   const log = createLogger(config.logLevel);
   const keys = new KeyStore();
   const { keysFile } = config;

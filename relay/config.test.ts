@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseCli } from './config.ts';
+import { setHeapGrowth } from './heap-growth.ts';
 
 describe('relay flags of the media outputs', () => {
   it('--composite reads WIDTHxHEIGHT[@FPS] and derives the bitrate; absurd sizes are refused', () => {
@@ -26,5 +27,23 @@ describe('relay flags of a cluster node', () => {
     for (const bad of ['10.0.0.5:7880', 'ftp://x', 'http://a/b', 'http://a/?q', 'http://u:p@a', 'http://a#x', '']) {
       assert.throws(() => parseCli(['--node-url', bad], {}), /--node-url/, bad);
     }
+  });
+});
+
+describe('--heap-growth: the headroom the command gives V8\'s old generation', () => {
+  it('defaults to 300 %, reads a whole percent from 0 to 1000, refuses the rest', () => {
+    assert.equal(parseCli([], {}).heapGrowthPercent, 300);
+    assert.equal(parseCli(['--heap-growth', '0'], {}).heapGrowthPercent, 0);
+    assert.equal(parseCli([], { TESSERA_HEAP_GROWTH: '150' }).heapGrowthPercent, 150);
+    for (const bad of ['-1', '1001', '2.5', 'lots', '']) assert.throws(() => parseCli(['--heap-growth', bad], {}), /--heap-growth/, bad);
+  });
+
+  it('an empty value of a numeric flag is refused, not read as 0 (--port "" is not a random port)', () => {
+    assert.throws(() => parseCli(['--port', ''], {}), /--port/);
+    assert.throws(() => parseCli(['--max-frame', ' '], {}), /--max-frame/);
+  });
+
+  it('setHeapGrowth refuses what V8 would misread', () => {
+    for (const bad of [-1, 1001, 2.5, Number.NaN]) assert.throws(() => setHeapGrowth(bad), RangeError, String(bad));
   });
 });

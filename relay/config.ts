@@ -1,5 +1,6 @@
 import { homedir, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.ts';
 
 /** Log verbosity of the relay. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -240,6 +241,8 @@ interface Flag {
 export interface CliConfig extends RelayConfig {
   keysFile?: string;
   help: boolean;
+  /** How far V8's old generation grows past what a full collection kept, percent (see `setHeapGrowth`). */
+  heapGrowthPercent: number;
 }
 
 /** Node's timers hold at most 2^31-1 ms; any wait the relay arms stays below it. */
@@ -290,7 +293,8 @@ function redisUrl(value: string): string {
 }
 
 function integer(name: string, value: string, min: number): number {
-  const n = Number(value);
+  // Number('') and Number(' ') are 0: an empty value is not a zero
+  const n = value.trim() === '' ? Number.NaN : Number(value);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}, got "${value}"`);
   return n;
 }
@@ -328,6 +332,14 @@ const FLAGS: readonly Flag[] = [
   { flag: '--transcription-url', env: 'TESSERA_TRANSCRIPTION_URL', help: 'a speech service speaking POST /v1/audio/transcriptions (the transcription output\'s default engine when set; else the local one, pocketsphinx); none by default', apply: (c, v) => void (c.transcriptionUrl = v) },
   { flag: '--redis', env: 'TESSERA_REDIS', help: 'redis://HOST:PORT: run as a node of a cluster sharing rooms through this Redis (docs/scaling.md); without it every room is in this process', apply: (c, v) => void (c.redis = redisUrl(v)) },
   { flag: '--node-url', env: 'TESSERA_NODE_URL', help: "http(s)://HOST:PORT where the other nodes of a cluster reach this node for the recordings and HLS it writes (default http://<--host, or --media-ip when the host is a wildcard>:<port>)", apply: (c, v) => void (c.nodeUrl = nodeUrl(v)) },
+  {
+    flag: '--heap-growth', env: 'TESSERA_HEAP_GROWTH', help: `percent V8's old generation may grow past what a full GC kept before the next one: fewer GC pauses for more memory; 0 leaves V8's own (default ${DEFAULT_HEAP_GROWTH_PERCENT})`,
+    apply: (c, v) => {
+      const n = integer('--heap-growth', v, 0);
+      if (n > 1000) throw new Error(`--heap-growth must be at most 1000, got "${v}"`);
+      c.heapGrowthPercent = n;
+    },
+  },
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
   { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },
   { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },
@@ -371,7 +383,7 @@ const FLAGS: readonly Flag[] = [
 
 /** Read the command line and the environment (flags win over variables). Throws on bad input. */
 export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliConfig {
-  const config: CliConfig = { ...DEFAULTS, mediaIp: '', help: false };
+  const config: CliConfig = { ...DEFAULTS, mediaIp: '', help: false, heapGrowthPercent: DEFAULT_HEAP_GROWTH_PERCENT };
   for (const flag of FLAGS) {
     const value = env[flag.env];
     if (value !== undefined && value !== '') flag.apply(config, value);

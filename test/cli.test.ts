@@ -149,10 +149,12 @@ describe('tessera-relay command line', () => {
     let text = '';
     help.stdout.on('data', (c: Buffer) => (text += c));
     assert.equal(await exited(help), 0);
-    for (const flag of ['--host', '--port', '--keys', '--max-ttl-room', '--max-ttl-domain', '--media-ip', '--count-interval', 'TESSERA_PORT']) assert.ok(text.includes(flag), flag);
+    for (const flag of ['--host', '--port', '--keys', '--max-ttl-room', '--max-ttl-domain', '--media-ip', '--count-interval', '--heap-growth', 'TESSERA_PORT']) assert.ok(text.includes(flag), flag);
     const bad = spawn(process.execPath, [BIN, '--bogus'], { stdio: 'ignore' });
     assert.equal(await exited(bad), 2);
     const badPort = spawn(process.execPath, [BIN, '--port', 'x'], { stdio: 'ignore' });
     assert.equal(await exited(badPort), 2);
+    const badGrowth = spawn(process.execPath, [BIN, '--heap-growth', '5000'], { stdio: 'ignore' });
+    assert.equal(await exited(badGrowth), 2);
   });
 });
