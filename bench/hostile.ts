@@ -14,7 +14,8 @@
  * Floods (`BENCH_FLOODS` names): history, rooms, board (with shapes), frames, oversize, aimed
  * (with a non-reading member), streams, aimed-stream, preauth, topics, cursors (with churn).
  * Their scale: BENCH_PREAUTH, BENCH_ROOM_OPENERS, BENCH_TOPIC_VIEWERS, BENCH_CURSORS,
- * BENCH_CHURNERS, BENCH_AIMED; BENCH_VIEWERS for the normal room's audience.
+ * BENCH_CHURNERS, BENCH_AIMED; BENCH_VIEWERS for the normal room's audience. The relay runs with
+ * what the `tessera-relay` command sets in V8 (`--heap-growth`); BENCH_HEAP_GROWTH=0 leaves V8's own.
  */
 import type { ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';

@@ -5,7 +5,8 @@
  */
 import { WebSocketServer } from 'ws';
 import { effectiveGrant } from '../src/protocol/grant.ts';
-import { DEFAULT_HEAP_GROWTH_PERCENT, setHeapGrowth } from '../relay/heap-growth.ts';
+import { parseCli } from '../relay/config.ts';
+import { setHeapGrowth } from '../relay/heap-growth.ts';
 import { startRelay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import type { Member } from '../relay/rooms/types.ts';
@@ -24,8 +25,7 @@ function memory() {
 
 if (mode === 'relay') {
   // what the `tessera-relay` command sets (BENCH_HEAP_GROWTH=0 leaves V8's own)
-  const growth = Number(process.env.BENCH_HEAP_GROWTH ?? DEFAULT_HEAP_GROWTH_PERCENT);
-  if (growth > 0) setHeapGrowth(growth);
+  setHeapGrowth(parseCli(process.env.BENCH_HEAP_GROWTH ? ['--heap-growth', process.env.BENCH_HEAP_GROWTH] : [], {}).heapGrowthPercent);
   const relay = await startRelay({
     port: 0,
     keys: new KeyStore({ bench: process.env.BENCH_SECRET! }),

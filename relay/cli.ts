@@ -18,7 +18,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     process.stdout.write(helpText());
     return;
   }
-  if (config.heapGrowthPercent > 0) setHeapGrowth(config.heapGrowthPercent);
+  setHeapGrowth(config.heapGrowthPercent);
   const log = createLogger(config.logLevel);
   const keys = new KeyStore();
   const { keysFile } = config;

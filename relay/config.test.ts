@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { parseCli } from './config.ts';
-import { setHeapGrowth } from './heap-growth.ts';
+import { HEAP_GROWTH_FLAG, setHeapGrowth } from './heap-growth.ts';
 
 describe('relay flags of the media outputs', () => {
   it('--composite reads WIDTHxHEIGHT[@FPS] and derives the bitrate; absurd sizes are refused', () => {
@@ -35,7 +36,8 @@ describe('--heap-growth: the headroom the command gives V8\'s old generation', (
     assert.equal(parseCli([], {}).heapGrowthPercent, 300);
     assert.equal(parseCli(['--heap-growth', '0'], {}).heapGrowthPercent, 0);
     assert.equal(parseCli([], { TESSERA_HEAP_GROWTH: '150' }).heapGrowthPercent, 150);
-    for (const bad of ['-1', '1001', '2.5', 'lots', '']) assert.throws(() => parseCli(['--heap-growth', bad], {}), /--heap-growth/, bad);
+    for (const bad of ['-1', '301', '2.5', 'lots', '']) assert.throws(() => parseCli(['--heap-growth', bad], {}), /--heap-growth/, bad);
+    assert.equal(parseCli([], { TESSERA_HEAP_GROWTH: ' ' }).heapGrowthPercent, 300, 'a blank variable is unset');
   });
 
   it('an empty value of a numeric flag is refused, not read as 0 (--port "" is not a random port)', () => {
@@ -43,7 +45,15 @@ describe('--heap-growth: the headroom the command gives V8\'s old generation', (
     assert.throws(() => parseCli(['--max-frame', ' '], {}), /--max-frame/);
   });
 
-  it('setHeapGrowth refuses what V8 would misread', () => {
-    for (const bad of [-1, 1001, 2.5, Number.NaN]) assert.throws(() => setHeapGrowth(bad), RangeError, String(bad));
+  it('setHeapGrowth refuses what V8 would misread, and keeps an operator\'s own flag', () => {
+    for (const bad of [-1, 301, 2.5, Number.NaN]) assert.throws(() => setHeapGrowth(bad), RangeError, String(bad));
+    assert.equal(setHeapGrowth(0), false, '0 leaves V8 alone');
+    assert.equal(setHeapGrowth(300, ['--heap-growing-percent=50'], ''), false, 'node --heap-growing-percent=50 is kept');
+    assert.equal(setHeapGrowth(300, [], '--max-old-space-size=4096 --heap-growing-percent=50'), false, 'so is NODE_OPTIONS');
+  });
+
+  it('the V8 flag it sets exists in this Node (an unknown flag would only be printed, not refused)', () => {
+    const options = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
+    assert.ok(options.includes(HEAP_GROWTH_FLAG), `${HEAP_GROWTH_FLAG} in node --v8-options`);
   });
 });

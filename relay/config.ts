@@ -333,10 +333,10 @@ const FLAGS: readonly Flag[] = [
   { flag: '--redis', env: 'TESSERA_REDIS', help: 'redis://HOST:PORT: run as a node of a cluster sharing rooms through this Redis (docs/scaling.md); without it every room is in this process', apply: (c, v) => void (c.redis = redisUrl(v)) },
   { flag: '--node-url', env: 'TESSERA_NODE_URL', help: "http(s)://HOST:PORT where the other nodes of a cluster reach this node for the recordings and HLS it writes (default http://<--host, or --media-ip when the host is a wildcard>:<port>)", apply: (c, v) => void (c.nodeUrl = nodeUrl(v)) },
   {
-    flag: '--heap-growth', env: 'TESSERA_HEAP_GROWTH', help: `percent V8's old generation may grow past what a full GC kept before the next one: fewer GC pauses for more memory; 0 leaves V8's own (default ${DEFAULT_HEAP_GROWTH_PERCENT})`,
+    flag: '--heap-growth', env: 'TESSERA_HEAP_GROWTH', help: `percent V8's old generation may grow past what a full GC kept before the next one: fewer GC pauses for more memory; 0 leaves V8's own (default and most ${DEFAULT_HEAP_GROWTH_PERCENT})`,
     apply: (c, v) => {
       const n = integer('--heap-growth', v, 0);
-      if (n > 1000) throw new Error(`--heap-growth must be at most 1000, got "${v}"`);
+      if (n > DEFAULT_HEAP_GROWTH_PERCENT) throw new Error(`--heap-growth must be at most ${DEFAULT_HEAP_GROWTH_PERCENT} (V8's own largest), got "${v}"`);
       c.heapGrowthPercent = n;
     },
   },
@@ -386,7 +386,8 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
   const config: CliConfig = { ...DEFAULTS, mediaIp: '', help: false, heapGrowthPercent: DEFAULT_HEAP_GROWTH_PERCENT };
   for (const flag of FLAGS) {
     const value = env[flag.env];
-    if (value !== undefined && value !== '') flag.apply(config, value);
+    // an empty (or blank) variable is unset, as a shell's `VAR=` means
+    if (value !== undefined && value.trim() !== '') flag.apply(config, value);
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;

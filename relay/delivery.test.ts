@@ -55,6 +55,20 @@ function harness(options: { directMs?: number; writeMs?: number; sliceMs?: numbe
 const frame = (text: string) => Buffer.from(text);
 
 describe('Delivery: a fan-out in slices, in order per connection', () => {
+  it('a turn of the light line writes each of its connections once, at most a light turn\'s bytes', () => {
+    const h = harness({ directMs: 0 });
+    const writes: number[] = [];
+    const counted = new Outbox(h.delivery, (frames) => void writes.push(frames.reduce((n, f) => n + f.bytes, 0)));
+    // light when it got in line (4 KiB), then given 8 KiB more: 12 KiB queued in the light line
+    counted.send(Buffer.alloc(4 * 1024, 0x61), false, true);
+    counted.send(Buffer.alloc(LIGHT_BYTES, 0x62), false, true);
+    assert.equal(h.delivery.backlog, 1);
+    h.delivery.step();
+    assert.deepEqual(writes, [4 * 1024], 'one write of at most a light turn in this turn, not a second one from the same batch');
+    h.delivery.step();
+    assert.deepEqual(writes, [4 * 1024, LIGHT_BYTES], 'the rest in a later turn');
+  });
+
   it('a frame sent to a connection with frames still queued waits behind them, even once writing time is back', () => {
     const h = harness({ directMs: 1, writeMs: 0.3 });
     const boxes = h.outboxes(10);

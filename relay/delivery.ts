@@ -93,7 +93,7 @@ export class Outbox {
   /** Behind what waits here: written in the delivery's turns. */
   queue(frame: OutFrame): void {
     this.frames.push(frame);
-    this.bytes += frame.data.length;
+    this.bytes += frame.bytes;
     this.delivery.schedule(this);
   }
 
@@ -116,8 +116,8 @@ export class Outbox {
     if (!this.waiting) return false;
     let end = this.head;
     let taken = 0;
-    while (end < this.frames.length && (end === this.head || taken + this.frames[end]!.data.length <= maxBytes)) {
-      taken += this.frames[end]!.data.length;
+    while (end < this.frames.length && (end === this.head || taken + this.frames[end]!.bytes <= maxBytes)) {
+      taken += this.frames[end]!.bytes;
       end++;
     }
     const batch = this.frames.slice(this.head, end);
@@ -244,16 +244,17 @@ export class Delivery implements Turn {
     const useLight = both ? this.lightsRun : this.light.length > 0;
     const t0 = both ? this.now() : 0;
     if (useLight) {
-      // a few connections a turn: each is a small write, and the scheduler's own work per turn
-      // would otherwise be a tenth of it
+      // a few connections a turn, each once: a light turn writes a light turn's bytes, and a
+      // connection with more (it was light when it got in line and has since been given a
+      // stroke) gets in line again after this turn, in the heavy line if that is what it is now
+      let more: Outbox[] | null = null;
       for (let n = 0; n < LIGHT_BATCH; n++) {
         const outbox = this.light.shift();
         if (!outbox) break;
         outbox.scheduled = false;
-        // a light turn writes a light turn's bytes: a connection that was light when it got in
-        // line and has since been given a stroke goes on in the heavy line with it
-        if (outbox.flushSome(LIGHT_BYTES)) this.schedule(outbox);
+        if (outbox.flushSome(LIGHT_BYTES)) (more ??= []).push(outbox);
       }
+      if (more) for (const outbox of more) this.schedule(outbox);
     } else {
       const outbox = this.heavy.shift();
       if (outbox) {

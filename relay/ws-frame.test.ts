@@ -98,16 +98,10 @@ describe('frameHeader: frames the relay writes itself', () => {
       const closed = new Promise<number>((resolve) => client.once('close', (code) => resolve(code)));
       client.on('message', (data) => order.push(`message ${String(data)}`));
       client.on('ping', () => order.push('ping'));
-      const write = (text: string) => {
-        const data = Buffer.from(text);
-        socket.cork();
-        socket.write(frameHeader(data, false));
-        socket.write(data);
-        socket.uncork();
-      };
+      // as Connection.write does: a small frame alone in one call, a large one corked
+      const write = (text: string) => writeFrames(socket, [frame(Buffer.from(text), false)]);
       const big = Buffer.alloc(4 * 1024 * 1024, 0x61);
-      socket.write(frameHeader(big, true));
-      socket.write(big);
+      writeFrames(socket, [frame(big, true)]);
       assert.ok(server.bufferedAmount > 0, `ws counts what the relay wrote and the socket holds (${server.bufferedAmount})`);
       write('a');
       server.ping();
@@ -139,7 +133,7 @@ describe('frameHeader: frames the relay writes itself', () => {
     data.fill(0x41);
     const after = frame(data, false);
     assert.deepEqual([...after.whole!], [0x81, 50, ...Buffer.alloc(50, 0x41)]);
-    assert.notEqual(before.whole![2], 0x41, 'what was framed before (a copy still queued) keeps what was sent then');
+    assert.notEqual(before.whole![2], 0x41, 'a small frame framed before (a copy still queued) keeps the bytes sent then');
   });
 
   it('a view whose length changes (over a resizable buffer) is framed with its length now', () => {

@@ -17,6 +17,8 @@ export interface OutFrame {
   readonly header: Buffer;
   /** Its payload. */
   readonly data: Uint8Array;
+  /** The payload's length when it was framed (what an outbox counts while it waits). */
+  readonly bytes: number;
   /**
    * Header and payload in one buffer, for a payload of at most {@link WHOLE_BYTES}: one write
    * and no cork for each copy. Null for a larger one: header and payload are written in turn
@@ -56,7 +58,10 @@ function matches(f: Framed | null, data: Uint8Array, length: number, first: numb
 /**
  * The frame that carries `data`, whole, as a text or binary message: built once for all the
  * copies of a fan-out (the relay's frames are not masked, so every copy is the same bytes). A
- * payload framed as the other kind is framed again.
+ * payload framed as the other kind is framed again. A payload must not change once sent (every
+ * sender builds a fresh buffer): a queued copy of a large one is written from it; the bytes of
+ * a small one are compared anyway, so that a buffer reused for new bytes is never sent with the
+ * old ones.
  */
 export function frame(data: Uint8Array, binary: boolean): OutFrame {
   const first = FIN | (binary ? OPCODE_BINARY : OPCODE_TEXT);
@@ -73,7 +78,7 @@ export function frame(data: Uint8Array, binary: boolean): OutFrame {
     body = whole.subarray(header.length);
   }
   prior = last;
-  last = { frame: { header, data, whole }, length, body };
+  last = { frame: { header, data, bytes: length, whole }, length, body };
   return last.frame;
 }
 

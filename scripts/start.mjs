@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tsImport } from 'tsx/esm/api';
 
 const root = new URL('..', import.meta.url).pathname;
-const relayPort = process.env.TESSERA_PORT ?? '7880';
+const relayPort = process.env.TESSERA_PORT || '7880';
 
 /** A free port now (for PORT=0): the relay must know the token server's address before it starts. */
 function freePort() {
