@@ -147,9 +147,10 @@ export class Outbox {
 
 /**
  * The relay's outbound work, sliced: connections with queued frames wait in line and each
- * turn of the scheduler writes a few small connections' frames or one large one's (each in one batch). The time it takes is
- * the delivery flow's, not the sender's: a speaker's next request does not wait behind its own
- * chat's fan-out, and a fan-out runs between other work instead of in front of it.
+ * turn of the scheduler writes the frames of a few small connections or of one large one (each
+ * connection's in one batch). The time it takes is the delivery flow's, not the sender's: a
+ * speaker's next request does not wait behind its own chat's fan-out, and a fan-out runs
+ * between other work instead of in front of it.
  *
  * Two lines: a connection with little queued (a chat message, an event, an answer) goes ahead of
  * connections with a large backlog (a 36 KB stroke fanned out to a thousand members). Order

@@ -8,6 +8,9 @@ export interface Envelope {
   readonly payload: Buffer | null;
 }
 
+/** A header field that must be a string (another node's message is checked like any input), or null. */
+export const headerString = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
 const SEPARATOR = 0x0a;
 
 /** One message as bytes: the header's JSON, a newline, the payload. */

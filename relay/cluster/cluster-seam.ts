@@ -4,7 +4,7 @@ import type { Verdict } from '../join.ts';
 import { LocalSeam } from '../local-seam.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from '../seam.ts';
 import type { Refusal } from '../token/verify.ts';
-import { ALIVE_MS, type Envelope, type NodeBus } from './bus.ts';
+import { ALIVE_MS, headerString as str, type Envelope, type NodeBus } from './bus.ts';
 import { RemoteLink } from './links.ts';
 import type { ApiCall, Route } from '../api/routes.ts';
 import { ClusterApi } from './cluster-api.ts';
@@ -20,8 +20,6 @@ import { isId } from '../../src/protocol/parse.ts';
 const RESUME_WITHIN_MS = 4000;
 /** How often a node that does not answer yet is asked again whether it lives (ms). */
 const ALIVE_WATCH_MS = 400;
-
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 /** At the home, a member (or lobby joiner) whose connection is on another node. */
 interface Guest {

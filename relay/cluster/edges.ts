@@ -2,11 +2,9 @@ import type { JoinedFrame, WireError } from '../../src/protocol/messages.ts';
 import type { RelayContext } from '../context.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
 import type { LobbyJoiner, MemberConnection, PortMember, RoomPort } from '../seam.ts';
-import type { Envelope, NodeBus } from './bus.ts';
+import { headerString as str, type Envelope, type NodeBus } from './bus.ts';
 import { RemotePort } from './links.ts';
 import { PressureWatch } from './pressure.ts';
-
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 /** At this node, for a room homed elsewhere: one of its connections, by link id. */
 export interface Edge {
