@@ -175,6 +175,47 @@ describe('issue 14: three relay nodes on one Redis', () => {
       await fresh.close();
     }
   });
+  it('a malformed message on the bus (an entry without its verdict, a resume without its frame, a type that is an object) is refused or logged, it never ends the node', async () => {
+    const failures: unknown[] = [];
+    const record = (err: unknown) => void failures.push(err);
+    process.on('unhandledRejection', record);
+    process.on('uncaughtException', record);
+    const publisher = new Redis(redis.url, { lazyConnect: true });
+    const listener = new Redis(redis.url, { lazyConnect: true });
+    try {
+      await Promise.all([publisher.connect(), listener.connect()]);
+      const answers: string[] = [];
+      await listener.subscribe('tessera:node:evil');
+      listener.on('message', (_channel: string, text: string) => void answers.push(text));
+      const channels = (await publisher.pubsub('CHANNELS', 'tessera:node:*')) as string[];
+      assert.ok(channels.length >= 3, `every node listens: ${channels.join(' ')}`);
+      const messages = [
+        { t: 'enter', link: 'x', call: 1 },
+        { t: 'wait', link: 'y', call: 2 },
+        { t: 'resume', link: 'z', call: 3 },
+        { t: 'enter', link: 'w', call: 4, verdict: { project: { toString: 1 }, roomId: 'stage' } },
+        { t: { toString: 1 } },
+        { t: 'api', call: 5 },
+      ];
+      for (const channel of channels.filter((c) => c !== 'tessera:node:evil')) {
+        await publisher.publish(channel, JSON.stringify({ from: 'evil', batch: messages }));
+      }
+      // the entries are answered (refused), so that a node that sent one does not wait for its call to time out
+      const refused = () => answers.reduce((n, a) => n + a.split('"malformed"').length - 1, 0);
+      await until(() => refused() >= 4 * 3, 3000, 'the malformed entries refused');
+      assert.deepEqual(failures, []);
+      // and every node still takes members
+      for (const n of [0, 1, 2]) {
+        const room = await join(n, { token: token({ roomId: 'after-bad-bus', participantId: `m${n}`, grant: {} }) });
+        assert.equal(room.id, 'after-bad-bus');
+      }
+    } finally {
+      process.off('unhandledRejection', record);
+      process.off('uncaughtException', record);
+      publisher.disconnect();
+      listener.disconnect();
+    }
+  });
 });
 
 describe('issue 14: what crosses Redis is paid for where it is read', () => {

@@ -11,6 +11,12 @@ export interface Envelope {
 /** A header field that must be a string (another node's message is checked like any input), or null. */
 export const headerString = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
+/** A header value for a log line: a string as it is, anything else by its type (an object's `toString` may throw). */
+export const headerName = (v: unknown): string => (typeof v === 'string' ? v : typeof v);
+
+/** An error for a log line, whatever was thrown (a thrown object's `toString` may throw too). */
+export const errorText = (err: unknown): string => (err instanceof Error ? (err.stack ?? err.message) : typeof err === 'string' ? err : typeof err);
+
 const SEPARATOR = 0x0a;
 
 /** One message as bytes: the header's JSON, a newline, the payload. */
@@ -219,7 +225,7 @@ export class NodeBus {
     try {
       this.handler(from, envelope);
     } catch (err) {
-      this.log.error('cluster: handling a message failed', { type: String(envelope.header.t), error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      this.log.error('cluster: handling a message failed', { type: headerName(envelope.header.t), error: errorText(err) });
     }
   }
 

@@ -4,7 +4,7 @@ import type { Verdict } from '../join.ts';
 import { LocalSeam } from '../local-seam.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from '../seam.ts';
 import type { Refusal } from '../token/verify.ts';
-import { ALIVE_MS, headerString as str, type Envelope, type NodeBus } from './bus.ts';
+import { ALIVE_MS, errorText, headerName, headerString as str, type Envelope, type NodeBus } from './bus.ts';
 import { RemoteLink } from './links.ts';
 import type { ApiCall, Route } from '../api/routes.ts';
 import { ClusterApi } from './cluster-api.ts';
@@ -14,7 +14,7 @@ import { RoomRecords } from './room-record.ts';
 import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
-import { isId } from '../../src/protocol/parse.ts';
+import { isId, isRecord } from '../../src/protocol/parse.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
@@ -243,13 +243,21 @@ export class ClusterSeam implements RoomSeam {
     return id === null ? undefined : this.guests.get(`${from}\u0000${id}`);
   }
 
+  /**
+   * A message handled asynchronously: a failure is logged, never left to end the process (a
+   * malformed message, from a node of another version, must not end every room of this one).
+   */
+  private later(envelope: Envelope, work: Promise<void>): void {
+    work.catch((err: unknown) => this.relay.log.error('cluster: handling a message failed', { type: headerName(envelope.header.t), error: errorText(err) }));
+  }
+
   /** What members' nodes say to this node as their rooms' home, by type. */
   private readonly hostMessages: Record<string, (from: string, envelope: Envelope) => void> = {
-    enter: (from, envelope) => void this.hostEntry(from, envelope),
-    resume: (from, envelope) => void this.hostEntry(from, envelope),
-    wait: (from, envelope) => void this.hostWait(from, envelope),
-    api: (_from, envelope) => void this.api.serve(envelope),
-    'api-rooms': (_from, envelope) => void this.api.serve(envelope),
+    enter: (from, envelope) => this.later(envelope, this.hostEntry(from, envelope)),
+    resume: (from, envelope) => this.later(envelope, this.hostEntry(from, envelope)),
+    wait: (from, envelope) => this.later(envelope, this.hostWait(from, envelope)),
+    api: (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
+    'api-rooms': (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
     req: (from, { header: h }) => {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return;
@@ -279,7 +287,7 @@ export class ClusterSeam implements RoomSeam {
     if (this.edges.handles(type)) return this.edges.receive(from, envelope);
     const host = typeof type === 'string' && Object.hasOwn(this.hostMessages, type) ? this.hostMessages[type] : undefined;
     if (host) return host(from, envelope);
-    this.relay.log.warn('cluster: unknown message', { type: String(type), from });
+    this.relay.log.warn('cluster: unknown message', { type: headerName(type), from });
   }
 
   /** A guest's connection left its room (or is held, `hold`, for a resume elsewhere). */
@@ -295,15 +303,23 @@ export class ClusterSeam implements RoomSeam {
     return remote;
   }
 
+  /** A message of a shape this version does not know: logged, and answered as refused so that its sender does not wait. */
+  private malformed(from: string, envelope: Envelope): void {
+    this.relay.log.warn('cluster: malformed message', { type: headerName(envelope.header.t), from });
+    this.bus.answer(envelope, { refusal: { code: 'INVALID_ARGUMENT', kind: 'Request', reason: 'malformed', message: 'the cluster message was malformed' } });
+  }
+
   private async hostEntry(from: string, envelope: Envelope): Promise<void> {
     const h = envelope.header;
     const link = str(h.link);
     if (link === null) return;
-    if (h.t === 'enter' && !(await this.homes.stillHere((h.verdict as Verdict).project, (h.verdict as Verdict).roomId))) return this.bus.answer(envelope, { notHome: true });
-    const place = h.t === 'resume' ? ClusterSeam.credentialPlace(str((h.frame as { credential?: unknown } | undefined)?.credential) ?? '') : null;
+    const entry: { verdict: Verdict } | { frame: ResumeFrame } | null = h.t === 'enter' ? (isVerdict(h.verdict) ? { verdict: h.verdict } : null) : isResumeFrame(h.frame) ? { frame: h.frame } : null;
+    if (!entry) return this.malformed(from, envelope);
+    if ('verdict' in entry && !(await this.homes.stillHere(entry.verdict.project, entry.verdict.roomId))) return this.bus.answer(envelope, { notHome: true });
+    const place = 'frame' in entry ? ClusterSeam.credentialPlace(entry.frame.credential) : null;
     if (place) await this.homes.restored(place.project, place.roomId);
     const remote = this.guestLink(from, link);
-    const outcome = h.t === 'enter' ? this.local.enterNow(h.verdict as Verdict, remote) : await this.local.resume(h.frame as ResumeFrame, remote);
+    const outcome = 'verdict' in entry ? this.local.enterNow(entry.verdict, remote) : await this.local.resume(entry.frame, remote);
     if ('code' in outcome) {
       // a room this node gave up (it was judged dead while it stalled): the seat is at the node that restored it
       if (place && outcome.reason === 'resume-unknown' && !this.homes.here(place.project, place.roomId)) {
@@ -331,8 +347,10 @@ export class ClusterSeam implements RoomSeam {
 
   private async hostWait(from: string, envelope: Envelope): Promise<void> {
     const link = str(envelope.header.link);
+    const verdict = envelope.header.verdict;
     if (link === null) return;
-    if (!(await this.homes.stillHere((envelope.header.verdict as Verdict).project, (envelope.header.verdict as Verdict).roomId))) return this.bus.answer(envelope, { notHome: true });
+    if (!isVerdict(verdict)) return this.malformed(from, envelope);
+    if (!(await this.homes.stillHere(verdict.project, verdict.roomId))) return this.bus.answer(envelope, { notHome: true });
     const remote = this.guestLink(from, link);
     const key = `${from}\u0000${link}`;
     let waiting = true;
@@ -353,7 +371,7 @@ export class ClusterSeam implements RoomSeam {
       },
       send: (frame) => remote.send(frame),
     };
-    const place = await this.local.wait(envelope.header.verdict as Verdict, joiner);
+    const place = await this.local.wait(verdict, joiner);
     if ('code' in place) return this.bus.answer(envelope, { refusal: place });
     this.guests.set(key, { link: remote, place });
     this.bus.answer(envelope, { ok: true });
@@ -437,6 +455,30 @@ export class ClusterSeam implements RoomSeam {
     this.edges.stop();
     await this.homes.releaseAll();
   }
+}
+
+/**
+ * Whether a node's entry carries a verdict of this version's shape. The member's node judged the
+ * token; a cluster trusts its nodes, but a message of another version (or a corrupted one) is
+ * refused, not followed into a crash.
+ */
+function isVerdict(v: unknown): v is Verdict {
+  return (
+    isRecord(v) &&
+    isRecord(v.frame) &&
+    isRecord(v.claims) &&
+    isRecord(v.claims.grant) &&
+    typeof v.project === 'string' &&
+    typeof v.roomId === 'string' &&
+    typeof v.tokenKey === 'string' &&
+    typeof v.pinned === 'boolean' &&
+    typeof v.ask === 'boolean' &&
+    (v.opener === 'room' || v.opener === 'domain')
+  );
+}
+
+function isResumeFrame(v: unknown): v is ResumeFrame {
+  return isRecord(v) && typeof v.v === 'number' && typeof v.credential === 'string';
 }
 
 function memberOf(port: RoomPort): PortMember {
