@@ -66,7 +66,7 @@ if (mode === 'relay') {
       const room = relay.context.rooms.getOrCreate('default', msg.room!, 'room');
       const grant = effectiveGrant({ canSubscribe: true });
       for (let i = 0; i < msg.count!; i++) {
-        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenKey: '', apiKey: 'bench', project: 'default', link: noop, fanout: new FanoutBudget({ fanoutByteRate: 1e9, fanoutByteBurst: 1e9, broadcastByteRate: 1e9, broadcastByteBurst: 1e9 }) };
+        const member: Member = { id: `sim-${i}`, name: `sim-${i}`, tier: 'viewer', joinedAt: Date.now(), grant, pinned: false, tokenExp: Infinity, tokenKey: '', apiKey: 'bench', project: 'default', domainWide: false, link: noop, fanout: new FanoutBudget({ fanoutByteRate: 1e9, fanoutByteBurst: 1e9, broadcastByteRate: 1e9, broadcastByteBurst: 1e9 }) };
         room.add(member);
       }
       send({ id: msg.id, done: true });

@@ -39,6 +39,20 @@ export class Budget {
   }
 }
 
+/**
+ * What the members of one project's domain-wide tokens (and the rooms such tokens opened) may
+ * hold, inside the relay-wide ceilings: a leaked audience token fills its own project's part,
+ * never the pools every project's rooms draw from.
+ */
+export interface DomainBudgets {
+  /** Bytes of history of the rooms that domain-wide tokens opened. */
+  readonly history: Budget;
+  /** Topic subscriptions of members that joined with a domain-wide token. */
+  readonly subscriptions: Budget;
+  /** Joiners with a domain-wide token waiting in lobbies. */
+  readonly lobby: Budget;
+}
+
 /** The relay-wide ceilings, shared by every room. */
 export interface RelayBudgets {
   /** Bytes of persisted pubsub history. */
@@ -51,14 +65,44 @@ export interface RelayBudgets {
   readonly lobby: Budget;
   /** Bytes of inbound frames held back by frame budgets. */
   readonly held: Budget;
+  /** The part of `project`'s domain-wide tokens (made on first use; projects are the keys file's, few). */
+  domain(project: string): DomainBudgets;
 }
 
-export function relayBudgets(config: { historyBytesTotal: number; whiteboardBytesTotal: number; maxSubscriptionsTotal: number; maxLobbyTotal: number; maxHeldTotal: number }): RelayBudgets {
+/** The limits of {@link relayBudgets}: the relay's configuration has them. */
+export interface BudgetLimits {
+  historyBytesTotal: number;
+  whiteboardBytesTotal: number;
+  maxSubscriptionsTotal: number;
+  maxLobbyTotal: number;
+  maxHeldTotal: number;
+  domainHistoryBytes: number;
+  domainSubscriptions: number;
+  domainLobby: number;
+}
+
+export function relayBudgets(config: BudgetLimits): RelayBudgets {
+  const history = new Budget(config.historyBytesTotal);
+  const subscriptions = new Budget(config.maxSubscriptionsTotal);
+  const lobby = new Budget(config.maxLobbyTotal);
+  const domains = new Map<string, DomainBudgets>();
   return {
     held: new Budget(config.maxHeldTotal),
-    history: new Budget(config.historyBytesTotal),
+    history,
     whiteboard: new Budget(config.whiteboardBytesTotal),
-    subscriptions: new Budget(config.maxSubscriptionsTotal),
-    lobby: new Budget(config.maxLobbyTotal),
+    subscriptions,
+    lobby,
+    domain(project) {
+      let part = domains.get(project);
+      if (!part) {
+        part = {
+          history: new Budget(config.domainHistoryBytes, history),
+          subscriptions: new Budget(config.domainSubscriptions, subscriptions),
+          lobby: new Budget(config.domainLobby, lobby),
+        };
+        domains.set(project, part);
+      }
+      return part;
+    },
   };
 }

@@ -16,6 +16,8 @@ export interface RelayConfig {
   countIntervalMs: number;
   /** How long a connection may take to send its join frame. */
   joinTimeoutMs: number;
+  /** How long a plain HTTP socket may make no progress (send nothing, read nothing) before it is closed. */
+  httpIdleMs: number;
   /** Largest frame accepted before the join is authenticated. */
   maxJoinFrameBytes: number;
   /** Largest frame accepted after the join. */
@@ -140,6 +142,12 @@ export interface RelayConfig {
   lobbyCooldownSec: number;
   /** Rooms of one project that domain-wide tokens may open (room-scoped tokens have the rest). */
   maxDomainRoomsPerProject: number;
+  /** Bytes of history all rooms opened by one project's domain-wide tokens keep together. */
+  domainHistoryBytes: number;
+  /** Topic subscriptions all members of one project's domain-wide tokens hold together. */
+  domainSubscriptions: number;
+  /** Joiners with one project's domain-wide tokens all lobbies hold together. */
+  domainLobby: number;
   /** Largest `exp - now` of a server-API token (`admin: true`), seconds. */
   maxTtlAdmin: number;
   /** Server-API requests one API key may make per second (twice that in a burst). */
@@ -158,6 +166,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   maxTtlDomain: 3600,
   countIntervalMs: 500,
   joinTimeoutMs: 10_000,
+  httpIdleMs: 30_000,
   maxJoinFrameBytes: 16 * 1024,
   maxFrameBytes: 256 * 1024,
   heartbeatMs: 15_000,
@@ -214,6 +223,9 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   maxLobbyTtl: 3600,
   lobbyCooldownSec: 30,
   maxDomainRoomsPerProject: 100,
+  domainHistoryBytes: 64 * 1024 * 1024,
+  domainSubscriptions: 100_000,
+  domainLobby: 1_000,
   maxTtlAdmin: 600,
   apiRate: 20,
   allowPrivateWebhooks: false,
@@ -366,6 +378,9 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-lobby-total', env: 'TESSERA_MAX_LOBBY_TOTAL', help: `joiners all lobbies hold (default ${DEFAULTS.maxLobbyTotal})`, apply: (c, v) => void (c.maxLobbyTotal = integer('--max-lobby-total', v, 1)) },
   { flag: '--max-lobby-ttl', env: 'TESSERA_MAX_LOBBY_TTL', help: `longest lobby wait, seconds; larger ttls are clamped (default ${DEFAULTS.maxLobbyTtl})`, apply: (c, v) => void (c.maxLobbyTtl = Math.min(MAX_TIMER_SECONDS, integer('--max-lobby-ttl', v, 1))) },
   { flag: '--lobby-cooldown', env: 'TESSERA_LOBBY_COOLDOWN', help: `seconds a denied joiner waits before asking again (default ${DEFAULTS.lobbyCooldownSec})`, apply: (c, v) => void (c.lobbyCooldownSec = integer('--lobby-cooldown', v, 0)) },
+  { flag: '--domain-history-bytes', env: 'TESSERA_DOMAIN_HISTORY_BYTES', help: `bytes of history in all rooms one project's domain-wide tokens opened (default ${DEFAULTS.domainHistoryBytes})`, apply: (c, v) => void (c.domainHistoryBytes = integer('--domain-history-bytes', v, 0)) },
+  { flag: '--domain-subscriptions', env: 'TESSERA_DOMAIN_SUBSCRIPTIONS', help: `topic subscriptions of all members of one project's domain-wide tokens (default ${DEFAULTS.domainSubscriptions})`, apply: (c, v) => void (c.domainSubscriptions = integer('--domain-subscriptions', v, 1)) },
+  { flag: '--domain-lobby', env: 'TESSERA_DOMAIN_LOBBY', help: `joiners with one project's domain-wide tokens in all lobbies (default ${DEFAULTS.domainLobby})`, apply: (c, v) => void (c.domainLobby = integer('--domain-lobby', v, 1)) },
   { flag: '--max-domain-rooms', env: 'TESSERA_MAX_DOMAIN_ROOMS', help: `rooms per project that domain-wide tokens may open (default ${DEFAULTS.maxDomainRoomsPerProject})`, apply: (c, v) => void (c.maxDomainRoomsPerProject = integer('--max-domain-rooms', v, 0)) },
   { flag: '--max-ttl-admin', env: 'TESSERA_MAX_TTL_ADMIN', help: `largest exp-now of a server-API token, seconds (default ${DEFAULTS.maxTtlAdmin})`, apply: (c, v) => void (c.maxTtlAdmin = Math.min(3600, integer('--max-ttl-admin', v, 1))) },
   { flag: '--api-rate', env: 'TESSERA_API_RATE', help: `server-API requests per second per API key, twice that in a burst (default ${DEFAULTS.apiRate})`, apply: (c, v) => void (c.apiRate = integer('--api-rate', v, 1)) },

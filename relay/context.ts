@@ -80,6 +80,21 @@ export function spend(scope: RequestScope): void {
   }
 }
 
+/** What a room-wide event of a request is counted as (bytes per copy): a mute, a cleared board, an output's state. */
+export const BROADCAST_EVENT_BYTES = 256;
+
+/**
+ * A request every member of the room is told of (a mute, a cleared board, an output started):
+ * a message of the member's budget, and `copies` events to each member charged to its fan-out
+ * budget like a publish, refused while that budget is in debt. Without it, a toggle sent at the
+ * frame rate would make the relay write hundreds of thousands of frames a second.
+ */
+export function spendBroadcast(scope: RequestScope, copies = 1): void {
+  if (!scope.member.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
+  spend(scope);
+  scope.member.fanout.spend(BROADCAST_EVENT_BYTES * copies, scope.room.size);
+}
+
 /** Spend `n` bytes of the member's data-byte budget (and a message): over it, `RATE_LIMITED`. */
 export function spendBytes(scope: RequestScope, n: number): void {
   spend(scope);

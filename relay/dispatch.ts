@@ -19,6 +19,11 @@ export interface Answerer {
  * caller's answer; anything else is a fault of the relay, answered `INTERNAL_ERROR` and logged.
  */
 export async function dispatch(base: Omit<RequestScope, 'after'>, request: RequestFrame, out: Answerer): Promise<void> {
+  // frames read in the same turn as a `room.end` (before the members' sockets close) would act on
+  // a room whose budgets were given back and whose outputs were stopped: nothing may run in it
+  if (base.room.ended) {
+    return out.send({ type: 'response', id: request.id, error: { code: 'ROOM_ENDED', kind: 'State', message: 'the room has ended', reason: 'room-ended' } });
+  }
   // between `session.leave` (or a removal) and the socket's close, the member is no longer in its room
   if (base.room.get(base.member.id) !== base.member) {
     return out.send({ type: 'response', id: request.id, error: { code: 'NOT_CONNECTED', kind: 'State', message: 'this session has left the room', reason: 'left' } });

@@ -133,6 +133,7 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     tokenKey: verdict.tokenKey,
     apiKey: claims.iss,
     project,
+    domainWide: verdict.opener === 'domain',
     link,
     fanout: new FanoutBudget(relay.config),
   };

@@ -1,4 +1,5 @@
 import { wireError } from '../src/protocol/codes.ts';
+import type { Budget } from './budget.ts';
 import type { RelayContext } from './context.ts';
 import { capacity, identityRefusal, type Verdict } from './join.ts';
 import type { Waiting } from './rooms/lobby.ts';
@@ -24,6 +25,11 @@ export function admissionRefusal(relay: RelayContext, verdict: Verdict): Refusal
   return null;
 }
 
+/** The count of waiting joiners a joiner is charged to: a domain-wide token's is its project's part of the relay's. */
+function lobbyPool(relay: RelayContext, verdict: Verdict): Budget {
+  return verdict.opener === 'domain' ? relay.budgets.domain(verdict.project).lobby : relay.budgets.lobby;
+}
+
 /** Why this joiner may not wait in the room's lobby now, if it may not. */
 function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefined): Refusal | null {
   const { config } = relay;
@@ -39,7 +45,7 @@ function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefi
     return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-in-use', message: 'this participantId is already in the room or its lobby and the token does not pin it' };
   }
   if (again) return null; // a pinned identity asking again replaces its own request
-  if ((room?.lobby.size ?? 0) >= config.maxLobbyPerRoom || !relay.budgets.lobby.fits(1)) {
+  if ((room?.lobby.size ?? 0) >= config.maxLobbyPerRoom || !lobbyPool(relay, verdict).fits(1)) {
     return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
   }
   return capacity(relay, verdict);
@@ -83,7 +89,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       relay.rooms.release(room);
     },
   };
-  if (!room.lobby.hold(waiting, ttl)) return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
+  if (!room.lobby.hold(waiting, ttl, lobbyPool(relay, verdict))) return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
   relay.log.info('lobby: waiting', { participant: id, room: roomId, project, ttl });
   joiner.send({ type: 'lobby', requestedAt, ttl });
   return {

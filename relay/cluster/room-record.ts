@@ -78,6 +78,8 @@ interface StoredMember {
   tokenExp: number;
   tokenKey: string;
   apiKey: string;
+  /** Absent in records of earlier versions (counted as room-scoped). */
+  domainWide?: boolean;
   position: number;
   credential: string;
 }
@@ -166,8 +168,8 @@ export class RoomRecords implements RoomObserver {
   issued(member: Member, room: Room, credential: string): void {
     const position = room.position(member.id);
     if (position === undefined) return;
-    const { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey } = member;
-    const stored: StoredMember = { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey, position, credential };
+    const { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey, domainWide } = member;
+    const stored: StoredMember = { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey, domainWide, position, credential };
     this.queue(room, `m:${id}`, JSON.stringify(stored));
   }
 
@@ -365,6 +367,7 @@ function addMembers(relay: RelayContext, project: string, room: Room, stored: St
       tokenKey: s.tokenKey,
       apiKey: s.apiKey,
       project,
+      domainWide: s.domainWide === true,
       link: new AwayLink(() => undefined),
       fanout: new FanoutBudget(relay.config),
     };

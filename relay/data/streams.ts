@@ -47,6 +47,7 @@ const serialise = (frame: ServerFrame) => Buffer.from(JSON.stringify(frame));
 export class StreamBoard {
   private readonly streams = new Map<number, OpenStream>();
   private nextId = 1;
+  private disposed = false;
 
   constructor(
     private readonly limits: StreamLimits,
@@ -56,6 +57,7 @@ export class StreamBoard {
   ) {}
 
   open(sender: Member, params: StreamOpenParams): { streamId: number; chunkBytes: number; window: number } {
+    if (this.disposed) throw new RelayError('ROOM_ENDED', 'the room has ended', 'room-ended');
     if (!sender.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
     if (params.size > this.limits.maxStreamBytes) {
       throw new RelayError('PAYLOAD_TOO_LARGE', `a data stream may carry at most ${this.limits.maxStreamBytes} bytes`, 'stream-too-large');
@@ -74,6 +76,8 @@ export class StreamBoard {
     const info: StreamInfo = { ...meta, streamId: id, from: sender.id, timestamp: Date.now() };
     const data = serialise({ type: 'event', name: 'stream.open', data: info });
     for (const m of recipients) m.link.sendRaw(data);
+    // the announcement is a fan-out like any other (a name and a type of 256 characters each, to a thousand members)
+    sender.fanout.spend(data.length, recipients.size);
     if (!params.to) this.timeline.emit({ type: 'stream', from: sender.id, size: params.size, kind: params.kind, ...(params.name ? { name: params.name } : {}), ...(params.topic ? { topic: params.topic } : {}) });
     return { streamId: id, chunkBytes: this.limits.streamChunkBytes, window: this.limits.streamWindow };
   }
@@ -173,6 +177,7 @@ export class StreamBoard {
     this.forget(stream);
     const data = serialise({ type: 'event', name: 'stream.end', data: { streamId } });
     for (const m of stream.recipients) m.link.sendRaw(data);
+    sender.fanout.spend(data.length, stream.recipients.size);
   }
 
   /** A member left: its streams end in an error for their recipients; it receives no more. */
@@ -191,6 +196,7 @@ export class StreamBoard {
     this.forget(stream);
     const data = serialise({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
     for (const m of stream.recipients) m.link.sendRaw(data);
+    stream.sender.fanout.spend(data.length, stream.recipients.size);
     if (tellSender) stream.sender.link.sendRaw(data);
   }
 
@@ -201,6 +207,7 @@ export class StreamBoard {
   }
 
   dispose(): void {
+    this.disposed = true;
     for (const stream of this.streams.values()) if (stream.ackTimer) clearTimeout(stream.ackTimer);
     this.streams.clear();
   }

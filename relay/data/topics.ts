@@ -15,10 +15,15 @@ export interface TopicLimits {
   maxSubscriptions: number;
 }
 
-/** What the topics of a room charge: its history bytes (nested in the relay's) and the relay's subscriptions. */
+/**
+ * What the topics of a room charge: its history bytes (nested in the relay's, or in its project's
+ * part when a domain-wide token opened the room) and subscriptions, the relay's or, for a member
+ * of a domain-wide token, its project's part of them.
+ */
 export interface TopicBudgets {
   history: Budget;
   subscriptions: Budget;
+  domainSubscriptions: Budget;
 }
 
 /** A kept message as it is written down elsewhere (a cluster's room record), and read back. */
@@ -77,6 +82,9 @@ interface Topic {
  * once and the same bytes go to every recipient, as optional traffic (a member not keeping up
  * misses it rather than being cut).
  */
+/** `{"messages":[]}` around a history answer's messages (each adds its length and a comma). */
+const HISTORY_WRAPPER_BYTES = 14;
+
 export class TopicBoard {
   private readonly topics = new Map<string, Topic>();
   private readonly byMember = new Map<Member, Set<string>>();
@@ -86,6 +94,7 @@ export class TopicBoard {
   private topicsWithHistory = 0;
   private seq = 0;
   private keptSeq = 0;
+  private disposed = false;
 
   constructor(
     private readonly limits: TopicLimits,
@@ -103,12 +112,13 @@ export class TopicBoard {
   }
 
   subscribe(member: Member, name: string): void {
+    this.live();
     const mine = this.byMember.get(member) ?? new Set<string>();
     if (mine.has(name)) return;
     if (mine.size >= this.limits.maxSubscriptions) {
       throw new RelayError('RATE_LIMITED', `at most ${this.limits.maxSubscriptions} subscriptions per participant`, 'too-many-subscriptions');
     }
-    if (!this.budgets.subscriptions.take(1)) throw new RelayError('RATE_LIMITED', 'the relay holds all the subscriptions it can: try again later', 'subscriptions-full');
+    if (!this.pool(member).take(1)) throw new RelayError('RATE_LIMITED', 'the relay holds all the subscriptions it can: try again later', 'subscriptions-full');
     let topic = this.topics.get(name);
     if (!topic) {
       topic = { subscribers: new Set(), history: [] };
@@ -123,7 +133,7 @@ export class TopicBoard {
     const mine = this.byMember.get(member);
     if (!mine?.delete(name)) return;
     if (mine.size === 0) this.byMember.delete(member);
-    this.budgets.subscriptions.give(1);
+    this.pool(member).give(1);
     const topic = this.topics.get(name);
     topic?.subscribers.delete(member);
     if (topic) this.forgetIfEmpty(name, topic);
@@ -147,6 +157,7 @@ export class TopicBoard {
     /** `payload` as JSON, when the caller has it already (it was measured): not encoded twice. */
     payloadJson: string = JSON.stringify(payload),
   ): { message: PubSubMessage; recipients: number } {
+    this.live();
     if (!from.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
     const { frame: data, json } = eventFrameOfJson('pubsub.message', messageJson(message, payloadJson));
@@ -271,22 +282,41 @@ export class TopicBoard {
   /**
    * The last `limit` persisted messages `reader` may see, oldest first, as the JSON of a
    * `pubsub.history` result: `{"messages":[...]}` spliced from the kept bytes, never re-encoded.
+   * The newest that fit in `maxBytes` (the reader's byte burst: a larger answer could never be
+   * paid for); `pay` is charged the answer's size before it is built, so a refused request
+   * costs a walk over the lengths, not a copy of megabytes.
    */
-  history(reader: Member, name: string, limit: number): Buffer {
+  history(reader: Member, name: string, limit: number, maxBytes: number, pay: (bytes: number) => void): Buffer {
     const stored = this.topics.get(name)?.history ?? [];
     const mayReadTargeted = reader.pinned || !this.reserved(reader.id);
     const out: Buffer[] = [];
+    let bytes = HISTORY_WRAPPER_BYTES;
     for (let i = stored.length - 1; i >= 0 && out.length < limit; i--) {
       const s = stored[i]!;
-      if (!s.to || s.from === reader.id || (mayReadTargeted && s.to.has(reader.id))) out.push(s.json);
+      if (s.to && s.from !== reader.id && !(mayReadTargeted && s.to.has(reader.id))) continue;
+      if (bytes + s.json.length + 1 > maxBytes) break;
+      bytes += s.json.length + 1;
+      out.push(s.json);
     }
+    pay(bytes);
     return objectOfArray('messages', out.reverse());
+  }
+
+  /** Where a member's subscriptions are counted. */
+  private pool(member: Member): Budget {
+    return member.domainWide ? this.budgets.domainSubscriptions : this.budgets.subscriptions;
+  }
+
+  /** Refuse what would be kept in a room that is gone (its budgets were given back). */
+  private live(): void {
+    if (this.disposed) throw new RelayError('ROOM_ENDED', 'the room has ended', 'room-ended');
   }
 
   /** The room is gone: give its history back to the relay's budget. */
   dispose(): void {
+    this.disposed = true;
     this.budgets.history.give(this.budgets.history.inUse);
-    for (const names of this.byMember.values()) this.budgets.subscriptions.give(names.size);
+    for (const [member, names] of this.byMember) this.pool(member).give(names.size);
     this.byMember.clear();
     this.topics.clear();
     this.order = [];

@@ -1,6 +1,6 @@
 import { OUTPUT_FLAGS } from '../../src/protocol/control.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { requireFlag, Serialized, spendBytes, type RequestScope } from '../context.ts';
+import { requireFlag, Serialized, spendBroadcast, spendBytes, type RequestScope } from '../context.ts';
 import { RelayError } from '../errors.ts';
 import { WhiteboardProvider } from '../outputs/whiteboard.ts';
 
@@ -26,11 +26,14 @@ export function requestUnpublish(scope: RequestScope, params: Params<'participan
 
 export function startOutput(scope: RequestScope, params: Params<'output.start'>): Promise<Result<'output.start'>> {
   requireFlag(scope.member, OUTPUT_FLAGS[params.output], `starting ${params.output}`);
+  // `starting`, then `active` (or `failed`), to every member
+  spendBroadcast(scope, 2);
   return scope.room.outputs.start(params.output, scope.member.id, params.options);
 }
 
 export function stopOutput(scope: RequestScope, params: Params<'output.stop'>): Promise<Result<'output.stop'>> {
   requireFlag(scope.member, OUTPUT_FLAGS[params.output], `stopping ${params.output}`);
+  spendBroadcast(scope, 2);
   return scope.room.outputs.stop(params.output, scope.member.id);
 }
 
@@ -54,7 +57,9 @@ export function draw(scope: RequestScope, params: Params<'whiteboard.draw'>): Re
 
 export function clearBoard(scope: RequestScope): Result<'whiteboard.clear'> {
   requireFlag(scope.member, 'canWhiteboard', 'clearing the whiteboard');
-  board(scope).clear(scope.member.id);
+  const provider = board(scope);
+  spendBroadcast(scope);
+  provider.clear(scope.member.id);
   return {};
 }
 

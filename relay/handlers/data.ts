@@ -44,13 +44,18 @@ export function unsubscribe(scope: RequestScope, params: Params<'pubsub.unsubscr
   return {};
 }
 
-/** The answer is charged to the reader's byte budget: a few megabytes of history is not free to ask for in a loop. */
+/**
+ * The answer is charged to the reader's byte budget before it is built: a few megabytes of
+ * history is not free to ask for in a loop. It holds the newest messages that fit in the byte
+ * burst (a larger answer could never be paid for).
+ */
 export function history(scope: RequestScope, params: Params<'pubsub.history'>): Serialized<Result<'pubsub.history'>> {
   requireFlag(scope.member, 'canSubscribeData', 'reading data history');
   checkTopic(scope.relay, params.topic);
-  const json = scope.room.topics.history(scope.member, params.topic, params.limit ?? scope.relay.config.historySize);
-  spendBytes(scope, json.length);
-  return new Serialized(json);
+  const { historySize, dataByteBurst, maxPayloadBytes } = scope.relay.config;
+  // the byte budget's burst (see LocalPort)
+  const burst = Math.max(dataByteBurst, maxPayloadBytes);
+  return new Serialized(scope.room.topics.history(scope.member, params.topic, params.limit ?? historySize, burst, (bytes) => spendBytes(scope, bytes)));
 }
 
 export function openStream(scope: RequestScope, params: Params<'stream.open'>): Result<'stream.open'> {

@@ -1,5 +1,5 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { requireFlag, spend, type RequestScope } from '../context.ts';
+import { requireFlag, spend, spendBroadcast, type RequestScope } from '../context.ts';
 import { RelayError } from '../errors.ts';
 
 export async function publish(scope: RequestScope, params: Params<'media.publish'>): Promise<Result<'media.publish'>> {
@@ -9,17 +9,19 @@ export async function publish(scope: RequestScope, params: Params<'media.publish
     throw new RelayError('INVALID_PERMISSIONS', `the token does not allow publishing ${params.source} (canPublishSources)`, 'source-not-allowed');
   }
   if (member.tier === 'viewer') throw new RelayError('INVALID_ARGUMENT', 'audience members are not on stage and do not publish', 'viewer-cannot-publish');
-  // a negotiation costs the relay a peer connection and an SDP parse: it spends the message budget
-  spend(scope);
+  // a negotiation costs the relay a peer connection and an SDP parse, and the track is announced to the room
+  spendBroadcast(scope);
   return { sdp: await room.media.publish(member, params.source, params.kind, params.sdp, params.layers) };
 }
 
 export function unpublish(scope: RequestScope, params: Params<'media.unpublish'>): Result<'media.unpublish'> {
+  spendBroadcast(scope);
   scope.room.media.unpublish(scope.member, params.source);
   return {};
 }
 
 export function mute(scope: RequestScope, params: Params<'media.mute'>): Result<'media.mute'> {
+  spendBroadcast(scope);
   scope.room.media.mute(scope.member, params.source, params.muted);
   return {};
 }
@@ -49,6 +51,7 @@ export function forceUnpublish(scope: RequestScope, params: Params<'media.force-
   requireFlag(scope.member, 'canModerate', 'stopping a participant\'s media');
   const target = scope.room.get(params.participantId);
   if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`, 'unknown-participant');
+  spendBroadcast(scope);
   scope.room.media.forceUnpublish(target, params.source, scope.member.id);
   return {};
 }

@@ -5,7 +5,7 @@ import type { TrackKind } from '../../src/protocol/media.ts';
 import type { ServerFrame } from '../../src/protocol/messages.ts';
 import type { LogFields, Logger } from '../log.ts';
 import type { Member } from '../rooms/types.ts';
-import { MediaBoard } from './board.ts';
+import { MAX_SUBSCRIPTIONS, MediaBoard } from './board.ts';
 import { PublishFailure, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource } from './engine.ts';
 
 /**
@@ -220,5 +220,31 @@ describe('media board: concurrent publications (issue 16)', () => {
     await assert.rejects(again, { code: 'NOT_FOUND' });
     assert.ok(engine.subscribes.every((s) => s.transport.closed));
     assert.equal(board.stats().subscriptions, 0);
+  });
+
+  it('subscriptions still negotiating count against the cap: concurrent requests cannot hold more transports than it', async () => {
+    const { engine, board } = setup();
+    const a = member('a');
+    const b = member('b');
+    const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
+    await tick();
+    engine.publishes[0]!.release();
+    await cam;
+    engine.publishes[0]!.transport.connect();
+    await tick();
+    const asked = Array.from({ length: MAX_SUBSCRIPTIONS * 2 }, () => board.subscribe(b, a, 'camera').then(() => 'ok', (err: { reason?: string }) => err.reason ?? 'error'));
+    await tick();
+    assert.equal(engine.subscribes.length, MAX_SUBSCRIPTIONS, 'the engine was asked for no more transports than the cap');
+    for (const s of engine.subscribes) s.release();
+    const outcomes = await Promise.all(asked);
+    assert.equal(outcomes.filter((o) => o === 'ok').length, MAX_SUBSCRIPTIONS);
+    assert.equal(outcomes.filter((o) => o === 'too-many-subscriptions').length, MAX_SUBSCRIPTIONS);
+    assert.equal(board.stats().subscriptions, MAX_SUBSCRIPTIONS);
+    // a failed negotiation gives its place back
+    board.memberLeft(b);
+    const again = board.subscribe(b, a, 'camera');
+    await tick();
+    engine.subscribes.at(-1)!.release();
+    assert.ok((await again).subscriptionId);
   });
 });

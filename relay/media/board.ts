@@ -93,6 +93,8 @@ export class MediaBoard {
   private readonly subscriptions = new Map<string, Subscription>();
   /** The same subscriptions by subscriber: a leave costs its own subscriptions, not the room's. */
   private readonly bySubscriber = new Map<Member, Set<Subscription>>();
+  /** Subscriptions of each member waiting for the engine (counted against the cap). */
+  private readonly subscribing = new Map<Member, number>();
   /** Publications whose transport is being made, by member and source. */
   private readonly negotiating = new Map<Member, Map<Source, Negotiation>>();
   /**
@@ -204,14 +206,23 @@ export class MediaBoard {
     const p = publisher && this.published.get(publisher)?.get(source);
     if (!p || !p.track) throw new RelayError('NOT_FOUND', `no ${source} of "${publisher?.id ?? '?'}" to subscribe to`, 'not-published');
     if (publisher === subscriber) throw new RelayError('INVALID_ARGUMENT', 'you cannot subscribe to your own track', 'self');
-    const mine = this.bySubscriber.get(subscriber) ?? new Set<Subscription>();
-    if (mine.size >= MAX_SUBSCRIPTIONS) throw new RelayError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions at once`, 'too-many-subscriptions');
+    // subscriptions still negotiating count too: concurrent requests must not pass the cap during the engine's await
+    const pending = this.subscribing.get(subscriber) ?? 0;
+    if ((this.bySubscriber.get(subscriber)?.size ?? 0) + pending >= MAX_SUBSCRIPTIONS) throw new RelayError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions at once`, 'too-many-subscriptions');
     const generation = this.generation.get(subscriber) ?? 0;
-    const transport = await this.engineOrFail()
-      .subscribe(p.kind)
-      .catch((err: Error) => {
-        throw err instanceof TransportsFull ? full(err) : err;
-      });
+    this.subscribing.set(subscriber, pending + 1);
+    let transport: SubscribeTransport;
+    try {
+      transport = await this.engineOrFail()
+        .subscribe(p.kind)
+        .catch((err: Error) => {
+          throw err instanceof TransportsFull ? full(err) : err;
+        });
+    } finally {
+      const left = (this.subscribing.get(subscriber) ?? 1) - 1;
+      if (left > 0) this.subscribing.set(subscriber, left);
+      else this.subscribing.delete(subscriber);
+    }
     // the engine's await is a window: the publication may have ended, the subscriber left
     const track = p.track;
     if (this.published.get(p.member)?.get(source) !== p || (this.generation.get(subscriber) ?? 0) !== generation) {

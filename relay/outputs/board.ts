@@ -83,6 +83,7 @@ export class OutputBoard {
   /** How each active output was started: what it is started with again elsewhere. */
   private readonly startedWith = new Map<OutputName, { by: string; options: unknown }>();
   private readonly running = new Map<OutputName, Running>();
+  private disposed = false;
   /** Ends the start in progress of an output with an error (its stop, or its deadline). */
   private readonly cancels = new Map<OutputName, (error: RelayError) => void>();
   private readonly startTimeoutMs: number;
@@ -114,6 +115,8 @@ export class OutputBoard {
   }
 
   async start<O extends OutputName>(output: O, by: string, options: OutputOptions[O] | undefined): Promise<OutputStatus<O>> {
+    // a provider started after the room's end would run (an encoder) with nothing left to stop it
+    if (this.disposed) throw new RelayError('ROOM_ENDED', 'the room has ended', 'room-ended');
     const { state } = this.status[output];
     if (state !== 'stopped' && state !== 'failed') {
       throw new RelayError('INVALID_STATE', `${output} is already ${state}`, 'output-already-active');
@@ -179,6 +182,7 @@ export class OutputBoard {
 
   /** Stop everything (the room is gone); no member is told, nobody is left, only `changed` hears of each stop. */
   async dispose(): Promise<void> {
+    this.disposed = true;
     const running = [...this.running];
     this.running.clear();
     for (const cancel of this.cancels.values()) cancel(new RelayError('INVALID_STATE', 'the room ended', 'output-stopped'));

@@ -13,6 +13,8 @@ export interface Waiting {
 
 interface Held extends Waiting {
   timer: ReturnType<typeof setTimeout>;
+  /** The count of waiting joiners it was charged to. */
+  pool: Budget;
 }
 
 /**
@@ -23,13 +25,9 @@ interface Held extends Waiting {
 export class Lobby {
   private readonly held = new Map<string, Held>();
 
-  /**
-   * @param toModerators sends a frame to the room's moderators
-   * @param budget the relay-wide count of waiting joiners, charged one per held joiner
-   */
+  /** @param toModerators sends a frame to the room's moderators */
   constructor(
     private readonly toModerators: (frame: ServerFrame) => void,
-    private readonly budget: Budget,
     /** Told of each new request, after the moderators. */
     private readonly requested: (request: LobbyRequest) => void = () => {},
   ) {}
@@ -46,16 +44,19 @@ export class Lobby {
     return [...this.held.values()].map((h) => h.request);
   }
 
-  /** Hold a joiner for at most `ttlSeconds`; false when the relay-wide lobby budget is spent. */
-  hold(waiting: Waiting, ttlSeconds: number): boolean {
+  /**
+   * Hold a joiner for at most `ttlSeconds`, one of `pool` (the relay's count of waiting joiners,
+   * or its project's part of it for a domain-wide token); false when that is spent.
+   */
+  hold(waiting: Waiting, ttlSeconds: number, pool: Budget): boolean {
     const id = waiting.request.participantId;
-    if (!this.budget.take(1)) return false;
+    if (!pool.take(1)) return false;
     const timer = setTimeout(() => {
       if (!this.release(id, 'timeout')) return;
       waiting.refuse({ code: 'ENTRY_TIMEOUT', kind: 'Lobby', message: `no moderator admitted you within ${ttlSeconds} s`, reason: 'ttl' });
     }, ttlSeconds * 1000);
     timer.unref?.();
-    this.held.set(id, { ...waiting, timer });
+    this.held.set(id, { ...waiting, timer, pool });
     this.toModerators({ type: 'event', name: 'lobby-request', data: waiting.request });
     this.requested(waiting.request);
     return true;
@@ -100,7 +101,7 @@ export class Lobby {
     if (!held) return false;
     clearTimeout(held.timer);
     this.held.delete(participantId);
-    this.budget.give(1);
+    held.pool.give(1);
     this.toModerators({ type: 'event', name: 'lobby-resolved', data: { participantId, outcome, ...(by ? { by } : {}) } });
     return true;
   }

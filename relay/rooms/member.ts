@@ -45,6 +45,11 @@ export interface Member {
   readonly apiKey: string;
   /** The project of that key. */
   readonly project: string;
+  /**
+   * Whether its token is domain-wide (no `roomId`): what it holds (subscriptions) counts against
+   * its project's part of the relay's pools (see `DomainBudgets`).
+   */
+  readonly domainWide: boolean;
   /** Its connection; replaced when the member resumes on a new one. */
   link: MemberLink;
   /**

@@ -49,7 +49,12 @@ export class MemoryRoom implements Room {
     const lookup = (participantId: string) => this.get(participantId);
     this.topics = new TopicBoard(
       limits,
-      { history: new Budget(limits.historyBytesPerRoom, budgets.history), subscriptions: budgets.subscriptions },
+      {
+        // a leaked domain-wide token fills its own project's part of the relay's pools, not everyone's
+        history: new Budget(limits.historyBytesPerRoom, opener === 'domain' ? budgets.domain(project).history : budgets.history),
+        subscriptions: budgets.subscriptions,
+        domainSubscriptions: budgets.domain(project).subscriptions,
+      },
       lookup,
       (participantId) => this.pinnedIds.has(participantId),
       this.timeline,
@@ -57,7 +62,7 @@ export class MemoryRoom implements Room {
       observer?.wantsHistory ? { kept: (m) => this.observer?.historyKept?.(this, m), forgot: (seq) => this.observer?.historyForgotten?.(this, seq) } : null,
     );
     this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline);
-    this.lobby = new Lobby((frame) => this.toModerators(frame), budgets.lobby, (request) => this.observer?.lobbyRequest(this, request));
+    this.lobby = new Lobby((frame) => this.toModerators(frame), (request) => this.observer?.lobbyRequest(this, request));
     this.outputs = new OutputBoard(
       { project, roomId: id, timeline: this.timeline, log, nameOf: (participantId) => this.get(participantId)?.name ?? participantId, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap), changed: (change) => this.observer?.outputChanged(this, change) },
       providers,
@@ -159,6 +164,10 @@ export class MemoryRoom implements Room {
     if (this.disposed || this.moderators.size === 0) return;
     const data = Buffer.from(JSON.stringify(frame));
     for (const member of this.moderators) member.link.sendRaw(data);
+  }
+
+  get ended(): boolean {
+    return this.disposed;
   }
 
   dispose(): void {

@@ -39,6 +39,8 @@ export interface Room {
   readonly createdAt: number;
   /** What kind of token opened it (whose quota it counts against). */
   readonly opener: Opener;
+  /** It ended (or the relay let it go): nothing more may be kept, started or sent in it. */
+  readonly ended: boolean;
   /** Pubsub subscriptions and history. */
   readonly topics: TopicBoard;
   /** Data streams in flight. */
