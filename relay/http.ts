@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream';
 import { bearer } from './api/auth.ts';
 import { serveApi } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
@@ -9,16 +8,13 @@ import type { RelayContext } from './context.ts';
 import { fromPeer, passToPeers, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
-import { isRecordingFile, listRecordingFiles, openRegular, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
+import { isRecordingFile, listRecordingFiles, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
+import { downloadPool, sendFile, type SendRefusals } from './send-file.ts';
 import { tokenKey } from './token/identity.ts';
 import { verifyToken } from './token/verify.ts';
 
 /** Longest request path (before `?`) the relay reads; the paths it serves are far shorter. */
 const MAX_PATH = 2048;
-/** Files being sent at once; more downloads wait for a 503's `retry-after`. */
-const MAX_OPEN_FILES = 256;
-/** A download whose reader takes nothing for this long is cut (it holds a file open). */
-const DOWNLOAD_IDLE_MS = 60_000;
 const ALLOW = 'GET, HEAD';
 
 type Headers = Record<string, string | number>;
@@ -38,6 +34,10 @@ function send(req: IncomingMessage, res: ServerResponse, status: number, type: s
 const json = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers?: Headers) => send(req, res, status, 'application/json', JSON.stringify(body), headers);
 const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) => json(req, res, r.status, { error: r.error }, r.headers);
 const notFound = (req: IncomingMessage, res: ServerResponse) => json(req, res, 404, { error: 'not found' });
+const refusals = (req: IncomingMessage, res: ServerResponse): SendRefusals => ({
+  notFound: () => notFound(req, res),
+  busy: (error) => refuse(req, res, { status: 503, error, headers: { 'retry-after': 1 } }),
+});
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -197,7 +197,7 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
     return notFound(req, res);
   }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' });
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res));
 }
 
 /** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */
@@ -209,52 +209,7 @@ async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayC
     return notFound(req, res);
   }
   const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' });
-}
-
-let openFiles = 0;
-
-/**
- * Send a file without check-then-use: open it (no link followed), check the handle is a
- * regular file, stream exactly the size it had from the handle. A file deleted afterwards is
- * still sent whole; one truncated meanwhile cuts the response. The handle is closed on every
- * path, a client that goes away included.
- */
-async function sendFile(req: IncomingMessage, res: ServerResponse, relay: RelayContext, path: string, headers: Headers): Promise<void> {
-  if (openFiles >= MAX_OPEN_FILES) return refuse(req, res, { status: 503, error: 'too many downloads at once', headers: { 'retry-after': 1 } });
-  openFiles++;
-  const file = await openRegular(path).catch(() => null);
-  if (!file) {
-    openFiles--;
-    return notFound(req, res);
-  }
-  let released = false;
-  const release = () => {
-    if (released) return;
-    released = true;
-    openFiles--;
-    void file.handle.close().catch(() => undefined);
-  };
-  try {
-    if (res.destroyed || !res.socket || res.socket.destroyed) return release();
-    res.writeHead(200, { ...headers, 'content-length': file.size, 'last-modified': file.modified.toUTCString(), 'x-content-type-options': 'nosniff' });
-    if (req.method === 'HEAD' || file.size === 0) {
-      res.end();
-      return release();
-    }
-    res.setTimeout(DOWNLOAD_IDLE_MS, () => res.destroy());
-    const stream = file.handle.createReadStream({ start: 0, end: file.size - 1, autoClose: false });
-    stream.on('end', () => {
-      if (stream.bytesRead < file.size) res.destroy();
-    });
-    pipeline(stream, res, (err) => {
-      release();
-      if (err && (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') relay.log.debug('download ended early', { error: err.message });
-    });
-  } catch (err) {
-    release();
-    throw err;
-  }
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' }, downloadPool(relay, 'hls'), refusals(req, res));
 }
 
 /** True for a listen address only this machine can reach. */

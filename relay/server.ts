@@ -71,6 +71,17 @@ export interface Relay {
 
 /** The longest a closing relay waits for its media outputs to write their files. */
 const MEDIA_STOP_MS = 30_000;
+/** Requests one kept-alive socket may make before it is closed (pipelined ones included). */
+const HTTP_REQUESTS_PER_SOCKET = 100;
+/** Sockets for plain HTTP (downloads, the server API, health checks) beside members and joiners. */
+const HTTP_SOCKETS = 1024;
+
+/** Whether an upgrade request is a WebSocket handshake ws would take (RFC 6455 §4.2.1). */
+function isHandshake(req: IncomingMessage): boolean {
+  const key = req.headers['sec-websocket-key'];
+  const version = req.headers['sec-websocket-version'];
+  return req.method === 'GET' && req.headers.upgrade?.toLowerCase() === 'websocket' && typeof key === 'string' && /^[+/0-9A-Za-z]{22}==$/.test(key) && (version === '13' || version === '8');
+}
 
 /** Start a relay and resolve once it listens. */
 export async function startRelay(options: RelayOptions): Promise<Relay> {
@@ -110,6 +121,13 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute
   const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => answerHttp(req, res, context, sessions, api, cluster?.files ?? null));
+  // ...and a socket that makes no progress for `httpIdleMs` (30 s) is closed: one that pipelines requests and
+  // never reads their answers would otherwise hold its descriptor and kernel buffers for ever
+  // (ws turns this off on the sockets it upgrades; downloads set their own)
+  http.setTimeout(config.httpIdleMs);
+  http.maxRequestsPerSocket = HTTP_REQUESTS_PER_SOCKET;
+  // every socket, upgraded or not, counts: members, joiners, and a margin for plain HTTP
+  http.maxConnections = config.maxConnections + config.maxPendingConnections + HTTP_SOCKETS;
   // frames up to OVERSIZE_FACTOR times the limit are read to be answered; the session lowers it before the join
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes * OVERSIZE_FACTOR, perMessageDeflate: false });
   // connections that have not sent their join frame, oldest first: when they fill their budget,
@@ -132,6 +150,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   };
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on('error', () => socket.destroy());
+    // not a WebSocket handshake: ws answers it 400; it takes nobody's place (a joiner waiting for
+    // its join frame would otherwise be evicted by a request that costs its sender no socket)
+    if (!isHandshake(req)) return wss.handleUpgrade(req, socket, head, () => socket.destroy());
     if (sessions.size + upgrading.size >= config.maxConnections) {
       log.warn('connection refused: relay at capacity', { connections: sessions.size });
       refuse(socket);

@@ -150,16 +150,13 @@ export interface OpenFile {
 
 /**
  * Open a file for reading without following a link in its last component and without
- * blocking on a FIFO, then check the handle (not the name) is a regular file. `null` for
- * anything else; the handle is closed on every path that does not return it.
+ * blocking on a FIFO, then check the handle (not the name) is a regular file. `null` when the
+ * handle is not one; the handle is closed on every path that does not return it. The error of
+ * `open` is thrown: a missing file (ENOENT, ELOOP for a link) is the caller's 404, but a relay out
+ * of descriptors (EMFILE) must not say that a file is not there.
  */
 export async function openRegular(path: string): Promise<OpenFile | null> {
-  let handle: FileHandle;
-  try {
-    handle = await fsp.open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return null;
-  }
+  const handle = await fsp.open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
   try {
     const st = await handle.stat();
     if (st.isFile()) return { handle, size: st.size, modified: st.mtime };

@@ -1,0 +1,126 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
+import type { RelayContext } from './context.ts';
+import { openRegular } from './outputs/storage.ts';
+
+/**
+ * The slowest a download may go on average (bytes/s): past the relay's HTTP idle time plus its
+ * size at this rate it is cut. A reader that takes a few bytes now and then never trips the idle
+ * limit (twice the HTTP idle time for a download), and would otherwise hold its file (and its
+ * place among the downloads) for hours.
+ */
+export const MIN_DOWNLOAD_RATE = 32 * 1024;
+
+type Headers = Record<string, string | number>;
+
+/**
+ * Files being sent at once, in all and per client address: past either, a download is answered
+ * 503 with `retry-after`. HLS (public, whoever has the URL) and recordings (a token) have a
+ * pool each, so that a crowd of slow readers of a public playlist cannot keep a room's own
+ * members from their recordings.
+ */
+export class DownloadPool {
+  private open = 0;
+  private readonly byAddress = new Map<string, number>();
+
+  constructor(
+    readonly max: number,
+    readonly perAddress: number,
+  ) {}
+
+  /** Whether a download from `address` may start now (it then holds a place until `give`). */
+  take(address: string): boolean {
+    const mine = this.byAddress.get(address) ?? 0;
+    if (this.open >= this.max || mine >= this.perAddress) return false;
+    this.open++;
+    this.byAddress.set(address, mine + 1);
+    return true;
+  }
+
+  give(address: string): void {
+    this.open--;
+    const mine = (this.byAddress.get(address) ?? 1) - 1;
+    if (mine > 0) this.byAddress.set(address, mine);
+    else this.byAddress.delete(address);
+  }
+}
+
+/** Each relay's pools (a process may run several relays: tests, benchmarks). */
+const pools = new WeakMap<RelayContext, { hls: DownloadPool; recordings: DownloadPool }>();
+
+/** The download pool of `kind` on `relay`. */
+export function downloadPool(relay: RelayContext, kind: 'hls' | 'recordings'): DownloadPool {
+  let mine = pools.get(relay);
+  if (!mine) {
+    mine = { hls: new DownloadPool(192, 8), recordings: new DownloadPool(64, 8) };
+    pools.set(relay, mine);
+  }
+  return mine[kind];
+}
+
+/** Errors of `open` that say the file is not there for this request (anything else is the relay's: EMFILE, EAGAIN). */
+const NOT_THERE = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'EACCES', 'EISDIR', 'ENXIO', 'ENAMETOOLONG']);
+
+/** What {@link sendFile} answers when it does not send the file. */
+export interface SendRefusals {
+  notFound(): void;
+  busy(error: string): void;
+}
+
+/**
+ * Send a file without check-then-use: open it (no link followed), check the handle is a
+ * regular file, stream exactly the size it had from the handle. A file deleted afterwards is
+ * still sent whole; one truncated meanwhile cuts the response. The handle and the pool's place
+ * are released on every path, a client that goes away included. A pipelined request's response
+ * waits for its socket (Node queues it behind the one before, with backpressure).
+ */
+export async function sendFile(req: IncomingMessage, res: ServerResponse, relay: RelayContext, path: string, headers: Headers, pool: DownloadPool, refusals: SendRefusals): Promise<void> {
+  const address = req.socket.remoteAddress ?? '';
+  if (!pool.take(address)) return refusals.busy('too many downloads at once');
+  let file: Awaited<ReturnType<typeof openRegular>>;
+  try {
+    file = await openRegular(path);
+  } catch (err) {
+    pool.give(address);
+    if (NOT_THERE.has((err as NodeJS.ErrnoException).code ?? '')) return refusals.notFound();
+    relay.log.warn('download: the file could not be opened', { error: (err as Error).message });
+    return refusals.busy('the relay cannot open files now: try again');
+  }
+  if (!file) {
+    pool.give(address);
+    return refusals.notFound();
+  }
+  const opened = file;
+  let released = false;
+  let deadline: NodeJS.Timeout | undefined;
+  const release = () => {
+    if (released) return;
+    released = true;
+    clearTimeout(deadline);
+    pool.give(address);
+    void opened.handle.close().catch(() => undefined);
+  };
+  try {
+    if (res.destroyed || req.socket.destroyed) return release();
+    res.writeHead(200, { ...headers, 'content-length': opened.size, 'last-modified': opened.modified.toUTCString(), 'x-content-type-options': 'nosniff' });
+    if (req.method === 'HEAD' || opened.size === 0) {
+      res.end();
+      return release();
+    }
+    const idleMs = relay.config.httpIdleMs;
+    res.setTimeout(2 * idleMs, () => res.destroy());
+    deadline = setTimeout(() => res.destroy(), idleMs + (opened.size / MIN_DOWNLOAD_RATE) * 1000);
+    deadline.unref();
+    const stream = opened.handle.createReadStream({ start: 0, end: opened.size - 1, autoClose: false });
+    stream.on('end', () => {
+      if (stream.bytesRead < opened.size) res.destroy();
+    });
+    pipeline(stream, res, (err) => {
+      release();
+      if (err && (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') relay.log.debug('download ended early', { error: err.message });
+    });
+  } catch (err) {
+    release();
+    throw err;
+  }
+}

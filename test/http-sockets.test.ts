@@ -1,0 +1,165 @@
+/**
+ * Issue 11, what the second HTTP review found: pipelined requests to file routes left
+ * unanswered, sockets that never read held for ever, downloads that a slow crowd could take
+ * all of, handshakes that are not ones evicting joiners, and a relay out of descriptors saying
+ * a file is not there.
+ */
+import assert from 'node:assert/strict';
+import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { WebSocket } from 'ws';
+import { encodeId } from '../relay/outputs/storage.ts';
+import { startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawHttp, request } from './fuzz/http.ts';
+
+const RUN = 'a'.repeat(32);
+const MiB = 1024 * 1024;
+
+/** A socket that writes `bytes` and does not read until `drain()`; resolves with it once connected. */
+function nonReader(port: number, bytes: string): Promise<Socket> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1' }, () => {
+      socket.pause();
+      socket.write(bytes);
+      resolve(socket);
+    });
+    socket.on('error', () => undefined);
+  });
+}
+
+/**
+ * Read what a paused socket was sent, to its end: the bytes, or null if it did not end within
+ * `ms` (a socket the relay closed ends as soon as its buffered bytes are read).
+ */
+function drain(socket: Socket, ms: number): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    // reset by the relay while it still had requests to send (what it had sent is lost)
+    if (socket.destroyed) return resolve(Buffer.alloc(0));
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(null);
+    }, ms);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+    socket.resume();
+  });
+}
+
+describe('issue 11: HTTP sockets and downloads are bounded', () => {
+  let t: TestRelay;
+  let dir: string;
+  let port: number;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-http-sockets-'));
+    t = await startTestRelay({ recordingsDir: join(dir, 'rec'), hlsDir: join(dir, 'hls'), httpIdleMs: 1000, maxPendingConnections: 2 });
+    port = t.relay.port;
+    // a run as the HLS output leaves it: a playlist and a large segment
+    mkdirSync(join(dir, 'hls', RUN), { recursive: true, mode: 0o700 });
+    writeFileSync(join(dir, 'hls', RUN, 'index.m3u8'), '#EXTM3U\n#EXT-X-VERSION:3\n');
+    writeFileSync(join(dir, 'hls', RUN, 'seg0.ts'), Buffer.alloc(64 * MiB, 7));
+  });
+  after(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('pipelined requests to a file route are each answered, in order', async () => {
+    const get = `GET /hls/${RUN}/index.m3u8 HTTP/1.1\r\nHost: relay\r\n\r\n`;
+    const raw = await new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(get + get + get.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')));
+      const chunks: Buffer[] = [];
+      socket.on('data', (c) => chunks.push(c));
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      setTimeout(() => socket.destroy(), 5000);
+    });
+    assert.equal(raw.split('HTTP/1.1 200 OK').length - 1, 3, 'three answers');
+  });
+
+  it('a socket that pipelines requests and never reads their answers is closed once it makes no progress', async () => {
+    // far more answers than the kernel's buffers hold: the relay's writes stop making progress
+    const line = 'GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n';
+    const requests = 200_000;
+    const socket = await nonReader(port, line.repeat(requests));
+    // Node's socket timeout can take two of its periods to fire (a write queue that changed once more)
+    await new Promise((r) => setTimeout(r, 5000));
+    const got = await drain(socket, 5000);
+    assert.ok(got !== null, 'the relay closed it');
+    const answers = got.toString('latin1').split('HTTP/1.1 ').length - 1;
+    assert.ok(answers < requests, `cut before answering everything: ${answers} answers`);
+  });
+
+  it('downloads are limited per client address: the ninth at once is 503, and HLS readers do not take the recordings\' places', async () => {
+    const readers = await Promise.all(Array.from({ length: 8 }, () => nonReader(port, request(`/hls/${RUN}/seg0.ts`).replace('Connection: close\r\n', ''))));
+    try {
+      // the eight are in their downloads (headers sent) before the ninth asks
+      await new Promise((r) => setTimeout(r, 300));
+      const ninth = await rawHttp(port, request(`/hls/${RUN}/index.m3u8`));
+      assert.equal(ninth.status, 503);
+      assert.equal(ninth.headers['retry-after'], '1');
+      // a recording of the room, by its own member: another pool
+      const host = await t.join({ token: t.token({ roomId: 'rec-pool', participantId: 'host', grant: { canRecord: true } }) });
+      const status = await host.recording.start();
+      await host.recording.stop();
+      await host.leave();
+      const id = status.info!.recording!;
+      writeFileSync(join(dir, 'rec', encodeId('default'), encodeId('rec-pool'), id, 'x--camera.webm'), 'bytes');
+      const auth = { Authorization: `Bearer ${t.token({ roomId: 'rec-pool', grant: { canRecord: true } })}` };
+      assert.equal((await rawHttp(port, request(`/recordings/${id}/x--camera.webm`, auth))).status, 200);
+    } finally {
+      for (const r of readers) r.destroy();
+    }
+    await until(async () => (await rawHttp(port, request(`/hls/${RUN}/index.m3u8`))).status === 200, 3000, 'the places given back');
+  });
+
+  it('a download whose reader stops is cut when it makes no progress for twice the idle time', async () => {
+    const socket = await nonReader(port, request(`/hls/${RUN}/seg0.ts`));
+    await new Promise((r) => setTimeout(r, 7000));
+    const got = await drain(socket, 5000);
+    assert.ok(got !== null, 'the relay closed it');
+    assert.ok(got.length < 64 * MiB, `cut, not sent whole: ${got.length} bytes`);
+  });
+
+  it('an upgrade request that is not a WebSocket handshake is refused without evicting a joiner', async () => {
+    const joiners = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise<WebSocket>((resolve, reject) => {
+            const ws = new WebSocket(t.url);
+            ws.once('open', () => resolve(ws));
+            ws.once('error', reject);
+          }),
+      ),
+    );
+    const closes = joiners.map((ws) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code))));
+    const bogus = await rawHttp(port, 'GET / HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    assert.equal(bogus.status, 400);
+    const evicted = await Promise.race([Promise.race(closes), new Promise((r) => setTimeout(() => r('none'), 500))]);
+    assert.equal(evicted, 'none', 'no joiner was evicted');
+    for (const ws of joiners) ws.terminate();
+  });
+
+  it('a relay out of file descriptors answers 503 with retry-after, not 404', async () => {
+    const { open } = fs.promises;
+    fs.promises.open = (async () => {
+      throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+    }) as typeof fs.promises.open;
+    syncBuiltinESMExports();
+    try {
+      const res = await rawHttp(port, request(`/hls/${RUN}/index.m3u8`));
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['retry-after'], '1');
+    } finally {
+      fs.promises.open = open;
+      syncBuiltinESMExports();
+    }
+    assert.equal((await rawHttp(port, request(`/hls/${RUN}/index.m3u8`))).status, 200);
+  });
+});
