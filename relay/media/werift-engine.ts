@@ -13,6 +13,7 @@ import {
 import type { TrackKind } from '../../src/protocol/media.ts';
 import { MediaRecorder } from 'werift/nonstandard';
 import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackRecorder, type TrackSource, type TransportStats } from './engine.ts';
+import { installIceGuard } from './ice-guard.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
 import { WeriftSource } from './werift-source.ts';
 
@@ -81,7 +82,10 @@ const zero = (): TransportStats => ({ packets: 0, bytes: 0, nacks: 0, keyFrameRe
 
 /** The werift implementation of the media engine: one peer connection per transport, ICE lite. */
 export class WeriftEngine implements MediaEngine {
-  constructor(private readonly options: WeriftOptions) {}
+  constructor(private readonly options: WeriftOptions) {
+    // what any host on the network sends to the media ports: checked before werift sees it
+    installIceGuard();
+  }
 
   /** Peer connections made and not yet closed (a leak check for tests and `/metrics`). */
   get openTransports(): number {
@@ -317,6 +321,9 @@ function watchClosed(pc: RTCPeerConnection): { on: (listener: () => void) => voi
   };
   pc.connectionStateChange.subscribe((state) => {
     if (state === 'failed' || state === 'closed') fire();
+    // werift keeps the connection 'connected' when its DTLS transport closes under it (an alert):
+    // the media has stopped all the same, and the member is told so that it negotiates again
+    if (state === 'connected') for (const dtls of pc.dtlsTransports) dtls.onStateChange.subscribe((s) => (s === 'closed' || s === 'failed') && fire());
   });
   return { on: (l) => void listeners.push(l), fire };
 }
