@@ -18,6 +18,8 @@ export interface RelayConfig {
   joinTimeoutMs: number;
   /** How long a plain HTTP socket may make no progress (send nothing, read nothing) before it is closed. */
   httpIdleMs: number;
+  /** Downloads (HLS, recordings) one client address (an IPv6 /64) may have at once, in each pool; 0: no share. */
+  downloadsPerAddress: number;
   /** Largest frame accepted before the join is authenticated. */
   maxJoinFrameBytes: number;
   /** Largest frame accepted after the join. */
@@ -167,6 +169,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   countIntervalMs: 500,
   joinTimeoutMs: 10_000,
   httpIdleMs: 30_000,
+  downloadsPerAddress: 8,
   maxJoinFrameBytes: 16 * 1024,
   maxFrameBytes: 256 * 1024,
   heartbeatMs: 15_000,
@@ -223,9 +226,10 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   maxLobbyTtl: 3600,
   lobbyCooldownSec: 30,
   maxDomainRoomsPerProject: 100,
-  domainHistoryBytes: 64 * 1024 * 1024,
-  domainSubscriptions: 100_000,
-  domainLobby: 1_000,
+  // half of each relay-wide pool: one project's leaked domain-wide token leaves the other half
+  domainHistoryBytes: 128 * 1024 * 1024,
+  domainSubscriptions: 250_000,
+  domainLobby: 5_000,
   maxTtlAdmin: 600,
   apiRate: 20,
   allowPrivateWebhooks: false,
@@ -378,6 +382,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-lobby-total', env: 'TESSERA_MAX_LOBBY_TOTAL', help: `joiners all lobbies hold (default ${DEFAULTS.maxLobbyTotal})`, apply: (c, v) => void (c.maxLobbyTotal = integer('--max-lobby-total', v, 1)) },
   { flag: '--max-lobby-ttl', env: 'TESSERA_MAX_LOBBY_TTL', help: `longest lobby wait, seconds; larger ttls are clamped (default ${DEFAULTS.maxLobbyTtl})`, apply: (c, v) => void (c.maxLobbyTtl = Math.min(MAX_TIMER_SECONDS, integer('--max-lobby-ttl', v, 1))) },
   { flag: '--lobby-cooldown', env: 'TESSERA_LOBBY_COOLDOWN', help: `seconds a denied joiner waits before asking again (default ${DEFAULTS.lobbyCooldownSec})`, apply: (c, v) => void (c.lobbyCooldownSec = integer('--lobby-cooldown', v, 0)) },
+  { flag: '--downloads-per-address', env: 'TESSERA_DOWNLOADS_PER_ADDRESS', help: `downloads one client address may have at once in each pool, 0 for no share (default ${DEFAULTS.downloadsPerAddress})`, apply: (c, v) => void (c.downloadsPerAddress = integer('--downloads-per-address', v, 0)) },
   { flag: '--domain-history-bytes', env: 'TESSERA_DOMAIN_HISTORY_BYTES', help: `bytes of history in all rooms one project's domain-wide tokens opened (default ${DEFAULTS.domainHistoryBytes})`, apply: (c, v) => void (c.domainHistoryBytes = integer('--domain-history-bytes', v, 0)) },
   { flag: '--domain-subscriptions', env: 'TESSERA_DOMAIN_SUBSCRIPTIONS', help: `topic subscriptions of all members of one project's domain-wide tokens (default ${DEFAULTS.domainSubscriptions})`, apply: (c, v) => void (c.domainSubscriptions = integer('--domain-subscriptions', v, 1)) },
   { flag: '--domain-lobby', env: 'TESSERA_DOMAIN_LOBBY', help: `joiners with one project's domain-wide tokens in all lobbies (default ${DEFAULTS.domainLobby})`, apply: (c, v) => void (c.domainLobby = integer('--domain-lobby', v, 1)) },

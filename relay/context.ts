@@ -80,19 +80,34 @@ export function spend(scope: RequestScope): void {
   }
 }
 
-/** What a room-wide event of a request is counted as (bytes per copy): a mute, a cleared board, an output's state. */
-export const BROADCAST_EVENT_BYTES = 256;
+/** What a room-wide event of a request is counted as (bytes per copy, about its size): a mute, a cleared board, an output's state. */
+export const BROADCAST_EVENT_BYTES = 128;
+/**
+ * The most members an event is charged for: in a webinar of 100,000, a presenter's publishes on
+ * a reconnection must not each cost seconds of its budget (the message rate bounds them too).
+ */
+export const BROADCAST_CHARGED_MEMBERS = 8192;
 
 /**
- * A request every member of the room is told of (a mute, a cleared board, an output started):
- * a message of the member's budget, and `copies` events to each member charged to its fan-out
- * budget like a publish, refused while that budget is in debt. Without it, a toggle sent at the
- * frame rate would make the relay write hundreds of thousands of frames a second.
+ * Charge a request every member of the room is told of, `events` events to each member, to the
+ * member's fan-out budget like a publish, never refused: for what makes the relay send less (a
+ * mute, an unpublish, an output stopped), which must never fail for a member in debt. A toggle
+ * flood must alternate with what {@link spendBroadcast} refuses.
  */
-export function spendBroadcast(scope: RequestScope, copies = 1): void {
+export function chargeBroadcast(scope: RequestScope, events = 1): void {
+  scope.member.fanout.spend(BROADCAST_EVENT_BYTES * events, Math.min(scope.room.size, BROADCAST_CHARGED_MEMBERS));
+}
+
+/**
+ * A request every member of the room is told of that makes the relay send more (an unmute, a
+ * publication, an output started, a cleared board): a message of the member's budget and
+ * {@link chargeBroadcast}, refused while the fan-out budget is in debt. Without it, a toggle sent
+ * at the frame rate would make the relay write hundreds of thousands of frames a second.
+ */
+export function spendBroadcast(scope: RequestScope, events = 1): void {
   if (!scope.member.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
   spend(scope);
-  scope.member.fanout.spend(BROADCAST_EVENT_BYTES * copies, scope.room.size);
+  chargeBroadcast(scope, events);
 }
 
 /** Spend `n` bytes of the member's data-byte budget (and a message): over it, `RATE_LIMITED`. */

@@ -197,7 +197,7 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
     return notFound(req, res);
   }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res));
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res), peers !== null && !peers.pass);
 }
 
 /** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */
@@ -209,7 +209,7 @@ async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayC
     return notFound(req, res);
   }
   const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' }, downloadPool(relay, 'hls'), refusals(req, res));
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' }, downloadPool(relay, 'hls'), refusals(req, res), peers !== null && !peers.pass);
 }
 
 /** True for a listen address only this machine can reach. */

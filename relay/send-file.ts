@@ -28,10 +28,10 @@ export class DownloadPool {
     readonly perAddress: number,
   ) {}
 
-  /** Whether a download from `address` may start now (it then holds a place until `give`). */
+  /** Whether a download from `address` may start now (it then holds a place until `give`); `perAddress` 0: no share. */
   take(address: string): boolean {
     const mine = this.byAddress.get(address) ?? 0;
-    if (this.open >= this.max || mine >= this.perAddress) return false;
+    if (this.open >= this.max || (this.perAddress > 0 && mine >= this.perAddress)) return false;
     this.open++;
     this.byAddress.set(address, mine + 1);
     return true;
@@ -52,10 +52,29 @@ const pools = new WeakMap<RelayContext, { hls: DownloadPool; recordings: Downloa
 export function downloadPool(relay: RelayContext, kind: 'hls' | 'recordings'): DownloadPool {
   let mine = pools.get(relay);
   if (!mine) {
-    mine = { hls: new DownloadPool(192, 8), recordings: new DownloadPool(64, 8) };
+    const share = relay.config.downloadsPerAddress;
+    mine = { hls: new DownloadPool(192, share), recordings: new DownloadPool(64, share) };
     pools.set(relay, mine);
   }
   return mine[kind];
+}
+
+/**
+ * Whose share a download uses: its client's address, an IPv6 one by its /64 (what one host
+ * is usually given, so that it cannot take a share per address of its prefix). `peer`: a
+ * request another node of the cluster passed on, which carries many clients' downloads (they
+ * had their share at that node).
+ */
+export function shareKey(address: string | undefined, peer: boolean): string {
+  if (peer) return 'cluster-peer';
+  if (!address) return '';
+  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (v4) return v4[1]!;
+  const [head = '', tail] = address.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':') + '::/64';
 }
 
 /** Errors of `open` that say the file is not there for this request (anything else is the relay's: EMFILE, EAGAIN). */
@@ -74,8 +93,8 @@ export interface SendRefusals {
  * are released on every path, a client that goes away included. A pipelined request's response
  * waits for its socket (Node queues it behind the one before, with backpressure).
  */
-export async function sendFile(req: IncomingMessage, res: ServerResponse, relay: RelayContext, path: string, headers: Headers, pool: DownloadPool, refusals: SendRefusals): Promise<void> {
-  const address = req.socket.remoteAddress ?? '';
+export async function sendFile(req: IncomingMessage, res: ServerResponse, relay: RelayContext, path: string, headers: Headers, pool: DownloadPool, refusals: SendRefusals, peer: boolean): Promise<void> {
+  const address = shareKey(req.socket.remoteAddress, peer);
   if (!pool.take(address)) return refusals.busy('too many downloads at once');
   let file: Awaited<ReturnType<typeof openRegular>>;
   try {

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { after, before, describe, it } from 'node:test';
-import type { RTCPeerConnection } from 'werift';
-import { MAX_PEERS } from '../relay/media/ice-guard.ts';
+import { Message, type RTCPeerConnection } from 'werift';
+import { MAX_PEER_ADDRESSES, MAX_PEERS } from '../relay/media/ice-guard.ts';
 import { WeriftEngine } from '../relay/media/werift-engine.ts';
 import type { Room } from '../src/room.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
@@ -30,11 +30,23 @@ function bindingRequest(username: string): Buffer {
   return Buffer.concat([head, attr, user, Buffer.alloc(pad)]);
 }
 
+/** A binding request signed as a client that negotiated the transport would sign it (its ufrag, its password). */
+function signedRequest(ice: IceView, from: string): Buffer {
+  const m = new Message(0x0001, 0x0000);
+  m.setAttribute('USERNAME', `${ice.localUsername}:${from}`);
+  m.setAttribute('PRIORITY', 0x7effffff);
+  m.setAttribute('ICE-CONTROLLING', BigInt(1));
+  m.addMessageIntegrity(Buffer.from(ice.localPassword, 'utf8'));
+  m.addFingerprint();
+  return m.bytes;
+}
+
 /** A plaintext DTLS 1.2 close_notify alert, epoch 0. */
 const CLOSE_NOTIFY = Buffer.from([0x15, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 9, 0, 2, 1, 0]);
 
 interface IceView {
   localUsername: string;
+  localPassword: string;
   localCandidates: Array<{ port: number }>;
   checkList: unknown[];
 }
@@ -75,7 +87,7 @@ describe('issue 11: the media ports take nothing from strangers', () => {
 
   const transports = () => [...(engine as unknown as { open: Set<RTCPeerConnection> }).open].map(iceOf);
 
-  it('a binding request without the transport\'s password is not answered, even with its ufrag', async () => {
+  it('a request without the transport\'s password is not answered, even with its ufrag, whatever its method', async () => {
     const scanner = await udp();
     const answers: number[] = [];
     scanner.on('message', (_m, from) => answers.push(from.port));
@@ -83,10 +95,18 @@ describe('issue 11: the media ports take nothing from strangers', () => {
       const port = ice.localCandidates[0]!.port;
       scanner.send(bindingRequest('evil:evil'), port, '127.0.0.1');
       scanner.send(bindingRequest(`${ice.localUsername}:evil`), port, '127.0.0.1');
+      // an ALLOCATE (werift answered other methods with a signed 400)
+      const allocate = bindingRequest(`${ice.localUsername}:evil`);
+      allocate.writeUInt16BE(0x0003, 0);
+      scanner.send(allocate, port, '127.0.0.1');
     }
     await new Promise((r) => setTimeout(r, 500));
-    scanner.close();
     assert.deepEqual(answers, [], 'no answer: a scan cannot tell the media ports');
+    // the same request, signed with the transport's password, is answered: the guard is what stopped the others
+    const ice = transports()[0]!;
+    scanner.send(signedRequest(ice, 'probe'), ice.localCandidates[0]!.port, '127.0.0.1');
+    await until(() => answers.length === 1, 2000, 'a signed request answered');
+    scanner.close();
   });
 
   it('a plaintext DTLS alert from another address does not end a member\'s media', async () => {
@@ -100,23 +120,30 @@ describe('issue 11: the media ports take nothing from strangers', () => {
     assert.equal(b.remoteParticipants.get('a')?.tracks.has('camera'), true);
   });
 
-  it(`binding requests from thousands of source addresses add no candidate pair (each transport knows at most ${MAX_PEERS} peers)`, async () => {
+  it(`binding requests from thousands of source addresses add no candidate pair; signed ones add at most ${MAX_PEER_ADDRESSES}`, async () => {
     const target = transports()[1]!;
     const pairs = target.checkList.length;
     const port = target.localCandidates[0]!.port;
-    for (let i = 0; i < 2000; i += 100) {
-      await Promise.all(
-        Array.from({ length: 100 }, async (_, j) => {
-          const s = await udp();
-          await new Promise<void>((r) => s.send(bindingRequest(`${target.localUsername}:x${i + j}`), port, '127.0.0.1', () => r()));
-          s.close();
-        }),
-      );
-    }
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal(target.checkList.length, pairs, 'no pair added');
+    const flood = async (request: (i: number) => Buffer) => {
+      for (let i = 0; i < 1000; i += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, async (_, j) => {
+            const s = await udp();
+            await new Promise<void>((r) => s.send(request(i + j), port, '127.0.0.1', () => r()));
+            s.close();
+          }),
+        );
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    };
+    await flood((i) => bindingRequest(`${target.localUsername}:x${i}`));
+    assert.equal(target.checkList.length, pairs, 'unsigned: no pair added');
+    // a member that holds its own transport's password cannot grow it without bound either
+    await flood((i) => signedRequest(target, `y${i}`));
+    assert.ok(target.checkList.length <= pairs + MAX_PEER_ADDRESSES, `signed: ${target.checkList.length - pairs} pairs added`);
+    assert.ok(target.checkList.length > pairs, 'signed requests from new addresses are taken');
     const before = count();
     await new Promise((r) => setTimeout(r, 1000));
-    assert.ok(count() - before > 15, 'media goes on');
+    assert.ok(count() - before > 15, `media goes on (${MAX_PEERS} peers trusted at once, the client's own address among the last)`);
   });
 });

@@ -1,6 +1,6 @@
 import { OUTPUT_FLAGS } from '../../src/protocol/control.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { requireFlag, Serialized, spendBroadcast, spendBytes, type RequestScope } from '../context.ts';
+import { chargeBroadcast, requireFlag, Serialized, spendBroadcast, spendBytes, type RequestScope } from '../context.ts';
 import { RelayError } from '../errors.ts';
 import { WhiteboardProvider } from '../outputs/whiteboard.ts';
 
@@ -33,7 +33,8 @@ export function startOutput(scope: RequestScope, params: Params<'output.start'>)
 
 export function stopOutput(scope: RequestScope, params: Params<'output.stop'>): Promise<Result<'output.stop'>> {
   requireFlag(scope.member, OUTPUT_FLAGS[params.output], `stopping ${params.output}`);
-  spendBroadcast(scope, 2);
+  // never refused: stopping a recording must not fail for a moderator in debt
+  chargeBroadcast(scope, 2);
   return scope.room.outputs.stop(params.output, scope.member.id);
 }
 

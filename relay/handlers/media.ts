@@ -1,5 +1,5 @@
 import type { Params, Result } from '../../src/protocol/messages.ts';
-import { requireFlag, spend, spendBroadcast, type RequestScope } from '../context.ts';
+import { chargeBroadcast, requireFlag, spend, spendBroadcast, type RequestScope } from '../context.ts';
 import { RelayError } from '../errors.ts';
 
 export async function publish(scope: RequestScope, params: Params<'media.publish'>): Promise<Result<'media.publish'>> {
@@ -15,13 +15,15 @@ export async function publish(scope: RequestScope, params: Params<'media.publish
 }
 
 export function unpublish(scope: RequestScope, params: Params<'media.unpublish'>): Result<'media.unpublish'> {
-  spendBroadcast(scope);
+  chargeBroadcast(scope);
   scope.room.media.unpublish(scope.member, params.source);
   return {};
 }
 
 export function mute(scope: RequestScope, params: Params<'media.mute'>): Result<'media.mute'> {
-  spendBroadcast(scope);
+  // a mute is never refused (the SDK has already stopped the media); an unmute waits for the budget
+  if (params.muted) chargeBroadcast(scope);
+  else spendBroadcast(scope);
   scope.room.media.mute(scope.member, params.source, params.muted);
   return {};
 }
@@ -51,7 +53,7 @@ export function forceUnpublish(scope: RequestScope, params: Params<'media.force-
   requireFlag(scope.member, 'canModerate', 'stopping a participant\'s media');
   const target = scope.room.get(params.participantId);
   if (!target) throw new RelayError('NOT_FOUND', `no participant "${params.participantId}" in this room`, 'unknown-participant');
-  spendBroadcast(scope);
+  chargeBroadcast(scope);
   scope.room.media.forceUnpublish(target, params.source, scope.member.id);
   return {};
 }

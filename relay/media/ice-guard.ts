@@ -2,25 +2,29 @@ import { Connection, parseMessage, StunProtocol } from 'werift';
 
 /**
  * What the relay's media sockets take from the network, whoever sends it. werift (0.25) answers
- * any STUN binding request that names a user, without checking its MESSAGE-INTEGRITY, makes a
- * candidate pair for every new source address (each request re-sorts them all), and hands any
- * datagram that is not STUN, from any address, to DTLS and SRTP. So one unauthenticated UDP
- * packet could find every transport (a port scan), grow a transport's pairs without bound, or
- * close a member's DTLS with a plaintext alert, silently ending its media.
+ * any STUN request that names a user, without checking its MESSAGE-INTEGRITY, makes a candidate
+ * pair for every new source address (each request re-sorts them all), and hands any datagram
+ * that is not STUN, from any address, to DTLS and SRTP. So one unauthenticated UDP packet could
+ * find every transport (a port scan), grow a transport's pairs without bound, or close a
+ * member's DTLS with a plaintext alert, silently ending its media.
  *
- * The guard sits in front of werift's UDP protocol (ICE, RFC 8445 §7.3): a binding request is
- * taken only if its USERNAME starts with the transport's own ufrag and its MESSAGE-INTEGRITY is
- * signed with the transport's password (which only the member that negotiated it was given),
- * from at most {@link MAX_PEERS} source addresses per transport; anything else (DTLS, SRTP) only
- * from an address that has sent such a request. Everything else is dropped unanswered.
+ * The guard sits in front of werift's UDP protocol on the relay's (ICE-lite) connections (RFC
+ * 8445 §7.3): a request is taken only if it is a binding request whose USERNAME starts with the
+ * transport's own ufrag and whose MESSAGE-INTEGRITY is signed with the transport's password (which
+ * only the member that negotiated it was given); anything else (DTLS, SRTP, other STUN) only
+ * from an address that has sent one. Everything else is dropped unanswered. A transport trusts
+ * the last {@link MAX_PEERS} such addresses (a client that roams moves on), and at most
+ * {@link MAX_PEER_ADDRESSES} in its life (each new one costs werift a candidate pair).
  */
 export const MAX_PEERS = 8;
+export const MAX_PEER_ADDRESSES = 64;
 
 /** STUN's binding method, and the class of a request (RFC 5389 §6). */
 const BINDING = 0x0001;
 const REQUEST = 0x0000;
 const owner = Symbol('tessera.iceOwner');
 const peers = Symbol('tessera.icePeers');
+const seen = Symbol('tessera.icePeersSeen');
 const installed = Symbol('tessera.iceGuard');
 
 type Address = [string, number];
@@ -28,11 +32,13 @@ export interface IceOwner {
   localUsername: string;
   localPassword: string;
   userHistory?: Record<string, string>;
+  iceLite?: boolean;
 }
 /** werift's UDP protocol as the guard marks it: its ICE connection, and the peers that proved themselves. */
 export interface GuardedProtocol {
   [owner]?: IceOwner;
   [peers]?: Set<string>;
+  [seen]?: number;
 }
 
 /** Whether a binding request is signed for `ice`: its USERNAME names the transport's ufrag, its MESSAGE-INTEGRITY that ufrag's password. */
@@ -44,9 +50,9 @@ function signed(ice: IceOwner, data: Buffer, username: unknown): boolean {
 }
 
 /**
- * Install the guard on werift's classes (once per process; every peer connection made after it
- * is guarded). Throws if werift no longer has the methods it wraps: an upgrade of werift must
- * not silently drop the guard.
+ * Install the guard on werift's classes (once per process; every ICE-lite peer connection made
+ * after it is guarded). Throws if werift no longer has the methods it wraps: an upgrade of werift
+ * must not silently drop the guard.
  */
 export function installIceGuard(): void {
   const protocolProto = StunProtocol.prototype as unknown as Record<string | symbol, unknown>;
@@ -56,11 +62,18 @@ export function installIceGuard(): void {
   const ensure = connectionProto.ensureProtocol;
   if (typeof received !== 'function' || typeof ensure !== 'function') throw new Error('werift changed: the ICE guard cannot wrap StunProtocol.datagramReceived and Connection.ensureProtocol');
   connectionProto.ensureProtocol = function (this: IceOwner, protocol: GuardedProtocol, ...rest: unknown[]) {
-    protocol[owner] = this;
+    // the relay's connections are ICE-lite; a full-ICE connection (a client) sends its own checks
+    if (this.iceLite === true) protocol[owner] = this;
     return (ensure as (...a: unknown[]) => unknown).call(this, protocol, ...rest);
   };
   protocolProto.datagramReceived = function (this: GuardedProtocol, data: Buffer, addr: Address) {
-    if (admits(this, data, addr)) (received as (d: Buffer, a: Address) => void).call(this, data, addr);
+    let pass = false;
+    try {
+      pass = admits(this, data, addr);
+    } catch {
+      // a datagram the guard cannot read is not one werift should read either
+    }
+    if (pass) (received as (d: Buffer, a: Address) => void).call(this, data, addr);
   };
   protocolProto[installed] = true;
 }
@@ -72,14 +85,18 @@ export function admits(protocol: GuardedProtocol, data: Buffer, addr: Address): 
   const key = `${addr[0]}\u0000${addr[1]}`;
   const known = (protocol[peers] ??= new Set());
   const message = parseMessage(data);
-  // not STUN (DTLS, SRTP): only from a peer that proved it holds the transport's password
-  if (!message) return known.has(key);
-  // responses and indications: werift matches a response to a request of its own, and checks it
-  if (message.messageMethod !== BINDING || message.messageClass !== REQUEST) return true;
-  if (!signed(ice, data, message.getAttributeValue('USERNAME'))) return false;
-  if (!known.has(key)) {
-    if (known.size >= MAX_PEERS) return false;
+  // anything but a request (DTLS, SRTP, a STUN response or indication): only from a proven peer
+  if (!message || message.messageClass !== REQUEST) return known.has(key);
+  if (message.messageMethod !== BINDING || !signed(ice, data, message.getAttributeValue('USERNAME'))) return false;
+  if (known.has(key)) {
+    // the most recent last (a roaming client's old addresses are the first to go)
+    known.delete(key);
     known.add(key);
+    return true;
   }
+  if ((protocol[seen] ?? 0) >= MAX_PEER_ADDRESSES) return false;
+  protocol[seen] = (protocol[seen] ?? 0) + 1;
+  if (known.size >= MAX_PEERS) known.delete(known.values().next().value!);
+  known.add(key);
   return true;
 }
