@@ -58,7 +58,7 @@ class FakeSubscribe implements SubscribeTransport {
 /** Each engine call waits until the test releases it: `publishes[i].release()` hands back its transport. */
 class StepEngine implements MediaEngine {
   readonly publishes: Array<{ transport: FakePublish; release: () => void }> = [];
-  readonly subscribes: Array<{ transport: FakeSubscribe; release: () => void }> = [];
+  readonly subscribes: Array<{ transport: FakeSubscribe; release: () => void; fail: () => void }> = [];
   publish(kind: TrackKind): Promise<PublishTransport> {
     const step = deferred<PublishTransport>();
     const transport = new FakePublish(kind);
@@ -68,7 +68,7 @@ class StepEngine implements MediaEngine {
   subscribe(): Promise<SubscribeTransport> {
     const step = deferred<SubscribeTransport>();
     const transport = new FakeSubscribe();
-    this.subscribes.push({ transport, release: () => step.resolve(transport) });
+    this.subscribes.push({ transport, release: () => step.resolve(transport), fail: () => step.reject(new Error('test: the engine failed')) });
     return step.promise;
   }
   record(): never {
@@ -94,6 +94,16 @@ function setup() {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/** `a`'s camera, published and connected (the engine's steps released). */
+async function publishedCamera(engine: StepEngine, board: MediaBoard, a: Member): Promise<void> {
+  const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
+  await tick();
+  engine.publishes.at(-1)!.release();
+  await cam;
+  engine.publishes.at(-1)!.transport.connect();
+  await tick();
+}
 const published = (frames: ServerFrame[]) => frames.filter((f) => f.type === 'event' && f.name === 'track-published').map((f) => (f as { data: { source: Source } }).data.source).sort();
 
 describe('media board: concurrent publications (issue 16)', () => {
@@ -202,12 +212,7 @@ describe('media board: concurrent publications (issue 16)', () => {
     const { engine, board } = setup();
     const a = member('a');
     const b = member('b');
-    const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
-    await tick();
-    engine.publishes[0]!.release();
-    await cam;
-    engine.publishes[0]!.transport.connect();
-    await tick();
+    await publishedCamera(engine, board, a);
     const left = board.subscribe(b, a, 'camera');
     await tick();
     board.memberLeft(b); // a resume: b lives on, its transports are gone
@@ -226,12 +231,7 @@ describe('media board: concurrent publications (issue 16)', () => {
     const { engine, board } = setup();
     const a = member('a');
     const b = member('b');
-    const cam = board.publish(a, 'camera', 'video', 'v=0 offer');
-    await tick();
-    engine.publishes[0]!.release();
-    await cam;
-    engine.publishes[0]!.transport.connect();
-    await tick();
+    await publishedCamera(engine, board, a);
     const asked = Array.from({ length: MAX_SUBSCRIPTIONS * 2 }, () => board.subscribe(b, a, 'camera').then(() => 'ok', (err: { reason?: string }) => err.reason ?? 'error'));
     await tick();
     assert.equal(engine.subscribes.length, MAX_SUBSCRIPTIONS, 'the engine was asked for no more transports than the cap');
@@ -240,11 +240,15 @@ describe('media board: concurrent publications (issue 16)', () => {
     assert.equal(outcomes.filter((o) => o === 'ok').length, MAX_SUBSCRIPTIONS);
     assert.equal(outcomes.filter((o) => o === 'too-many-subscriptions').length, MAX_SUBSCRIPTIONS);
     assert.equal(board.stats().subscriptions, MAX_SUBSCRIPTIONS);
-    // a failed negotiation gives its place back
+    // a subscriber that leaves gives its places back, and so does a negotiation the engine fails
     board.memberLeft(b);
-    const again = board.subscribe(b, a, 'camera');
+    const failed = board.subscribe(b, a, 'camera');
     await tick();
-    engine.subscribes.at(-1)!.release();
-    assert.ok((await again).subscriptionId);
+    engine.subscribes.at(-1)!.fail();
+    await assert.rejects(failed);
+    const again = Array.from({ length: MAX_SUBSCRIPTIONS }, () => board.subscribe(b, a, 'camera'));
+    await tick();
+    for (const s of engine.subscribes.slice(-MAX_SUBSCRIPTIONS)) s.release();
+    assert.equal((await Promise.all(again)).length, MAX_SUBSCRIPTIONS, 'all of them: the failed one holds no place');
   });
 });
