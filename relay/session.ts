@@ -147,14 +147,7 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       if (this.state === 'closed') return;
       const error = wireError('INTERNAL_ERROR', 'the relay could not handle this frame', 'internal');
       // a request is answered as a request, so that its caller does not wait for its timeout
-      let id: number | undefined;
-      try {
-        id = isBinary ? undefined : leadingRequestId(rawText(data));
-      } catch {
-        id = undefined;
-      }
-      if (id === undefined) this.sendError(error);
-      else this.send({ type: 'response', id, error });
+      this.answerUnhandled(data, isBinary, error);
       if (this.state !== 'pending') return;
       this.clearJoinTimer();
       this.setState('closed');
@@ -168,11 +161,11 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
     if (this.state === 'entering') {
       if (this.early.length < EARLY_FRAMES) this.early.push({ data, isBinary });
-      else this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'the join is not answered yet: wait for it', reason: 'waiting' });
+      else this.answerUnhandled(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'the join is not answered yet: wait for it', reason: 'waiting' });
       return;
     }
     if (this.state === 'waiting') {
-      return this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
+      return this.answerUnhandled(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
     }
     if (isBinary) return this.onBinary(data);
     const text = rawText(data);
@@ -190,6 +183,18 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
     const request = parsed.value;
     this.port?.request(request, this).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
+  }
+
+  /** A frame the relay did not handle (refused before the member is in, or a fault): a request is answered under its id, which its caller waits for; anything else with an error frame. */
+  private answerUnhandled(data: RawData, isBinary: boolean, error: WireError): void {
+    let id: number | undefined;
+    try {
+      id = isBinary ? undefined : leadingRequestId(rawText(data));
+    } catch {
+      id = undefined;
+    }
+    if (id === undefined) this.sendError(error);
+    else this.send({ type: 'response', id, error });
   }
 
   private onJoinFrame(data: RawData, isBinary: boolean): void {

@@ -56,6 +56,16 @@ describe('issue 11: the second attack review', () => {
     assert.equal(room.ended, true);
   });
 
+  it('a request from a joiner waiting in the lobby is answered under its id, not with a bare error frame', async () => {
+    const c = await rawConnect(t.url);
+    c.send({ type: 'join', v: 1, token: t.token({ roomId: 'early', participantId: 'knocker', grant: {}, joinPolicy: { mode: 'ask' } }), participantId: 'knocker' });
+    assert.equal((await c.next()).type, 'lobby');
+    const answer = await c.request('participants.list', { tier: 'speaker' });
+    assert.equal(code(answer), 'INVALID_STATE');
+    assert.equal(reason(answer), 'waiting');
+    c.ws.close();
+  });
+
   it('pubsub.history answers the newest messages that fit in the byte burst, charged before the answer is built', async () => {
     const small = await startTestRelay({ dataByteRate: 64 * KiB, dataByteBurst: 256 * KiB, historyBytesPerRoom: 2048 * KiB, maxPayloadBytes: 64 * KiB, messageRate: 1000, messageBurst: 1000 });
     try {
