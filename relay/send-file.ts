@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
+import { MAX_TIMER_SECONDS } from './config.ts';
 import type { RelayContext } from './context.ts';
 import { openRegular } from './outputs/storage.ts';
 
@@ -128,7 +129,8 @@ export async function sendFile(req: IncomingMessage, res: ServerResponse, relay:
     }
     const idleMs = relay.config.httpIdleMs;
     res.setTimeout(2 * idleMs, () => res.destroy());
-    deadline = setTimeout(() => res.destroy(), idleMs + (opened.size / MIN_DOWNLOAD_RATE) * 1000);
+    // clamped to what a timer can hold (past 24.8 days Node would fire it at once)
+    deadline = setTimeout(() => res.destroy(), Math.min(MAX_TIMER_SECONDS * 1000, idleMs + (opened.size / MIN_DOWNLOAD_RATE) * 1000));
     deadline.unref();
     const stream = opened.handle.createReadStream({ start: 0, end: opened.size - 1, autoClose: false });
     stream.on('end', () => {
