@@ -107,7 +107,7 @@ describe('issue 11: the second attack review', () => {
       const clears = [];
       for (let i = 0; i < 100; i++) clears.push(await drawer.request('whiteboard.clear', {}));
       const refused = clears.filter((a) => reason(a) === 'fanout-rate').length;
-      // 256 bytes to 40 members a clear: the 64 KiB burst pays for a handful, then 32 KiB/s
+      // 128 bytes to 40 members a clear: the 64 KiB burst pays for about a dozen, then 32 KiB/s
       assert.ok(refused > 80, `clears refused: ${refused} of 100`);
       await new Promise((r) => setTimeout(r, 2500));
       const stops = [];
