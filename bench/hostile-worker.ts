@@ -309,6 +309,7 @@ const N = {
   topicViewers: Number(process.env.BENCH_TOPIC_VIEWERS ?? 20),
   cursors: Number(process.env.BENCH_CURSORS ?? 10),
   churners: Number(process.env.BENCH_CHURNERS ?? 4),
+  presence: Number(process.env.BENCH_PRESENCE ?? 4),
   aimed: Number(process.env.BENCH_AIMED ?? 2),
 };
 const only = process.env.BENCH_FLOODS ? new Set(process.env.BENCH_FLOODS.split(',')) : null;
@@ -557,6 +558,32 @@ function floodsToRun(): Array<Promise<void>> {
             s.connections++;
             s.frames++;
             r.ws.on('error', () => {});
+            r.ws.close();
+            await new Promise((res) => r.ws.once('close', res));
+          }
+        })(),
+      );
+    }
+  }
+  // a speaker-tier token with no grant, joining the normal room and leaving at once, over and
+  // over: each arrival and departure is an event to every member
+  if (enabled('presence')) {
+    const token = mint({ roomId: ROOM, grant: {} });
+    for (let i = 0; i < N.presence; i++) {
+      all.push(
+        (async () => {
+          const s = stats('presence');
+          for (let a = 0; live() && a < MAX_ATTEMPTS; a++) {
+            const r = await rawJoin({ token, participantId: `presence-${i}-${a}` });
+            if (!('ws' in r)) {
+              bump(s.refused, r.refused);
+              await sleep(50);
+              continue;
+            }
+            s.connections++;
+            s.frames += 2;
+            r.ws.on('error', () => {});
+            r.ws.send(request('session.leave', {}));
             r.ws.close();
             await new Promise((res) => r.ws.once('close', res));
           }

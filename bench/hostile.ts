@@ -12,9 +12,9 @@
  *   BENCH_FLOODS=oversize,frames npm run bench:hostile -- --seconds 10   # some floods only
  *
  * Floods (`BENCH_FLOODS` names): history, rooms, board (with shapes), frames, oversize, aimed
- * (with a non-reading member), streams, aimed-stream, preauth, topics, cursors (with churn).
+ * (with a non-reading member), streams, aimed-stream, preauth, topics, cursors (with churn), presence.
  * Their scale: BENCH_PREAUTH, BENCH_ROOM_OPENERS, BENCH_TOPIC_VIEWERS, BENCH_CURSORS,
- * BENCH_CHURNERS, BENCH_AIMED; BENCH_VIEWERS for the normal room's audience. The relay runs with
+ * BENCH_CHURNERS, BENCH_AIMED, BENCH_PRESENCE; BENCH_VIEWERS for the normal room's audience. The relay runs with
  * what the `tessera-relay` command sets in V8 (`--heap-growth`); BENCH_HEAP_GROWTH=0 leaves V8's own.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -471,6 +471,7 @@ const FLOOD_LABELS: Record<string, string> = {
   topics: `${process.env.BENCH_TOPIC_VIEWERS ?? 20} empty-grant viewers subscribing to ever new topics (item 10)`,
   cursors: `${process.env.BENCH_CURSORS ?? 10} idle participants.list cursors (item 11)`,
   churn: `${process.env.BENCH_CHURNERS ?? 4} viewers joining and leaving the normal room (item 11)`,
+  presence: `${process.env.BENCH_PRESENCE ?? 4} connections of one speaker-tier token with no grant, joining the normal room and leaving at once, over and over (each arrival and departure an event to every member)`,
 };
 const floodRows = Object.entries(floods).map(([name, f]) => {
   const parts = [`${int(f.frames)} frames (${mib(f.bytes)}) on ${int(f.connections)} connections`];

@@ -1,3 +1,5 @@
+import { PresenceBudgets, type PresenceLimits } from './rooms/presence.ts';
+
 /**
  * A quantity the relay holds on someone's behalf (bytes of history, subscriptions, lobby
  * seats...), with a ceiling. Budgets nest: a room's history budget charges the relay's too, so
@@ -67,10 +69,12 @@ export interface RelayBudgets {
   readonly held: Budget;
   /** The part of `project`'s domain-wide tokens (made on first use; projects are the keys file's, few). */
   domain(project: string): DomainBudgets;
+  /** Per token: the arrival and departure events its on-stage members make the relay send. */
+  readonly presence: PresenceBudgets;
 }
 
 /** The limits of {@link relayBudgets}: the relay's configuration has them. */
-export interface BudgetLimits {
+export interface BudgetLimits extends PresenceLimits {
   historyBytesTotal: number;
   whiteboardBytesTotal: number;
   maxSubscriptionsTotal: number;
@@ -88,6 +92,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
   const domains = new Map<string, DomainBudgets>();
   return {
     held: new Budget(config.maxHeldTotal),
+    presence: new PresenceBudgets(config),
     history,
     whiteboard: new Budget(config.whiteboardBytesTotal),
     subscriptions,

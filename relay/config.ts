@@ -126,6 +126,14 @@ export interface RelayConfig {
   broadcastByteRate: number;
   /** ...in a burst. */
   broadcastByteBurst: number;
+  /**
+   * Bytes per second of arrival and departure events that one token's on-stage members may make
+   * the relay send (128 bytes a recipient, at most 8,192 recipients an event); a join is refused
+   * while the token is in debt.
+   */
+  presenceByteRate: number;
+  /** ...in a burst. */
+  presenceByteBurst: number;
   /** Above this many unsent bytes, a member stops receiving optional traffic (pubsub, whiteboard). */
   sendSoftLimitBytes: number;
   /** Unsent bytes of all members together; past it, the members with the most are cut first. */
@@ -217,6 +225,8 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   fanoutByteBurst: 64 * 1024 * 1024,
   broadcastByteRate: 8 * 1024 * 1024,
   broadcastByteBurst: 16 * 1024 * 1024,
+  presenceByteRate: 512 * 1024,
+  presenceByteBurst: 4 * 1024 * 1024,
   sendSoftLimitBytes: 1024 * 1024,
   maxBufferedTotal: 1024 * 1024 * 1024,
   maxHeldTotal: 256 * 1024 * 1024,
@@ -372,6 +382,8 @@ const FLAGS: readonly Flag[] = [
   { flag: '--fanout-byte-burst', env: 'TESSERA_FANOUT_BYTE_BURST', help: `...in a burst (default ${DEFAULTS.fanoutByteBurst})`, apply: (c, v) => void (c.fanoutByteBurst = integer('--fanout-byte-burst', v, 1024)) },
   { flag: '--broadcast-byte-rate', env: 'TESSERA_BROADCAST_BYTE_RATE', help: `bytes/s of the copies past the first a member's sends may make the relay send (default ${DEFAULTS.broadcastByteRate})`, apply: (c, v) => void (c.broadcastByteRate = integer('--broadcast-byte-rate', v, 1024)) },
   { flag: '--broadcast-byte-burst', env: 'TESSERA_BROADCAST_BYTE_BURST', help: `...in a burst (default ${DEFAULTS.broadcastByteBurst})`, apply: (c, v) => void (c.broadcastByteBurst = integer('--broadcast-byte-burst', v, 1024)) },
+  { flag: '--presence-byte-rate', env: 'TESSERA_PRESENCE_BYTE_RATE', help: `bytes/s of arrival and departure events one token's on-stage members may make the relay send (default ${DEFAULTS.presenceByteRate})`, apply: (c, v) => void (c.presenceByteRate = integer('--presence-byte-rate', v, 1024)) },
+  { flag: '--presence-byte-burst', env: 'TESSERA_PRESENCE_BYTE_BURST', help: `...in a burst (default ${DEFAULTS.presenceByteBurst})`, apply: (c, v) => void (c.presenceByteBurst = integer('--presence-byte-burst', v, 1024)) },
   { flag: '--send-soft-limit', env: 'TESSERA_SEND_SOFT_LIMIT', help: `unsent bytes above which a member gets no optional traffic (default ${DEFAULTS.sendSoftLimitBytes})`, apply: (c, v) => void (c.sendSoftLimitBytes = integer('--send-soft-limit', v, 1024)) },
   { flag: '--max-buffered', env: 'TESSERA_MAX_BUFFERED', help: `unsent bytes at which a member is cut as a slow consumer (default ${DEFAULTS.maxBufferedBytes})`, apply: (c, v) => void (c.maxBufferedBytes = integer('--max-buffered', v, 1024)) },
   { flag: '--max-buffered-total', env: 'TESSERA_MAX_BUFFERED_TOTAL', help: `unsent bytes of all members (default ${DEFAULTS.maxBufferedTotal})`, apply: (c, v) => void (c.maxBufferedTotal = integer('--max-buffered-total', v, 1024)) },

@@ -7,6 +7,7 @@ import type { Member, MemberLink, Opener, Room } from './rooms/types.ts';
 import { tokenKey } from './token/identity.ts';
 import { checkScope, verifyToken, type Refusal } from './token/verify.ts';
 import { FanoutBudget } from './data/fanout-budget.ts';
+import { presenceKey } from './rooms/presence.ts';
 
 /** A join the token allows: what it may enter as. */
 export interface Verdict {
@@ -110,6 +111,11 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   const current = relay.rooms.get(project, roomId);
   const reserved = identityRefusal(current, verdict);
   if (reserved) return reserved;
+  // an on-stage arrival is told to everyone: a token that keeps joining and leaving pays for it
+  if (claims.isViewer !== true && !relay.budgets.presence.mayAnnounce(presenceKey(verdict))) {
+    const wait = Math.ceil(relay.budgets.presence.msUntilCredit(presenceKey(verdict)) / 1000);
+    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's members arrived and left too often: try again in ${wait} s` };
+  }
   const existing = current?.get(frame.participantId);
   if (existing) {
     if (!pinned) {

@@ -35,6 +35,12 @@ export class TokenBucket {
     this.tokens -= n;
   }
 
+  /** True when the bucket holds its whole burst (it is as good as a new one). */
+  get full(): boolean {
+    this.refill();
+    return this.tokens >= this.burst;
+  }
+
   /** True while the balance is not in debt. */
   hasCredit(): boolean {
     this.refill();

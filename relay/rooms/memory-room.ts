@@ -8,6 +8,7 @@ import { Lobby } from './lobby.ts';
 import { Timeline } from './timeline.ts';
 import { Budget } from '../budget.ts';
 import { MemberList } from './member-list.ts';
+import { presenceKey, type PresenceBudgets } from './presence.ts';
 import type { Member, Opener, Room, RoomObserver, RoomRegistry, RoomServices, TierCursor, TierPage } from './types.ts';
 
 interface Entry {
@@ -34,6 +35,7 @@ export class MemoryRoom implements Room {
   readonly media: MediaBoard;
   readonly createdAt = Date.now();
   private readonly observer: RoomObserver | undefined;
+  private readonly presence: PresenceBudgets;
 
   constructor(
     readonly project: string,
@@ -42,6 +44,7 @@ export class MemoryRoom implements Room {
     { limits, providers, log, media, budgets, observer }: RoomServices,
   ) {
     this.observer = observer;
+    this.presence = budgets.presence;
     this.media = new MediaBoard(media, { broadcast: (frame, exceptId) => this.broadcast(frame, exceptId), log });
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
@@ -97,7 +100,10 @@ export class MemoryRoom implements Room {
     this.entries.set(member.id, { member, seq });
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
-    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
+    if (member.tier === 'speaker') {
+      this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
+      this.presence.charge(presenceKey(member), this.size - 1);
+    }
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantJoined(this, member);
   }
@@ -116,7 +122,10 @@ export class MemoryRoom implements Room {
     this.topics.drop(member);
     this.streams.memberLeft(member);
     this.timeline.emit({ type: 'participant-left', participantId: member.id, tier: member.tier });
-    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
+    if (member.tier === 'speaker') {
+      this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
+      this.presence.charge(presenceKey(member), this.size);
+    }
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantLeft(this, member);
     return true;

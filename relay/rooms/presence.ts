@@ -1,0 +1,74 @@
+import { TokenBucket } from '../data/token-bucket.ts';
+
+/** What an arrival or a departure told to one member is charged (bytes: an event frame, about). */
+export const PRESENCE_EVENT_BYTES = 128;
+
+/** Recipients an announcement is charged for at most (a room of ten thousand costs what one of 8,192 does). */
+export const PRESENCE_CHARGED_MEMBERS = 8192;
+
+/** Tokens whose budget is remembered before the full ones are first forgotten. */
+const PRUNE_AT = 4096;
+
+/** The key a member's token is known by in {@link PresenceBudgets}: its project and signature. */
+export function presenceKey(member: { readonly project: string; readonly tokenKey: string }): string {
+  return `${member.project}\n${member.tokenKey}`;
+}
+
+/** The limits of {@link PresenceBudgets} (the relay's configuration has them). */
+export interface PresenceLimits {
+  presenceByteRate: number;
+  presenceByteBurst: number;
+}
+
+/**
+ * What a token's members make the relay tell their rooms by arriving and leaving: every
+ * on-stage arrival and departure is an event to every other member, so a token that joins and
+ * leaves in a loop would have the relay write a room of a thousand two thousand frames a turn
+ * without spending any member's budget (each arrival is a new member). Per token (its project
+ * and signature, as the scheduler's flows), since that is what joins again: an arrival is
+ * refused while the token is in debt, a departure is charged but never refused. A token whose
+ * budget has refilled is forgotten, so what is kept is bounded by the tokens that joined within
+ * a refill's time.
+ */
+export class PresenceBudgets {
+  private readonly buckets = new Map<string, TokenBucket>();
+  /** The size at which the full ones are next forgotten: twice what the last pass kept, so a pass is paid for by as many joins. */
+  private pruneAt = PRUNE_AT;
+
+  constructor(
+    private readonly limits: PresenceLimits,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Tokens remembered (for tests and metrics). */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /** Whether a member of token `key` may arrive on stage now: false while its announcements are in debt. */
+  mayAnnounce(key: string): boolean {
+    return this.buckets.get(key)?.hasCredit() ?? true;
+  }
+
+  /** Milliseconds until token `key` may announce again (0: now). */
+  msUntilCredit(key: string): number {
+    return this.buckets.get(key)?.msUntilToken(0) ?? 0;
+  }
+
+  /** An arrival or departure of a member of token `key` was told to `recipients` members. */
+  charge(key: string, recipients: number): void {
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      if (this.buckets.size >= this.pruneAt) this.prune();
+      bucket = new TokenBucket(this.limits.presenceByteRate, this.limits.presenceByteBurst, this.now);
+      this.buckets.set(key, bucket);
+    }
+    bucket.spend(PRESENCE_EVENT_BYTES * Math.min(Math.max(1, recipients), PRESENCE_CHARGED_MEMBERS));
+  }
+
+  /** Forget the tokens whose budget is whole again: a new bucket would be the same. */
+  private prune(): void {
+    for (const [key, bucket] of this.buckets) if (bucket.full) this.buckets.delete(key);
+    this.pruneAt = Math.max(PRUNE_AT, 2 * this.buckets.size);
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Issue 11: a token whose members join and leave in a loop. Every on-stage arrival and departure
+ * is an event to every member, and each arrival is a new member with a fresh budget, so the
+ * token pays: its arrivals are refused `join-rate` while its announcements are in debt.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { PRESENCE_EVENT_BYTES } from '../relay/rooms/presence.ts';
+import { startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawConnect, rawJoin, type RawClient } from './raw.ts';
+
+const VIEWERS = 20;
+/** Two arrivals to a room of twenty-odd, and change. */
+const BURST = 50 * PRESENCE_EVENT_BYTES;
+
+/** One join of `token`: the `joined` frame's client, or the refusal's error. */
+async function tryJoin(url: string, token: string, participantId: string): Promise<RawClient | { code: string; reason: string }> {
+  const c = await rawConnect(url);
+  c.send({ type: 'join', v: 1, token, participantId });
+  const first = await c.next();
+  if (first.type === 'joined') return c;
+  c.ws.close();
+  const error = first.error as { code: string; reason: string };
+  return { code: error.code, reason: error.reason };
+}
+
+describe('issue 11: arrivals and departures are paid for by their token', () => {
+  let t: TestRelay;
+  const viewers: RawClient[] = [];
+  let watcher: RawClient;
+  before(async () => {
+    // a second of refill pays for two arrivals: what a test can wait for
+    t = await startTestRelay({ presenceByteRate: 2 * 22 * PRESENCE_EVENT_BYTES, presenceByteBurst: BURST });
+    watcher = await rawJoin(t.url, t.token({ roomId: 'churn', grant: {} }));
+    for (let i = 0; i < VIEWERS; i++) viewers.push(await rawJoin(t.url, t.token({ roomId: 'churn', isViewer: true, grant: {} })));
+  });
+  after(() => t.close());
+
+  it('a speaker-tier token joining and leaving in a loop is refused join-rate once its announcements are in debt; its departures are still told', async () => {
+    const churner = t.token({ roomId: 'churn', grant: {} });
+    const outcomes: string[] = [];
+    let last: RawClient | null = null;
+    for (let i = 0; i < 6; i++) {
+      const r = await tryJoin(t.url, churner, `churn-${i}`);
+      if ('ws' in r) {
+        outcomes.push('joined');
+        await r.request('session.leave');
+        await r.closed;
+        last = r;
+      } else outcomes.push(`${r.code}/${r.reason}`);
+    }
+    // each arrival and departure is told to the 21 others: 42 events a cycle, 50 in the burst
+    assert.deepEqual(outcomes.slice(0, 2), ['joined', 'joined'], 'within the burst, then into debt');
+    assert.ok(outcomes.slice(2).every((o) => o === 'RATE_LIMITED/join-rate'), `then refused: ${outcomes.join(', ')}`);
+    assert.ok(last, 'some member of the token joined');
+    await until(() => watcher.frames.filter((f) => f.name === 'participant-left').length === 2, 2000, 'every departure, in debt or not, was told');
+    // the debt is paid back at its rate, and the token's members may come back
+    await until(async () => {
+      const r = await tryJoin(t.url, churner, `back-${Date.now()}`);
+      if (!('ws' in r)) return false;
+      r.ws.close();
+      return true;
+    }, 8000, 'joins again once paid back');
+  });
+
+  it('another speaker token, and viewers of any token, are not held back by a token in debt', async () => {
+    const churner = t.token({ roomId: 'churn', grant: { canPublishData: true } });
+    for (let i = 0; i < 3; i++) {
+      const r = await tryJoin(t.url, churner, `debt-${i}`);
+      if ('ws' in r) r.ws.close();
+    }
+    const refused = await tryJoin(t.url, churner, 'debt-x');
+    assert.ok(!('ws' in refused) && refused.reason === 'join-rate', 'the churning token is in debt');
+    const other = await tryJoin(t.url, t.token({ roomId: 'churn', grant: { canPublishData: true }, participantId: 'someone-else' }), 'someone-else');
+    assert.ok('ws' in other, 'another token joins');
+    const viewer = await tryJoin(t.url, t.token({ roomId: 'churn', isViewer: true, grant: {} }), 'a-viewer');
+    assert.ok('ws' in viewer, 'a viewer is never announced, so never charged');
+    other.ws.close();
+    viewer.ws.close();
+  });
+});
