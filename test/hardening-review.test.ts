@@ -33,6 +33,17 @@ describe('issue 11: the attack review', () => {
     c.ws.close();
   });
 
+  it('only audio and video sections: an offer with a data channel is refused before werift would open SCTP', async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'sdp', grant: { canPublish: true } }));
+    const head = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n';
+    const answer = await c.request('media.publish', { source: 'camera', kind: 'video', sdp: `${head}m=video 9 UDP/TLS/RTP/SAVPF 96\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\n` });
+    assert.equal(code(answer), 'INVALID_ARGUMENT');
+    assert.match((answer.error as { message: string }).message, /audio or video media sections/);
+    const alone = await c.request('media.publish', { source: 'camera', kind: 'video', sdp: `${head}m=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\n` });
+    assert.equal(code(alone), 'INVALID_ARGUMENT');
+    c.ws.close();
+  });
+
   it('a payload nested deeper than 64 is INVALID_ARGUMENT, not an internal error', async () => {
     const c = await rawJoin(t.url, t.token({ roomId: 'deep', grant: { canPublishData: true } }));
     // written by hand: encoding it would overflow this process's stack too

@@ -1,4 +1,5 @@
 import { Connection, parseMessage, StunProtocol } from 'werift';
+import { wellFormedMedia } from './datagram-check.ts';
 
 /**
  * What the relay's media sockets take from the network, whoever sends it. werift (0.25) answers
@@ -12,7 +13,9 @@ import { Connection, parseMessage, StunProtocol } from 'werift';
  * 8445 §7.3): a request is taken only if it is a binding request whose USERNAME starts with the
  * transport's own ufrag and whose MESSAGE-INTEGRITY is signed with the transport's password (which
  * only the member that negotiated it was given); anything else (DTLS, SRTP, other STUN) only
- * from an address that has sent one. Everything else is dropped unanswered. A transport trusts
+ * from an address that has sent one, and DTLS and SRTP only in a shape werift can read safely
+ * (`datagram-check.ts`: werift reads some of it before it authenticates it). Everything else is
+ * dropped unanswered. A transport trusts
  * the last {@link MAX_PEERS} such addresses (a client that roams moves on), and at most
  * {@link MAX_PEER_ADDRESSES} in its life (each new one costs werift a candidate pair).
  */
@@ -86,7 +89,8 @@ export function admits(protocol: GuardedProtocol, data: Buffer, addr: Address): 
   const known = (protocol[peers] ??= new Set());
   const message = parseMessage(data);
   // anything but a request (DTLS, SRTP, a STUN response or indication): only from a proven peer
-  if (!message || message.messageClass !== REQUEST) return known.has(key);
+  if (!message) return known.has(key) && wellFormedMedia(data);
+  if (message.messageClass !== REQUEST) return known.has(key);
   if (message.messageMethod !== BINDING || !signed(ice, data, message.getAttributeValue('USERNAME'))) return false;
   if (known.has(key)) {
     // the most recent last (a roaming client's old addresses are the first to go)

@@ -14,6 +14,7 @@ import type { TrackKind } from '../../src/protocol/media.ts';
 import { MediaRecorder } from 'werift/nonstandard';
 import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackRecorder, type TrackSource, type TransportStats } from './engine.ts';
 import { installIceGuard } from './ice-guard.ts';
+import { boundNackHandler, installWeriftHardening } from './werift-hardening.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
 import { WeriftSource } from './werift-source.ts';
 
@@ -85,6 +86,8 @@ export class WeriftEngine implements MediaEngine {
   constructor(private readonly options: WeriftOptions) {
     // what any host on the network sends to the media ports: checked before werift sees it
     installIceGuard();
+    // ...and what a member itself sends, once authenticated, bounded where werift trusts it
+    installWeriftHardening();
   }
 
   /** Peer connections made and not yet closed (a leak check for tests and `/metrics`). */
@@ -181,6 +184,8 @@ export class WeriftEngine implements MediaEngine {
     closed.on(close);
     try {
       await pc.setRemoteDescription({ type: 'offer', sdp: offer });
+      // werift does not export its NACK handler: bounded through the first receiver made
+      for (const transceiver of pc.getTransceivers()) boundNackHandler((transceiver.receiver as unknown as { nack: object }).nack);
       const answer = await pc.createAnswer();
       await pc.setLocalDescription(answer);
     } catch (err) {

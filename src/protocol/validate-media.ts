@@ -15,7 +15,8 @@ const isSource = (v: unknown): v is Source => SOURCES.includes(v as Source);
 
 /**
  * An SDP the relay may hand to its WebRTC stack: bounded in bytes, lines and media sections,
- * since parsing and matching cost grows faster than linearly with the sections.
+ * since parsing and matching cost grows faster than linearly with the sections; and only audio
+ * and video sections (werift would answer a data channel, whose SCTP reassembly it does not bound).
  */
 function isSdp(v: unknown): v is string {
   if (typeof v !== 'string' || !v.startsWith('v=0') || v.length > MAX_SDP) return false;
@@ -23,7 +24,8 @@ function isSdp(v: unknown): v is string {
   let sections = 0;
   for (let at = v.indexOf('\n'); at >= 0; at = v.indexOf('\n', at + 1)) {
     if (++lines > MAX_SDP_LINES) return false;
-    if (v.startsWith('m=', at + 1) && ++sections > MAX_MEDIA_SECTIONS) return false;
+    if (!v.startsWith('m=', at + 1)) continue;
+    if (++sections > MAX_MEDIA_SECTIONS || !(v.startsWith('m=audio ', at + 1) || v.startsWith('m=video ', at + 1))) return false;
   }
   return true;
 }
@@ -53,7 +55,7 @@ export const MEDIA_PARAMS: { [M in MediaMethod]: ParamsParser<M> } = {
   'media.publish': (p) => {
     if (!isSource(p.source)) return bad(SOURCE);
     if (p.kind !== 'audio' && p.kind !== 'video') return bad("kind must be 'audio' or 'video'");
-    if (!isSdp(p.sdp)) return bad(`sdp must be an SDP offer of at most ${MAX_SDP} bytes, ${MAX_SDP_LINES} lines and ${MAX_MEDIA_SECTIONS} media sections`);
+    if (!isSdp(p.sdp)) return bad(`sdp must be an SDP offer of at most ${MAX_SDP} bytes, ${MAX_SDP_LINES} lines and ${MAX_MEDIA_SECTIONS} audio or video media sections`);
     const l = layers(p.layers);
     if (!l.ok) return l;
     return ok({ source: p.source, kind: p.kind, sdp: p.sdp, ...(l.value ? { layers: l.value } : {}) });

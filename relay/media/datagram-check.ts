@@ -1,0 +1,90 @@
+/**
+ * What a media datagram must look like before werift reads it (RFC 7983 demultiplexes by the
+ * first byte). werift 0.25 parses an SRTP packet's header before it checks its authentication
+ * tag, and reads past the end of the datagram: a 32-byte packet announcing a 65,535-word header
+ * extension kept the relay's event loop busy for 192 s, with no key at all. It also allocates
+ * every DTLS handshake message at the length its fragment claims (16 MiB a fragment, 235 in one
+ * datagram). So the ICE guard drops what no browser sends before werift sees it: datagrams larger
+ * than a path's MTU, RTP whose header runs past its end or carries a large extension, and DTLS
+ * records or handshake fragments whose lengths do not fit.
+ */
+
+/** The largest media datagram taken: Ethernet's MTU (browsers keep DTLS and SRTP under about 1,200 bytes). */
+export const MAX_MEDIA_DATAGRAM = 1500;
+
+/**
+ * The largest RTP header extension taken, in 32-bit words. A browser's extensions (MID, RID,
+ * audio level, send time, transport sequence, video orientation...) are tens of bytes; werift
+ * parses them at a cost quadratic in their count.
+ */
+export const MAX_RTP_EXTENSION_WORDS = 64;
+
+/** The largest DTLS handshake message taken (bytes): a browser's largest, its certificate, is about one KB. */
+export const MAX_HANDSHAKE_BYTES = 16 * 1024;
+
+/** Handshake fragments one DTLS record may carry (a browser sends one, at most a flight's few). */
+export const MAX_FRAGMENTS_PER_RECORD = 8;
+
+const RTP_HEADER = 12;
+const RTCP_MIN = 8;
+const DTLS_RECORD_HEADER = 13;
+const HANDSHAKE_HEADER = 12;
+const CONTENT_HANDSHAKE = 22;
+
+/** Whether a datagram that is not STUN may reach werift's DTLS or SRTP (see the module's doc). */
+export function wellFormedMedia(data: Buffer): boolean {
+  if (data.length === 0 || data.length > MAX_MEDIA_DATAGRAM) return false;
+  const first = data[0]!;
+  if (first >= 20 && first <= 63) return dtlsWellFormed(data);
+  if (first >= 128 && first <= 191) return isRtcp(data) ? data.length >= RTCP_MIN : rtpWellFormed(data);
+  // TURN channels and reserved ranges: nothing the relay speaks
+  return false;
+}
+
+/** RTCP packet types (RFC 5761 §4: 192–223 are not RTP payload types on a muxed port). */
+function isRtcp(data: Buffer): boolean {
+  return data.length >= 2 && data[1]! >= 192 && data[1]! <= 223;
+}
+
+/** An RTP header (CSRCs and extension) that ends within the datagram, with an extension of at most {@link MAX_RTP_EXTENSION_WORDS}. */
+function rtpWellFormed(data: Buffer): boolean {
+  if (data.length < RTP_HEADER) return false;
+  let end = RTP_HEADER + 4 * (data[0]! & 0x0f);
+  if (data[0]! & 0x10) {
+    if (end + 4 > data.length) return false;
+    const words = data.readUInt16BE(end + 2);
+    if (words > MAX_RTP_EXTENSION_WORDS) return false;
+    end += 4 + 4 * words;
+  }
+  return end <= data.length;
+}
+
+/** DTLS records that fit the datagram; plaintext handshake fragments that fit their record and claim at most {@link MAX_HANDSHAKE_BYTES}. */
+function dtlsWellFormed(data: Buffer): boolean {
+  for (let at = 0; at < data.length; ) {
+    if (at + DTLS_RECORD_HEADER > data.length) return false;
+    const type = data[at]!;
+    if (type < 20 || type > 63) return false;
+    const epoch = data.readUInt16BE(at + 3);
+    const body = at + DTLS_RECORD_HEADER;
+    const end = body + data.readUInt16BE(at + 11);
+    if (end > data.length) return false;
+    // an encrypted record (epoch 1 on) is opaque here; werift authenticates it before it reads it
+    if (type === CONTENT_HANDSHAKE && epoch === 0 && !fragmentsFit(data, body, end)) return false;
+    at = end;
+  }
+  return true;
+}
+
+function fragmentsFit(data: Buffer, from: number, end: number): boolean {
+  let count = 0;
+  for (let at = from; at < end; ) {
+    if (++count > MAX_FRAGMENTS_PER_RECORD || at + HANDSHAKE_HEADER > end) return false;
+    const length = data.readUIntBE(at + 1, 3);
+    const offset = data.readUIntBE(at + 6, 3);
+    const fragment = data.readUIntBE(at + 9, 3);
+    if (length > MAX_HANDSHAKE_BYTES || offset + fragment > length || at + HANDSHAKE_HEADER + fragment > end) return false;
+    at += HANDSHAKE_HEADER + fragment;
+  }
+  return true;
+}

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DtlsSocket, RtcpPacketConverter, RTCRtpSender, SrtpSession } from 'werift';
+import { boundNackHandler, installWeriftHardening, MAX_BUFFERED_FRAGMENTS, MAX_HANDSHAKE_MESSAGES, MAX_NACKED, MAX_RTCP_PACKETS, MAX_SSRCS, RETRANSMIT_RATE } from './werift-hardening.ts';
+
+installWeriftHardening();
+
+/** An RTCP header: version 2, `fmt`, packet type, length in words minus one. */
+const header = (fmt: number, type: number, words: number) => Buffer.from([0x80 | fmt, type, words >> 8, words & 0xff]);
+/** A generic NACK (RTPFB, FMT 1) asking for `pid` and the 16 after it, `entries` times. */
+function nack(pid: number, entries: number): Buffer {
+  const fci = Buffer.alloc(4 * entries);
+  for (let i = 0; i < entries; i++) {
+    fci.writeUInt16BE(pid, 4 * i);
+    fci.writeUInt16BE(0xffff, 4 * i + 2);
+  }
+  return Buffer.concat([header(1, 205, 2 + entries), Buffer.from([0, 0, 0, 1, 0, 0, 0, 2]), fci]);
+}
+/** A receiver report with no blocks. */
+const rr = () => Buffer.concat([header(0, 201, 1), Buffer.from([0, 0, 0, 1])]);
+type Parsed = Array<{ type: number; feedback?: { count: number; lost?: number[] } }>;
+const parse = (b: Buffer) => (RtcpPacketConverter.deSerialize as unknown as (b: Buffer) => Parsed)(b);
+
+describe('werift, bounded where it trusts what a member sends (issue 11)', () => {
+  it('a browser compound (a receiver report and a NACK) parses as before', () => {
+    const packets = parse(Buffer.concat([rr(), nack(100, 1)]));
+    assert.deepEqual(packets.map((p) => p.type), [201, 205]);
+    assert.deepEqual(packets[1]!.feedback!.lost, Array.from({ length: 17 }, (_, i) => 100 + i));
+  });
+
+  it('a compound of one-word NACKs over 64 KB is parsed packet by packet, at most 16, each from its own bytes (it ran the heap out)', () => {
+    const unit = Buffer.concat([header(1, 205, 1), Buffer.from([0, 0, 0xff, 0xff])]);
+    const hostile = Buffer.concat(Array.from({ length: 8000 }, () => unit));
+    const packets = parse(hostile);
+    assert.ok(packets.length <= MAX_RTCP_PACKETS, `${packets.length} packets`);
+    for (const p of packets) assert.ok((p.feedback?.lost?.length ?? 0) <= MAX_NACKED);
+  });
+
+  it('lengths that run past the compound, and versions other than 2, end the parse', () => {
+    assert.deepEqual(parse(Buffer.concat([rr(), header(0, 201, 200)])).length, 1);
+    assert.deepEqual(parse(Buffer.concat([Buffer.from([0x40, 201, 0, 1, 0, 0, 0, 1]), rr()])).length, 0);
+  });
+
+  it('transport-wide congestion feedback, never negotiated, is dropped unread (40 bytes could claim 65,535 statuses)', () => {
+    const twcc = Buffer.concat([header(15, 205, 5), Buffer.alloc(8), Buffer.from([0, 1, 0xff, 0xff, 0, 0, 0, 0]), Buffer.from([0x1f, 0xff, 0x1f, 0xff])]);
+    assert.deepEqual(parse(Buffer.concat([twcc, rr()])).map((p) => p.type), [201]);
+  });
+
+  it('a NACK naming the same packets again and again asks for each once, at most 128', () => {
+    const [p] = parse(nack(7, 300));
+    assert.deepEqual(p!.feedback!.lost, Array.from({ length: 17 }, (_, i) => 7 + i));
+    const wide = Buffer.concat([header(1, 205, 2 + 20), Buffer.alloc(8), ...Array.from({ length: 20 }, (_, i) => Buffer.from([0, i * 17, 0xff, 0xff]))]);
+    assert.equal(parse(wide)[0]!.feedback!.lost!.length, MAX_NACKED);
+  });
+
+  it('a sender retransmits at most its rate for its subscriber', () => {
+    const sent: number[] = [];
+    const sender = Object.create(RTCRtpSender.prototype) as { handleRtcpPacket(p: unknown): void };
+    // what werift's own handler reaches: the cache and the transport
+    Object.assign(sender, { rtpCache: [], nackCount: 0, onGenericNack: { execute: () => {} }, onRtcp: { execute: () => {} }, dtlsTransport: { sendRtp: async () => {} } });
+    const asked = (lost: number[]) => ({ type: 205, feedback: { count: 1, lost } });
+    const packet = asked(Array.from({ length: 300 }, (_, i) => i));
+    sender.handleRtcpPacket(packet);
+    sent.push(packet.feedback.lost.length);
+    const again = asked(Array.from({ length: 300 }, (_, i) => i));
+    sender.handleRtcpPacket(again);
+    sent.push(again.feedback.lost.length);
+    assert.equal(sent[0]! + sent[1]!, RETRANSMIT_RATE, 'the burst, and nothing more at once');
+  });
+
+  it(`an SRTP context keeps state for at most ${MAX_SSRCS} SSRCs: a packet of one more is dropped as unauthenticated`, () => {
+    const key = Buffer.alloc(16, 1);
+    const salt = Buffer.alloc(14, 2);
+    const session = new SrtpSession({ keys: { localMasterKey: key, localMasterSalt: salt, remoteMasterKey: key, remoteMasterSalt: salt }, profile: 1 }) as unknown as { remoteContext: { getSrtpSsrcState(s: number): unknown } };
+    for (let ssrc = 1; ssrc <= MAX_SSRCS; ssrc++) session.remoteContext.getSrtpSsrcState(ssrc);
+    session.remoteContext.getSrtpSsrcState(1);
+    assert.throws(() => session.remoteContext.getSrtpSsrcState(MAX_SSRCS + 1), { name: 'SrtpAuthenticationError' });
+  });
+
+  it('a DTLS socket reads a bounded number of handshake messages and holds a bounded number of fragments', () => {
+    const handle = (DtlsSocket.prototype as unknown as { handleFragmentHandshake(this: object, m: unknown[]): unknown[] }).handleFragmentHandshake;
+    const socket = { bufferFragmentedHandshakes: [] as unknown[] };
+    const fragment = (length: number, offset: number, size: number) => ({ msg_type: 1, length, message_seq: 0, fragment_offset: offset, fragment_length: size, fragment: Buffer.alloc(size) });
+    assert.equal(handle.call(socket, [fragment(0xffffff, 0, 1)]).length, 0, 'a fragment claiming 16 MiB');
+    for (let i = 0; i < 40; i++) handle.call(socket, [fragment(1000, 0, 10)]);
+    assert.ok(socket.bufferFragmentedHandshakes.length <= MAX_BUFFERED_FRAGMENTS, `${socket.bufferFragmentedHandshakes.length} held`);
+    for (let i = 0; i < MAX_HANDSHAKE_MESSAGES; i++) handle.call(socket, [fragment(10, 0, 10)]);
+    assert.deepEqual(handle.call(socket, [fragment(10, 0, 10)]), [], 'past its life\'s handshake messages');
+  });
+
+  it('a jump of the sequence number is a restart, not 65,000 lost packets', () => {
+    const lostMarked: number[] = [];
+    class Handler {
+      newEstSeqNum = 0;
+      _lost: Record<number, number> = {};
+      addPacket(packet: { header: { sequenceNumber: number } }) {
+        const seq = packet.header.sequenceNumber;
+        if (this.newEstSeqNum === 0) return void (this.newEstSeqNum = seq);
+        for (let i = this.newEstSeqNum + 1; i < seq; i++) lostMarked.push(i);
+        this.newEstSeqNum = seq;
+      }
+    }
+    const handler = new Handler();
+    boundNackHandler(handler);
+    for (const seq of [1, 2, 5, 65535, 30_000, 30_003]) handler.addPacket({ header: { sequenceNumber: seq } });
+    assert.deepEqual(lostMarked, [3, 4, 30_001, 30_002], 'gaps of two are loss; 65535 after 5 is late (from before the wrap), the jump to 30,000 a restart');
+    assert.equal(handler.newEstSeqNum, 30_003);
+  });
+});

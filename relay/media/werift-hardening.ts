@@ -1,0 +1,224 @@
+import { DtlsSocket, RtcpPacketConverter, RTCRtpSender, SrtpAuthenticationError, SrtpSession } from 'werift';
+
+/**
+ * What werift (0.25) does with a member's authenticated packets, bounded. A member holds its own
+ * transport's SRTP keys and DTLS session, so whatever it encrypts passes werift's checks, and
+ * werift then trusts lengths and counts it was sent (an attack review, `docs/security.md`):
+ *
+ * - RTCP: each packet of a compound was parsed with the whole rest of the datagram, lengths
+ *   unchecked (one 65 KB compound of one-word NACKs: a 44 s stall, then the heap ran out); a
+ *   transport-wide congestion feedback of 40 bytes may claim 65,535 statuses (0.9 s a datagram);
+ *   a NACK may name the same cached packets again and again (276,131 retransmissions for one
+ *   datagram).
+ * - RTP: a jump of the sequence number marked every number in between lost (65,000 a packet, 57 ms
+ *   each); every new SSRC kept SRTP state for the transport's life (hundreds of MiB).
+ * - DTLS: handshake fragments were buffered without limit, and kept being read after the handshake.
+ *
+ * Each bound is applied by wrapping the werift method that does the work (as the ICE guard
+ * does); {@link installWeriftHardening} throws if one of them is gone, so that an upgrade of
+ * werift cannot silently drop a bound.
+ */
+
+/** RTCP packets of one compound that are read (a browser's compound has two to four). */
+export const MAX_RTCP_PACKETS = 16;
+/** Packets one NACK may ask to be sent again: the sender keeps 128, and each is asked for once. */
+export const MAX_NACKED = 128;
+/** Retransmissions a sender makes for its subscriber per second, and in a burst. */
+export const RETRANSMIT_RATE = 400;
+/** A sequence number this far past the last is a stream restart, not that many packets lost. */
+export const MAX_SEQUENCE_GAP = 512;
+/** SSRCs one SRTP context keeps state for (a publication's layers and their repair streams are a few). */
+export const MAX_SSRCS = 16;
+/** DTLS handshake messages one socket reads in its life (a handshake is five, retransmitted a few times). */
+export const MAX_HANDSHAKE_MESSAGES = 64;
+/** Fragments of unfinished handshake messages one socket holds. */
+export const MAX_BUFFERED_FRAGMENTS = 16;
+
+const RTCP_TRANSPORT_FEEDBACK = 205;
+const FMT_NACK = 1;
+const FMT_TWCC = 15;
+const SEQUENCE_SPACE = 0x10000;
+
+const installed = Symbol('tessera.weriftHardening');
+const ssrcCount = Symbol('tessera.ssrcCount');
+const handshakes = Symbol('tessera.handshakes');
+const retransmits = Symbol('tessera.retransmits');
+
+type Method = (this: unknown, ...args: never[]) => unknown;
+type Proto = Record<string | symbol, unknown>;
+
+function method(owner: Proto, name: string): Method {
+  const fn = owner[name];
+  if (typeof fn !== 'function') throw new Error(`werift changed: cannot bound ${name}`);
+  return fn as Method;
+}
+
+/** Install every bound (once per process). */
+export function installWeriftHardening(): void {
+  const converter = RtcpPacketConverter as unknown as Proto;
+  if (converter[installed]) return;
+  boundRtcpParsing(converter);
+  boundRetransmissions(RTCRtpSender.prototype as unknown as Proto);
+  boundSrtpState();
+  boundDtlsHandshakes(DtlsSocket.prototype as unknown as Proto);
+  converter[installed] = true;
+}
+
+interface NackLike {
+  lost: number[];
+}
+interface ParsedRtcp {
+  type: number;
+  feedback?: unknown;
+}
+
+/**
+ * Each packet is parsed from its own bytes (version 2, its length within the compound), at most
+ * {@link MAX_RTCP_PACKETS} of them; transport-wide congestion feedback (never negotiated) is
+ * dropped unread; a NACK's lost list keeps each number once, at most {@link MAX_NACKED}.
+ */
+function boundRtcpParsing(converter: Proto): void {
+  const parse = method(converter, 'deSerialize') as unknown as (data: Buffer) => ParsedRtcp[];
+  converter.deSerialize = function (data: Buffer): ParsedRtcp[] {
+    const out: ParsedRtcp[] = [];
+    for (let at = 0, n = 0; at + 4 <= data.length && n < MAX_RTCP_PACKETS; n++) {
+      if (data[at]! >> 6 !== 2) break;
+      const end = at + 4 * (data.readUInt16BE(at + 2) + 1);
+      if (end > data.length) break;
+      const fmt = data[at]! & 0x1f;
+      if (!(data[at + 1] === RTCP_TRANSPORT_FEEDBACK && fmt === FMT_TWCC)) {
+        for (const packet of parse.call(converter, data.subarray(at, end))) {
+          if (data[at + 1] === RTCP_TRANSPORT_FEEDBACK && fmt === FMT_NACK) boundNack(packet.feedback as NackLike | undefined);
+          out.push(packet);
+        }
+      }
+      at = end;
+    }
+    return out;
+  };
+}
+
+function boundNack(nack: NackLike | undefined): void {
+  if (!nack || !Array.isArray(nack.lost)) return;
+  nack.lost = [...new Set(nack.lost)].slice(0, MAX_NACKED);
+}
+
+/** A token bucket of retransmissions, on the sender (its subscriber's NACKs draw from it). */
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** A sender retransmits at most {@link RETRANSMIT_RATE} packets a second for its subscriber; the rest of a NACK is dropped. */
+function boundRetransmissions(sender: Proto): void {
+  const handle = method(sender, 'handleRtcpPacket') as unknown as (this: Proto, packet: ParsedRtcp & { feedback?: NackLike & { count?: number } }) => void;
+  sender.handleRtcpPacket = function (this: Proto, packet: ParsedRtcp & { feedback?: NackLike & { count?: number } }) {
+    if (packet.type === RTCP_TRANSPORT_FEEDBACK) {
+      if (packet.feedback?.count === FMT_TWCC) return;
+      if (packet.feedback?.count === FMT_NACK && Array.isArray(packet.feedback.lost)) {
+        const now = performance.now();
+        const bucket = ((this[retransmits] as Bucket | undefined) ??= { tokens: RETRANSMIT_RATE, at: now });
+        bucket.tokens = Math.min(RETRANSMIT_RATE, bucket.tokens + ((now - bucket.at) / 1000) * RETRANSMIT_RATE);
+        bucket.at = now;
+        const allowed = Math.max(0, Math.floor(bucket.tokens));
+        if (packet.feedback.lost.length > allowed) packet.feedback.lost = packet.feedback.lost.slice(0, allowed);
+        bucket.tokens -= packet.feedback.lost.length;
+      }
+    }
+    return handle.call(this, packet);
+  };
+}
+
+/**
+ * SRTP and SRTCP contexts keep state for at most {@link MAX_SSRCS} SSRCs each: a packet of one
+ * more is dropped as unauthenticated (werift's decrypt drops those quietly), before any state is made.
+ */
+function boundSrtpState(): void {
+  const key = Buffer.alloc(16);
+  const salt = Buffer.alloc(14);
+  // a throwaway session: werift exports the sessions, not the context class they share
+  const session = new SrtpSession({ keys: { localMasterKey: key, localMasterSalt: salt, remoteMasterKey: key, remoteMasterSalt: salt }, profile: 1 }) as unknown as { localContext: object };
+  const context = Object.getPrototypeOf(Object.getPrototypeOf(session.localContext)) as Proto;
+  for (const [name, states] of [
+    ['getSrtpSsrcState', 'srtpSSRCStates'],
+    ['getSrtcpSsrcState', 'srtcpSSRCStates'],
+  ] as const) {
+    const get = method(context, name) as unknown as (this: Proto, ssrc: number) => unknown;
+    context[name] = function (this: Proto, ssrc: number) {
+      const known = this[states] as Record<number, unknown> | undefined;
+      if (known && known[ssrc] === undefined) {
+        const counts = ((this[ssrcCount] as Record<string, number> | undefined) ??= {});
+        if ((counts[states] ?? 0) >= MAX_SSRCS) throw new SsrcLimit();
+        counts[states] = (counts[states] ?? 0) + 1;
+      }
+      return get.call(this, ssrc);
+    };
+  }
+}
+
+/** werift drops a packet its decrypt rejects as unauthenticated; one of a new SSRC past the bound is such a packet. */
+class SsrcLimit extends SrtpAuthenticationError {
+  constructor() {
+    super(`more than ${MAX_SSRCS} SSRCs on one transport`);
+  }
+}
+
+interface Fragment {
+  length: number;
+  fragment_offset: number;
+  fragment_length: number;
+}
+
+/**
+ * A DTLS socket reads at most {@link MAX_HANDSHAKE_MESSAGES} handshake messages in its life,
+ * each claiming at most 16 KiB and fitting it, and holds at most {@link MAX_BUFFERED_FRAGMENTS}
+ * fragments of unfinished ones.
+ */
+function boundDtlsHandshakes(socket: Proto): void {
+  const handle = method(socket, 'handleFragmentHandshake') as unknown as (this: Proto, messages: Fragment[]) => Fragment[];
+  socket.handleFragmentHandshake = function (this: Proto, messages: Fragment[]) {
+    const seen = ((this[handshakes] as number | undefined) ?? 0) + messages.length;
+    this[handshakes] = seen;
+    if (seen > MAX_HANDSHAKE_MESSAGES) return [];
+    const fit = messages.filter((m) => m.length <= 16 * 1024 && m.fragment_offset + m.fragment_length <= m.length);
+    const buffered = this.bufferFragmentedHandshakes;
+    if (Array.isArray(buffered) && buffered.length >= MAX_BUFFERED_FRAGMENTS) buffered.length = 0;
+    return handle.call(this, fit);
+  };
+}
+
+/** The sequence gap from `last` to `next`, forward, modulo 2^16. */
+export function sequenceGap(last: number, next: number): number {
+  return (next - last + SEQUENCE_SPACE) % SEQUENCE_SPACE;
+}
+
+const nackBound = Symbol('tessera.nackBound');
+
+/**
+ * A receiver's NACK handler treats a jump of more than {@link MAX_SEQUENCE_GAP} as a restart of
+ * the stream rather than that many lost packets, and a late packet from before the wrap as late. werift does not export the class: it is bound
+ * through the first receiver the relay makes (`handler` is that receiver's `nack`).
+ */
+export function boundNackHandler(handler: object): void {
+  const proto = Object.getPrototypeOf(handler) as Proto;
+  if (proto[nackBound]) return;
+  const add = method(proto, 'addPacket') as unknown as (this: Proto, packet: { header: { sequenceNumber: number } }) => void;
+  proto.addPacket = function (this: Proto, packet: { header: { sequenceNumber: number } }) {
+    const last = this.newEstSeqNum;
+    const next = packet?.header?.sequenceNumber;
+    if (typeof last === 'number' && last !== 0 && typeof next === 'number') {
+      const gap = sequenceGap(last, next);
+      if (gap > MAX_SEQUENCE_GAP && gap < SEQUENCE_SPACE / 2) {
+        // a restart: what was missing before it is not asked for any more
+        this._lost = {};
+        this.newEstSeqNum = next;
+        return;
+      }
+      // a packet from before the last, across the wrap: werift compares the numbers and would
+      // mark everything between them lost
+      if (gap >= SEQUENCE_SPACE / 2 && next > last) return;
+    }
+    return add.call(this, packet);
+  };
+  proto[nackBound] = true;
+}
