@@ -93,8 +93,14 @@ describe('issue 11: a member\'s own transport takes nothing werift cannot bound'
   it('one RTP datagram with no key, announcing a 16,000-word header extension, is dropped before werift reads it (it held the relay 11 s)', async () => {
     const bomb = Buffer.alloc(32);
     bomb.set([0x90, 96, 0, 1, 0, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef, 0xbe, 0xde, 16_000 >> 8, 16_000 & 0xff]);
+    // and with a second byte of 209 (marker, payload type 81), which werift also reads as RTP
+    const marked = Buffer.from(bomb);
+    marked[1] = 0xd1;
     const before = victim();
-    const stall = await longestStall(() => sendRaw(attacker, bomb));
+    const stall = await longestStall(async () => {
+      await sendRaw(attacker, bomb);
+      await sendRaw(attacker, marked);
+    });
     assert.ok(stall < 1000, `the event loop was held ${stall.toFixed(0)} ms`);
     await until(() => victim() > before + 5, 3000, 'the other subscriber\'s media goes on');
   });

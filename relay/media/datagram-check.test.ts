@@ -42,6 +42,12 @@ describe('media datagrams werift may read (issue 11)', () => {
     assert.equal(wellFormedMedia(rtp({ words: MAX_RTP_EXTENSION_WORDS + 1 })), false, 'an extension larger than any browser sends');
     assert.equal(wellFormedMedia(rtp({ csrcs: 15, payload: 0 }).subarray(0, 40)), false, 'CSRCs past the end');
     assert.equal(wellFormedMedia(Buffer.from([0x80, 96, 0, 1])), false, 'shorter than a header');
+    for (const second of [0xd1, 0xdf]) {
+      // werift takes RTCP for 192–208 only: 209–223 (a marker bit and payload type 81–95) goes down its RTP path
+      const marked = Buffer.from(bomb);
+      marked[1] = second;
+      assert.equal(wellFormedMedia(marked), false, `second byte ${second}: checked as the RTP werift reads it as`);
+    }
   });
 
   it('datagrams larger than an MTU, and first bytes of nothing the relay speaks, are dropped', () => {

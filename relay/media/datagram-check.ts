@@ -41,9 +41,12 @@ export function wellFormedMedia(data: Buffer): boolean {
   return false;
 }
 
-/** RTCP packet types (RFC 5761 §4: 192–223 are not RTP payload types on a muxed port). */
+/**
+ * RTCP as werift tells it from RTP: a second byte of 192–208 (SR to XR). Not RFC 5761's wider
+ * 192–223: werift reads a datagram of 209–223 as RTP, so that is what it is checked as.
+ */
 function isRtcp(data: Buffer): boolean {
-  return data.length >= 2 && data[1]! >= 192 && data[1]! <= 223;
+  return data.length >= 2 && data[1]! >= 192 && data[1]! <= 208;
 }
 
 /** An RTP header (CSRCs and extension) that ends within the datagram, with an extension of at most {@link MAX_RTP_EXTENSION_WORDS}. */
