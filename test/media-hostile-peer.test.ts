@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import type { RTCPeerConnection } from 'werift';
 import { createPolyfillRTCPeerConnection } from 'werift/polyfill';
 import { WeriftEngine } from '../relay/media/werift-engine.ts';
-import { RETRANSMIT_RATE } from '../relay/media/werift-hardening.ts';
+import { MAX_SSRCS, RETRANSMIT_RATE } from '../relay/media/werift-hardening.ts';
+import { RtpHeader } from 'werift';
 import type { MediaPlatform } from '../src/media/platform.ts';
 import type { Room } from '../src/room.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
@@ -145,5 +146,19 @@ describe('issue 11: a member\'s own transport takes nothing werift cannot bound'
     const sent = retransmitted() - before;
     assert.ok(sent > 0, 'the NACK was read: some packets are sent again');
     assert.ok(sent <= RETRANSMIT_RATE, `${sent} retransmissions`);
+  });
+
+  it(`RTP of a new SSRC in every packet, encrypted with the member's keys, keeps state for at most ${MAX_SSRCS} SSRCs (700k SSRCs: 600 MiB and second-long stalls)`, async () => {
+    const srtp = (attacker.dtlsTransports[0] as unknown as { srtp: { encrypt(payload: Buffer, header: RtpHeader): Buffer } }).srtp;
+    for (let i = 0; i < 300; i++) {
+      await sendRaw(attacker, srtp.encrypt(Buffer.alloc(40), new RtpHeader({ payloadType: 96, sequenceNumber: 1, timestamp: 1, ssrc: 0x5000_0000 + i })));
+      if (i % 50 === 49) await sleep(20);
+    }
+    await sleep(300);
+    const held = [...(engine as unknown as { open: Set<RTCPeerConnection> }).open].map(
+      (pc) => Object.keys((pc.dtlsTransports[0] as unknown as { srtp?: { remoteContext: { srtpSSRCStates: object } } }).srtp?.remoteContext.srtpSSRCStates ?? {}).length,
+    );
+    assert.ok(Math.max(...held) <= MAX_SSRCS, `SSRC states held per transport: ${held.join(', ')}`);
+    assert.ok(Math.max(...held) > 0, 'the transports do keep the SSRCs they use');
   });
 });

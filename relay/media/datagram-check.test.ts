@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_HANDSHAKE_BYTES, MAX_MEDIA_DATAGRAM, MAX_RTP_EXTENSION_WORDS, wellFormedMedia } from './datagram-check.ts';
+import { MAX_HANDSHAKE_BYTES, MAX_MEDIA_DATAGRAM, MAX_RTP_EXTENSION_WORDS, MEDIA_PACKET_BURST, MEDIA_PACKET_RATE, PacketRate, wellFormedMedia } from './datagram-check.ts';
 
 /** An RTP header (version 2, payload type 96) with `csrcs` CSRCs and, if given, a one-byte-header extension of `words` words, then `payload` bytes. */
 function rtp({ csrcs = 0, words, payload = 20 }: { csrcs?: number; words?: number; payload?: number }): Buffer {
@@ -67,5 +67,21 @@ describe('media datagrams werift may read (issue 11)', () => {
     const truncated = handshakeRecord([{ length: 300, body: 300 }]);
     assert.equal(wellFormedMedia(truncated.subarray(0, truncated.length - 1)), false, 'a record longer than the datagram');
     assert.equal(wellFormedMedia(handshakeRecord([{ length: 0xffffff, body: 1 }], 1)), true, 'an encrypted record is opaque here');
+    const empty = (type: number) => Buffer.from([type, 0xfe, 0xfd, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0]);
+    assert.equal(wellFormedMedia(Buffer.concat(Array.from({ length: 8 }, () => empty(23)))), true, 'a flight of records');
+    assert.equal(wellFormedMedia(Buffer.concat(Array.from({ length: 9 }, () => empty(23)))), false, 'a hundred records each failing decryption cost werift more than media');
+    assert.equal(wellFormedMedia(empty(24)), false, 'no content type DTLS 1.2 does not have');
+  });
+
+  it(`a transport takes ${MEDIA_PACKET_RATE} media datagrams a second, ${MEDIA_PACKET_BURST} at once`, () => {
+    let now = 0;
+    const rate = new PacketRate(() => now);
+    let taken = 0;
+    while (rate.take()) taken++;
+    assert.equal(taken, MEDIA_PACKET_BURST);
+    now += 100;
+    taken = 0;
+    while (rate.take()) taken++;
+    assert.equal(taken, MEDIA_PACKET_RATE / 10);
   });
 });

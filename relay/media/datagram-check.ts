@@ -6,8 +6,35 @@
  * every DTLS handshake message at the length its fragment claims (16 MiB a fragment, 235 in one
  * datagram). So the ICE guard drops what no browser sends before werift sees it: datagrams larger
  * than a path's MTU, RTP whose header runs past its end or carries a large extension, and DTLS
- * records or handshake fragments whose lengths do not fit.
+ * records or handshake fragments whose lengths do not fit. And at most {@link MEDIA_PACKET_RATE}
+ * such datagrams a second reach a transport (each costs werift a decryption at least: one that
+ * fails costs it more than one that succeeds).
  */
+
+/** Media datagrams a transport takes per second (a 1080p simulcast publication sends about 350). */
+export const MEDIA_PACKET_RATE = 1000;
+/** ...and at once (a screen's key frame is a few hundred packets). */
+export const MEDIA_PACKET_BURST = 2000;
+
+/** A token bucket of datagrams, one per transport. */
+export class PacketRate {
+  private tokens = MEDIA_PACKET_BURST;
+  private at: number;
+
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.at = now();
+  }
+
+  /** Take one datagram's token; false (taking none) when the transport is over its rate. */
+  take(): boolean {
+    const now = this.now();
+    this.tokens = Math.min(MEDIA_PACKET_BURST, this.tokens + ((now - this.at) / 1000) * MEDIA_PACKET_RATE);
+    this.at = now;
+    if (this.tokens < 1) return false;
+    this.tokens--;
+    return true;
+  }
+}
 
 /** The largest media datagram taken: Ethernet's MTU (browsers keep DTLS and SRTP under about 1,200 bytes). */
 export const MAX_MEDIA_DATAGRAM = 1500;
@@ -24,6 +51,9 @@ export const MAX_HANDSHAKE_BYTES = 16 * 1024;
 
 /** Handshake fragments one DTLS record may carry (a browser sends one, at most a flight's few). */
 export const MAX_FRAGMENTS_PER_RECORD = 8;
+
+/** DTLS records one datagram may carry (a browser's largest flight is five to seven). */
+export const MAX_RECORDS_PER_DATAGRAM = 8;
 
 const RTP_HEADER = 12;
 const RTCP_MIN = 8;
@@ -62,12 +92,13 @@ function rtpWellFormed(data: Buffer): boolean {
   return end <= data.length;
 }
 
-/** DTLS records that fit the datagram; plaintext handshake fragments that fit their record and claim at most {@link MAX_HANDSHAKE_BYTES}. */
+/** At most {@link MAX_RECORDS_PER_DATAGRAM} DTLS records of the four content types, that fit the datagram; plaintext handshake fragments that fit their record and claim at most {@link MAX_HANDSHAKE_BYTES}. */
 function dtlsWellFormed(data: Buffer): boolean {
-  for (let at = 0; at < data.length; ) {
-    if (at + DTLS_RECORD_HEADER > data.length) return false;
+  for (let at = 0, records = 0; at < data.length; ) {
+    if (++records > MAX_RECORDS_PER_DATAGRAM || at + DTLS_RECORD_HEADER > data.length) return false;
+    // change_cipher_spec, alert, handshake, application data: all DTLS 1.2 has
     const type = data[at]!;
-    if (type < 20 || type > 63) return false;
+    if (type < 20 || type > 23) return false;
     const epoch = data.readUInt16BE(at + 3);
     const body = at + DTLS_RECORD_HEADER;
     const end = body + data.readUInt16BE(at + 11);

@@ -1,5 +1,5 @@
 import { Connection, parseMessage, StunProtocol } from 'werift';
-import { wellFormedMedia } from './datagram-check.ts';
+import { PacketRate, wellFormedMedia } from './datagram-check.ts';
 
 /**
  * What the relay's media sockets take from the network, whoever sends it. werift (0.25) answers
@@ -29,6 +29,7 @@ const owner = Symbol('tessera.iceOwner');
 const peers = Symbol('tessera.icePeers');
 const seen = Symbol('tessera.icePeersSeen');
 const installed = Symbol('tessera.iceGuard');
+const rate = Symbol('tessera.icePacketRate');
 
 type Address = [string, number];
 export interface IceOwner {
@@ -42,6 +43,7 @@ export interface GuardedProtocol {
   [owner]?: IceOwner;
   [peers]?: Set<string>;
   [seen]?: number;
+  [rate]?: PacketRate;
 }
 
 /** Whether a binding request is signed for `ice`: its USERNAME names the transport's ufrag, its MESSAGE-INTEGRITY that ufrag's password. */
@@ -89,7 +91,7 @@ export function admits(protocol: GuardedProtocol, data: Buffer, addr: Address): 
   const known = (protocol[peers] ??= new Set());
   const message = parseMessage(data);
   // anything but a request (DTLS, SRTP, a STUN response or indication): only from a proven peer
-  if (!message) return known.has(key) && wellFormedMedia(data);
+  if (!message) return known.has(key) && wellFormedMedia(data) && (protocol[rate] ??= new PacketRate()).take();
   if (message.messageClass !== REQUEST) return known.has(key);
   if (message.messageMethod !== BINDING || !signed(ice, data, message.getAttributeValue('USERNAME'))) return false;
   if (known.has(key)) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DtlsSocket, RtcpPacketConverter, RTCRtpSender, SrtpSession } from 'werift';
+import { DtlsSocket, RtcpPacketConverter, RTCRtpSender, RtpHeader, SrtpSession } from 'werift';
 import { boundNackHandler, installWeriftHardening, MAX_BUFFERED_FRAGMENTS, MAX_HANDSHAKE_MESSAGES, MAX_NACKED, MAX_RTCP_PACKETS, MAX_SSRCS, RETRANSMIT_RATE } from './werift-hardening.ts';
 
 installWeriftHardening();
@@ -68,13 +68,21 @@ describe('werift, bounded where it trusts what a member sends (issue 11)', () =>
     assert.equal(sent[0]! + sent[1]!, RETRANSMIT_RATE, 'the burst, and nothing more at once');
   });
 
-  it(`an SRTP context keeps state for at most ${MAX_SSRCS} SSRCs: a packet of one more is dropped as unauthenticated`, () => {
+  it(`an SRTP context keeps state for at most ${MAX_SSRCS} SSRCs it receives: a packet of one more is dropped as unauthenticated`, () => {
     const key = Buffer.alloc(16, 1);
     const salt = Buffer.alloc(14, 2);
-    const session = new SrtpSession({ keys: { localMasterKey: key, localMasterSalt: salt, remoteMasterKey: key, remoteMasterSalt: salt }, profile: 1 }) as unknown as { remoteContext: { getSrtpSsrcState(s: number): unknown } };
-    for (let ssrc = 1; ssrc <= MAX_SSRCS; ssrc++) session.remoteContext.getSrtpSsrcState(ssrc);
-    session.remoteContext.getSrtpSsrcState(1);
-    assert.throws(() => session.remoteContext.getSrtpSsrcState(MAX_SSRCS + 1), { name: 'SrtpAuthenticationError' });
+    const keys = { localMasterKey: key, localMasterSalt: salt, remoteMasterKey: key, remoteMasterSalt: salt };
+    const sender = new SrtpSession({ keys, profile: 1 });
+    const receiver = new SrtpSession({ keys, profile: 1 });
+    const packet = (ssrc: number) => sender.encrypt(Buffer.alloc(20), new RtpHeader({ payloadType: 96, sequenceNumber: 1, timestamp: 1, ssrc }));
+    for (let ssrc = 1; ssrc <= MAX_SSRCS; ssrc++) receiver.decrypt(packet(ssrc));
+    assert.equal(receiver.decrypt(packet(1)).length > 0, true, 'a known SSRC still decrypts');
+    assert.throws(() => receiver.decrypt(packet(MAX_SSRCS + 1)), { name: 'SrtpAuthenticationError' });
+    // a forged packet of a new SSRC fails authentication, so it takes no place
+    const other = new SrtpSession({ keys: { ...keys, localMasterKey: Buffer.alloc(16, 9) }, profile: 1 });
+    const fresh = new SrtpSession({ keys, profile: 1 });
+    for (let ssrc = 100; ssrc < 140; ssrc++) assert.throws(() => fresh.decrypt(other.encrypt(Buffer.alloc(20), new RtpHeader({ payloadType: 96, sequenceNumber: 1, timestamp: 1, ssrc }))));
+    assert.ok(fresh.decrypt(packet(5)).length > 0, 'forged packets held no place');
   });
 
   it('a DTLS socket reads a bounded number of handshake messages and holds a bounded number of fragments', () => {
@@ -88,22 +96,35 @@ describe('werift, bounded where it trusts what a member sends (issue 11)', () =>
     assert.deepEqual(handle.call(socket, [fragment(10, 0, 10)]), [], 'past its life\'s handshake messages');
   });
 
-  it('a jump of the sequence number is a restart, not 65,000 lost packets', () => {
-    const lostMarked: number[] = [];
+  it('a receiver asks for at most 64 lost at once, modulo 2^16, one SSRC at a time', () => {
     class Handler {
       newEstSeqNum = 0;
       _lost: Record<number, number> = {};
-      addPacket(packet: { header: { sequenceNumber: number } }) {
-        const seq = packet.header.sequenceNumber;
-        if (this.newEstSeqNum === 0) return void (this.newEstSeqNum = seq);
-        for (let i = this.newEstSeqNum + 1; i < seq; i++) lostMarked.push(i);
-        this.newEstSeqNum = seq;
+      mediaSourceSsrc?: number;
+      addPacket(_packet: unknown) {
+        throw new Error('replaced');
+      }
+      setLost(seq: number, count: number) {
+        this._lost[seq] = count;
       }
     }
     const handler = new Handler();
     boundNackHandler(handler);
-    for (const seq of [1, 2, 5, 65535, 30_000, 30_003]) handler.addPacket({ header: { sequenceNumber: seq } });
-    assert.deepEqual(lostMarked, [3, 4, 30_001, 30_002], 'gaps of two are loss; 65535 after 5 is late (from before the wrap), the jump to 30,000 a restart');
-    assert.equal(handler.newEstSeqNum, 30_003);
+    const add = (sequenceNumber: number, ssrc = 7) => handler.addPacket({ header: { sequenceNumber, ssrc } });
+    const lost = () => Object.keys(handler._lost).map(Number).sort((a, b) => a - b);
+    for (const seq of [65533, 65534, 1]) add(seq);
+    assert.deepEqual(lost(), [0, 65535], 'a gap across the wrap');
+    add(0);
+    assert.deepEqual(lost(), [65535], 'a late packet is no longer asked for');
+    add(65530);
+    assert.deepEqual(lost(), [65535], 'one from before the estimate changes nothing');
+    add(30_000);
+    assert.deepEqual(lost(), [], 'a jump is a restart, not 29,999 losses');
+    assert.equal(handler.newEstSeqNum, 30_000);
+    add(30_100, 8);
+    assert.equal(handler.newEstSeqNum, 30_000, 'another simulcast layer does not restart the count');
+    add(30_003);
+    assert.deepEqual(lost(), [30_001, 30_002]);
+    assert.equal(handler.mediaSourceSsrc, 7);
   });
 });

@@ -11,7 +11,8 @@ import { DtlsSocket, RtcpPacketConverter, RTCRtpSender, SrtpAuthenticationError,
  *   a NACK may name the same cached packets again and again (276,131 retransmissions for one
  *   datagram).
  * - RTP: a jump of the sequence number marked every number in between lost (65,000 a packet, 57 ms
- *   each); every new SSRC kept SRTP state for the transport's life (hundreds of MiB).
+ *   each), and every loss sorted them all; every new SSRC kept SRTP state for the transport's
+ *   life (hundreds of MiB, and receiver reports over all of them).
  * - DTLS: handshake fragments were buffered without limit, and kept being read after the handshake.
  *
  * Each bound is applied by wrapping the werift method that does the work (as the ICE guard
@@ -25,8 +26,6 @@ export const MAX_RTCP_PACKETS = 16;
 export const MAX_NACKED = 128;
 /** Retransmissions a sender makes for its subscriber per second, and in a burst. */
 export const RETRANSMIT_RATE = 400;
-/** A sequence number this far past the last is a stream restart, not that many packets lost. */
-export const MAX_SEQUENCE_GAP = 512;
 /** SSRCs one SRTP context keeps state for (a publication's layers and their repair streams are a few). */
 export const MAX_SSRCS = 16;
 /** DTLS handshake messages one socket reads in its life (a handshake is five, retransmitted a few times). */
@@ -40,7 +39,6 @@ const FMT_TWCC = 15;
 const SEQUENCE_SPACE = 0x10000;
 
 const installed = Symbol('tessera.weriftHardening');
-const ssrcCount = Symbol('tessera.ssrcCount');
 const handshakes = Symbol('tessera.handshakes');
 const retransmits = Symbol('tessera.retransmits');
 
@@ -130,30 +128,22 @@ function boundRetransmissions(sender: Proto): void {
 }
 
 /**
- * SRTP and SRTCP contexts keep state for at most {@link MAX_SSRCS} SSRCs each: a packet of one
- * more is dropped as unauthenticated (werift's decrypt drops those quietly), before any state is made.
+ * A transport's SRTP context keeps state for at most {@link MAX_SSRCS} SSRCs it receives: a
+ * packet of one more is dropped as unauthenticated (werift's decrypt drops those quietly). werift
+ * keeps a state only once a packet authenticated, so only the member itself can fill them.
  */
 function boundSrtpState(): void {
   const key = Buffer.alloc(16);
   const salt = Buffer.alloc(14);
-  // a throwaway session: werift exports the sessions, not the context class they share
-  const session = new SrtpSession({ keys: { localMasterKey: key, localMasterSalt: salt, remoteMasterKey: key, remoteMasterSalt: salt }, profile: 1 }) as unknown as { localContext: object };
-  const context = Object.getPrototypeOf(Object.getPrototypeOf(session.localContext)) as Proto;
-  for (const [name, states] of [
-    ['getSrtpSsrcState', 'srtpSSRCStates'],
-    ['getSrtcpSsrcState', 'srtcpSSRCStates'],
-  ] as const) {
-    const get = method(context, name) as unknown as (this: Proto, ssrc: number) => unknown;
-    context[name] = function (this: Proto, ssrc: number) {
-      const known = this[states] as Record<number, unknown> | undefined;
-      if (known && known[ssrc] === undefined) {
-        const counts = ((this[ssrcCount] as Record<string, number> | undefined) ??= {});
-        if ((counts[states] ?? 0) >= MAX_SSRCS) throw new SsrcLimit();
-        counts[states] = (counts[states] ?? 0) + 1;
-      }
-      return get.call(this, ssrc);
-    };
-  }
+  // a throwaway session: werift exports the sessions, not their context classes
+  const session = new SrtpSession({ keys: { localMasterKey: key, localMasterSalt: salt, remoteMasterKey: key, remoteMasterSalt: salt }, profile: 1 }) as unknown as { ContextCls: { prototype: Proto } };
+  const context = session.ContextCls.prototype;
+  const decrypt = method(context, 'decryptRtp') as unknown as (this: Proto, cipherText: Buffer, ...rest: unknown[]) => unknown;
+  context.decryptRtp = function (this: Proto, cipherText: Buffer, ...rest: unknown[]) {
+    const states = this.srtpSSRCStates as Record<number, unknown> | undefined;
+    if (states && cipherText.length >= 12 && states[cipherText.readUInt32BE(8)] === undefined && Object.keys(states).length >= MAX_SSRCS) throw new SsrcLimit();
+    return decrypt.call(this, cipherText, ...rest);
+  };
 }
 
 /** werift drops a packet its decrypt rejects as unauthenticated; one of a new SSRC past the bound is such a packet. */
@@ -193,32 +183,68 @@ export function sequenceGap(last: number, next: number): number {
 }
 
 const nackBound = Symbol('tessera.nackBound');
+const tracked = Symbol('tessera.nackSsrc');
+const trackedAt = Symbol('tessera.nackSsrcAt');
+
+/** Packets lost at once that are asked for again: a larger gap is a restart of the stream (a key frame repairs it). */
+export const MAX_SEQUENCE_GAP = 64;
+/** Sequence numbers a receiver asks for again at most (werift's own bound, kept without its sort). */
+export const MAX_LOST = 150;
+/** How long the SSRC a receiver asks for lost packets of may be silent before another takes its place (ms). */
+const SSRC_SILENT_MS = 2000;
+
+interface NackState {
+  newEstSeqNum: number;
+  _lost: Record<number, number>;
+  mediaSourceSsrc?: number;
+  setLost(seq: number, count: number): void;
+  [tracked]?: number;
+  [trackedAt]?: number;
+}
 
 /**
- * A receiver's NACK handler treats a jump of more than {@link MAX_SEQUENCE_GAP} as a restart of
- * the stream rather than that many lost packets, and a late packet from before the wrap as late. werift does not export the class: it is bound
- * through the first receiver the relay makes (`handler` is that receiver's `nack`).
+ * A receiver's NACK handler, replaced (werift's compared sequence numbers as plain numbers, marked
+ * every number of any gap lost, and sorted them all on every loss: 57 ms a packet of a member's
+ * own jumps). Gaps are modulo 2^16: a late packet is late, a gap of more than
+ * {@link MAX_SEQUENCE_GAP} is a restart, at most {@link MAX_LOST} numbers are asked for. One SSRC
+ * at a time (werift's handler asks for one): the first seen, until it is silent for two seconds,
+ * so the layers of a simulcast publication do not restart each other's count. werift does not
+ * export the class: it is bound through the first receiver the relay makes (`handler` is that
+ * receiver's `nack`).
  */
 export function boundNackHandler(handler: object): void {
   const proto = Object.getPrototypeOf(handler) as Proto;
   if (proto[nackBound]) return;
-  const add = method(proto, 'addPacket') as unknown as (this: Proto, packet: { header: { sequenceNumber: number } }) => void;
-  proto.addPacket = function (this: Proto, packet: { header: { sequenceNumber: number } }) {
-    const last = this.newEstSeqNum;
-    const next = packet?.header?.sequenceNumber;
-    if (typeof last === 'number' && last !== 0 && typeof next === 'number') {
-      const gap = sequenceGap(last, next);
-      if (gap > MAX_SEQUENCE_GAP && gap < SEQUENCE_SPACE / 2) {
-        // a restart: what was missing before it is not asked for any more
-        this._lost = {};
-        this.newEstSeqNum = next;
-        return;
-      }
-      // a packet from before the last, across the wrap: werift compares the numbers and would
-      // mark everything between them lost
-      if (gap >= SEQUENCE_SPACE / 2 && next > last) return;
+  method(proto, 'addPacket');
+  method(proto, 'setLost');
+  proto.addPacket = function (this: NackState, packet: { header: { sequenceNumber: number; ssrc: number } }) {
+    const { sequenceNumber: seq, ssrc } = packet.header;
+    const now = performance.now();
+    if (this[tracked] !== ssrc) {
+      if (this[tracked] !== undefined && now - (this[trackedAt] ?? 0) < SSRC_SILENT_MS) return;
+      // the first SSRC, or one that took a silent one's place: its first packet starts the count
+      this[tracked] = ssrc;
+      this[trackedAt] = now;
+      this.mediaSourceSsrc = ssrc;
+      this._lost = {};
+      this.newEstSeqNum = seq;
+      return;
     }
-    return add.call(this, packet);
+    this[trackedAt] = now;
+    if (this._lost[seq] !== undefined) {
+      delete this._lost[seq];
+      return;
+    }
+    const gap = sequenceGap(this.newEstSeqNum, seq);
+    // a repeat, or a late packet never asked for
+    if (gap === 0 || gap >= SEQUENCE_SPACE / 2) return;
+    if (gap > MAX_SEQUENCE_GAP) {
+      this._lost = {};
+    } else {
+      for (let i = 1; i < gap; i++) this.setLost((this.newEstSeqNum + i) % SEQUENCE_SPACE, 1);
+      if (gap > 1 && Object.keys(this._lost).length > MAX_LOST) this._lost = {};
+    }
+    this.newEstSeqNum = seq;
   };
   proto[nackBound] = true;
 }
