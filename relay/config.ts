@@ -128,8 +128,8 @@ export interface RelayConfig {
   broadcastByteBurst: number;
   /**
    * Bytes per second of arrival and departure events that one token's on-stage members may make
-   * the relay send (128 bytes a recipient, at most 8,192 recipients an event); a join is refused
-   * while the token is in debt.
+   * the relay send (128 bytes a recipient, at most 8,192 recipients an event), charged when a
+   * member leaves for its departure and its arrival; a join is refused while the token is in debt.
    */
   presenceByteRate: number;
   /** ...in a burst. */

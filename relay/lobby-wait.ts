@@ -74,6 +74,8 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       if (!joiner.waitingForLobby) return { code: 'NOT_FOUND', kind: 'Request', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
       const refusal = admissionRefusal(relay, verdict) ?? enter(verdict, joiner.link);
       if ('code' in refusal) {
+        // the token's arrivals are in debt for a few seconds: the joiner keeps its place, the moderator is told
+        if (refusal.reason === 'join-rate') return wireError(refusal.code, refusal.message, refusal.reason);
         joiner.leaveLobby(refusal);
         relay.rooms.release(room);
         return wireError(refusal.code, refusal.message, refusal.reason);

@@ -465,7 +465,9 @@ export class Connection {
         this.handlers?.reconnected(result.joined);
         return;
       } catch (err) {
-        if (err instanceof SdkError && err.code !== 'CONNECTION_FAILED' && err.code !== 'TIMEOUT') {
+        // a budget that refills (the relay full for a moment, the token's arrivals in debt) is worth waiting for
+        const transient = err instanceof SdkError && err.code === 'RATE_LIMITED' && (err.reason === 'join-rate' || err.reason === 'room-full' || err.reason === 'too-many-rooms');
+        if (err instanceof SdkError && err.code !== 'CONNECTION_FAILED' && err.code !== 'TIMEOUT' && !transient) {
           return this.finish((err.reason && FINAL_REASONS[err.reason]) || cause);
         }
       }

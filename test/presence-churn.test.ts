@@ -1,7 +1,8 @@
 /**
  * Issue 11: a token whose members join and leave in a loop. Every on-stage arrival and departure
  * is an event to every member, and each arrival is a new member with a fresh budget, so the
- * token pays: its arrivals are refused `join-rate` while its announcements are in debt.
+ * token pays: each departure for itself and its arrival, and its arrivals are refused
+ * `join-rate` while that is in debt. A room filling up with one token's members costs nothing.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -49,7 +50,7 @@ describe('issue 11: arrivals and departures are paid for by their token', () => 
         last = r;
       } else outcomes.push(`${r.code}/${r.reason}`);
     }
-    // each arrival and departure is told to the 21 others: 42 events a cycle, 50 in the burst
+    // each arrival and departure is told to the 21 others: 42 events a cycle, charged at the departure; 50 in the burst
     assert.deepEqual(outcomes.slice(0, 2), ['joined', 'joined'], 'within the burst, then into debt');
     assert.ok(outcomes.slice(2).every((o) => o === 'RATE_LIMITED/join-rate'), `then refused: ${outcomes.join(', ')}`);
     assert.ok(last, 'some member of the token joined');
@@ -67,7 +68,9 @@ describe('issue 11: arrivals and departures are paid for by their token', () => 
     const churner = t.token({ roomId: 'churn', grant: { canPublishData: true } });
     for (let i = 0; i < 3; i++) {
       const r = await tryJoin(t.url, churner, `debt-${i}`);
-      if ('ws' in r) r.ws.close();
+      if (!('ws' in r)) continue;
+      await r.request('session.leave');
+      await r.closed;
     }
     const refused = await tryJoin(t.url, churner, 'debt-x');
     assert.ok(!('ws' in refused) && refused.reason === 'join-rate', 'the churning token is in debt');
@@ -77,5 +80,21 @@ describe('issue 11: arrivals and departures are paid for by their token', () => 
     assert.ok('ws' in viewer, 'a viewer is never announced, so never charged');
     other.ws.close();
     viewer.ws.close();
+  });
+
+  it('a room filling up with one shared token\'s members costs it nothing; ending the room charges no departure', async () => {
+    const shared = t.token({ roomId: 'fill', grant: {} });
+    const members: RawClient[] = [];
+    for (let i = 0; i < 30; i++) {
+      const r = await tryJoin(t.url, shared, `fill-${i}`);
+      assert.ok('ws' in r, `arrival ${i} joined: ${JSON.stringify(r)}`);
+      members.push(r);
+    }
+    const moderator = await rawJoin(t.url, t.token({ roomId: 'fill', isViewer: true, grant: { canModerate: true } }));
+    await moderator.request('room.end');
+    await Promise.all(members.map((m) => m.closed));
+    const again = await tryJoin(t.url, shared, 'fill-again');
+    assert.ok('ws' in again, `the room's next session admits the token: ${JSON.stringify(again)}`);
+    again.ws.close();
   });
 });

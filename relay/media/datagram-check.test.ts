@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_HANDSHAKE_BYTES, MAX_MEDIA_DATAGRAM, MAX_RTP_EXTENSION_WORDS, MEDIA_PACKET_BURST, MEDIA_PACKET_RATE, PacketRate, wellFormedMedia } from './datagram-check.ts';
+import { DTLS_DATAGRAM_BURST, DTLS_DATAGRAM_RATE, MAX_HANDSHAKE_BYTES, MAX_MEDIA_DATAGRAM, MAX_RTP_EXTENSION_WORDS, PacketRate, wellFormedMedia } from './datagram-check.ts';
 
 /** An RTP header (version 2, payload type 96) with `csrcs` CSRCs and, if given, a one-byte-header extension of `words` words, then `payload` bytes. */
 function rtp({ csrcs = 0, words, payload = 20 }: { csrcs?: number; words?: number; payload?: number }): Buffer {
@@ -73,15 +73,15 @@ describe('media datagrams werift may read (issue 11)', () => {
     assert.equal(wellFormedMedia(empty(24)), false, 'no content type DTLS 1.2 does not have');
   });
 
-  it(`a transport takes ${MEDIA_PACKET_RATE} media datagrams a second, ${MEDIA_PACKET_BURST} at once`, () => {
+  it(`a transport takes ${DTLS_DATAGRAM_RATE} DTLS datagrams a second, ${DTLS_DATAGRAM_BURST} at once`, () => {
     let now = 0;
     const rate = new PacketRate(() => now);
     let taken = 0;
     while (rate.take()) taken++;
-    assert.equal(taken, MEDIA_PACKET_BURST);
+    assert.equal(taken, DTLS_DATAGRAM_BURST);
     now += 100;
     taken = 0;
     while (rate.take()) taken++;
-    assert.equal(taken, MEDIA_PACKET_RATE / 10);
+    assert.equal(taken, DTLS_DATAGRAM_RATE / 10);
   });
 });

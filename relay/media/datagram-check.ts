@@ -6,29 +6,36 @@
  * every DTLS handshake message at the length its fragment claims (16 MiB a fragment, 235 in one
  * datagram). So the ICE guard drops what no browser sends before werift sees it: datagrams larger
  * than a path's MTU, RTP whose header runs past its end or carries a large extension, and DTLS
- * records or handshake fragments whose lengths do not fit. And at most {@link MEDIA_PACKET_RATE}
- * such datagrams a second reach a transport (each costs werift a decryption at least: one that
- * fails costs it more than one that succeeds).
+ * records or handshake fragments whose lengths do not fit. And at most {@link DTLS_DATAGRAM_RATE}
+ * DTLS datagrams a second reach a transport: after its handshake a transport carries SRTP only,
+ * while a DTLS record that fails decryption costs werift more than a media packet. (SRTP is not
+ * counted: a stranger who forged a member's address could otherwise use up its media's share
+ * with packets that fail authentication.)
  */
 
-/** Media datagrams a transport takes per second (a 1080p simulcast publication sends about 350). */
-export const MEDIA_PACKET_RATE = 1000;
-/** ...and at once (a screen's key frame is a few hundred packets). */
-export const MEDIA_PACKET_BURST = 2000;
+/** DTLS datagrams a transport takes per second (a handshake is a few flights, retransmitted a few times). */
+export const DTLS_DATAGRAM_RATE = 100;
+/** ...and at once. */
+export const DTLS_DATAGRAM_BURST = 200;
 
-/** A token bucket of datagrams, one per transport. */
+/** Whether a datagram is DTLS (RFC 7983). */
+export function isDtls(data: Buffer): boolean {
+  return data.length > 0 && data[0]! >= 20 && data[0]! <= 63;
+}
+
+/** A token bucket of DTLS datagrams, one per transport. */
 export class PacketRate {
-  private tokens = MEDIA_PACKET_BURST;
+  private tokens = DTLS_DATAGRAM_BURST;
   private at: number;
 
   constructor(private readonly now: () => number = () => performance.now()) {
     this.at = now();
   }
 
-  /** Take one datagram's token; false (taking none) when the transport is over its rate. */
+  /** Take one DTLS datagram's token; false (taking none) when the transport is over its rate. */
   take(): boolean {
     const now = this.now();
-    this.tokens = Math.min(MEDIA_PACKET_BURST, this.tokens + ((now - this.at) / 1000) * MEDIA_PACKET_RATE);
+    this.tokens = Math.min(DTLS_DATAGRAM_BURST, this.tokens + ((now - this.at) / 1000) * DTLS_DATAGRAM_RATE);
     this.at = now;
     if (this.tokens < 1) return false;
     this.tokens--;

@@ -126,5 +126,12 @@ describe('werift, bounded where it trusts what a member sends (issue 11)', () =>
     add(30_003);
     assert.deepEqual(lost(), [30_001, 30_002]);
     assert.equal(handler.mediaSourceSsrc, 7);
+    for (let seq = 30_005; seq < 30_005 + 3 * 200; seq += 3) add(seq);
+    const held = lost();
+    assert.equal(held.length, 150, 'at most 150 asked for');
+    assert.equal(held.at(-1), 30_005 + 3 * 199 - 1, '...the newest');
+    add(10_000);
+    assert.deepEqual(lost(), [], 'far behind: the stream started again lower');
+    assert.equal(handler.newEstSeqNum, 10_000);
   });
 });

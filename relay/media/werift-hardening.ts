@@ -206,12 +206,21 @@ interface NackState {
  * A receiver's NACK handler, replaced (werift's compared sequence numbers as plain numbers, marked
  * every number of any gap lost, and sorted them all on every loss: 57 ms a packet of a member's
  * own jumps). Gaps are modulo 2^16: a late packet is late, a gap of more than
- * {@link MAX_SEQUENCE_GAP} is a restart, at most {@link MAX_LOST} numbers are asked for. One SSRC
+ * {@link MAX_SEQUENCE_GAP} forward (or 1,024 back) is a restart, at most the newest
+ * {@link MAX_LOST} numbers are asked for (sorted only when there are more). One SSRC
  * at a time (werift's handler asks for one): the first seen, until it is silent for two seconds,
  * so the layers of a simulcast publication do not restart each other's count. werift does not
  * export the class: it is bound through the first receiver the relay makes (`handler` is that
  * receiver's `nack`).
  */
+/** At most {@link MAX_LOST} numbers asked for: the newest (those nearest behind `newest`, modulo 2^16). */
+function keepNewest(lost: Record<number, number>, newest: number): void {
+  const numbers = Object.keys(lost).map(Number);
+  if (numbers.length <= MAX_LOST) return;
+  numbers.sort((a, b) => sequenceGap(a, newest) - sequenceGap(b, newest));
+  for (const seq of numbers.slice(MAX_LOST)) delete lost[seq];
+}
+
 export function boundNackHandler(handler: object): void {
   const proto = Object.getPrototypeOf(handler) as Proto;
   if (proto[nackBound]) return;
@@ -236,13 +245,20 @@ export function boundNackHandler(handler: object): void {
       return;
     }
     const gap = sequenceGap(this.newEstSeqNum, seq);
-    // a repeat, or a late packet never asked for
-    if (gap === 0 || gap >= SEQUENCE_SPACE / 2) return;
+    if (gap === 0) return;
+    if (gap >= SEQUENCE_SPACE / 2) {
+      // a late packet never asked for, or (far behind) the stream starting again lower
+      if (SEQUENCE_SPACE - gap > MAX_SEQUENCE_GAP * 16) {
+        this._lost = {};
+        this.newEstSeqNum = seq;
+      }
+      return;
+    }
     if (gap > MAX_SEQUENCE_GAP) {
       this._lost = {};
     } else {
       for (let i = 1; i < gap; i++) this.setLost((this.newEstSeqNum + i) % SEQUENCE_SPACE, 1);
-      if (gap > 1 && Object.keys(this._lost).length > MAX_LOST) this._lost = {};
+      if (gap > 1) keepNewest(this._lost, seq);
     }
     this.newEstSeqNum = seq;
   };

@@ -100,10 +100,7 @@ export class MemoryRoom implements Room {
     this.entries.set(member.id, { member, seq });
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
-    if (member.tier === 'speaker') {
-      this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
-      this.presence.charge(presenceKey(member), this.size - 1);
-    }
+    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantJoined(this, member);
   }
@@ -124,7 +121,9 @@ export class MemoryRoom implements Room {
     this.timeline.emit({ type: 'participant-left', participantId: member.id, tier: member.tier });
     if (member.tier === 'speaker') {
       this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
-      this.presence.charge(presenceKey(member), this.size);
+      // a departure pays for itself and for its arrival: a room that fills up costs its tokens nothing,
+      // a token that keeps coming and going pays for every round (nothing is sent from an ended room)
+      if (!this.disposed) this.presence.charge(presenceKey(member), 2 * this.size);
     }
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantLeft(this, member);

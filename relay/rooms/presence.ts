@@ -21,14 +21,16 @@ export interface PresenceLimits {
 }
 
 /**
- * What a token's members make the relay tell their rooms by arriving and leaving: every
- * on-stage arrival and departure is an event to every other member, so a token that joins and
- * leaves in a loop would have the relay write a room of a thousand two thousand frames a turn
- * without spending any member's budget (each arrival is a new member). Per token (its project
- * and signature, as the scheduler's flows), since that is what joins again: an arrival is
- * refused while the token is in debt, a departure is charged but never refused. A token whose
- * budget has refilled is forgotten, so what is kept is bounded by the tokens that joined within
- * a refill's time.
+ * What a token's members make the relay tell their rooms by coming and going: every on-stage
+ * arrival and departure is an event to every other member, so a token that joins and leaves in
+ * a loop would have the relay write a room of a thousand two thousand frames a round without
+ * spending any member's budget (each arrival is a new member). Per token (its project and
+ * signature, as the scheduler's flows), since that is what joins again. A departure is charged
+ * for itself and its arrival, and never refused; an arrival is refused while the token is in
+ * debt. So a room filling up with one shared token's members costs that token nothing (each
+ * arrival is paid when it leaves), and a token that keeps coming and going pays for every round.
+ * A token whose budget has refilled is forgotten, so what is kept is bounded by the tokens that
+ * left within a refill's time.
  */
 export class PresenceBudgets {
   private readonly buckets = new Map<string, TokenBucket>();
