@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PRESENCE_EVENT_BYTES } from '../relay/rooms/presence.ts';
-import { startTestRelay, until, type TestRelay } from './helpers.ts';
+import { nextEvent, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin, type RawClient } from './raw.ts';
 
 const VIEWERS = 20;
@@ -96,5 +96,21 @@ describe('issue 11: arrivals and departures are paid for by their token', () => 
     const again = await tryJoin(t.url, shared, 'fill-again');
     assert.ok('ws' in again, `the room's next session admits the token: ${JSON.stringify(again)}`);
     again.ws.close();
+  });
+
+  it('the SDK\'s reconnect waits out join-rate: a session whose seat expired comes back once its token is paid up', async () => {
+    // its own departure (told to the 11 others, charged for its arrival too) puts its token in debt for about two seconds
+    const own = await startTestRelay({ resumeGraceMs: 200, presenceByteRate: 1024, presenceByteBurst: 1024 });
+    try {
+      for (let i = 0; i < 11; i++) await rawJoin(own.url, own.token({ roomId: 'back', isViewer: true, grant: {} }));
+      const a = await own.join({ token: own.token({ roomId: 'back', grant: {} }), reconnect: { initialDelayMs: 500, maxTimeMs: 10_000 } });
+      const back = nextEvent(a, 'reconnected', 12_000);
+      (a as unknown as { connection: { ws: { terminate(): void } } }).connection.ws.terminate();
+      await back;
+      assert.equal(a.connected, true);
+      await a.leave();
+    } finally {
+      await own.close();
+    }
   });
 });
