@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { PRESENCE_EVENT_BYTES } from '../relay/rooms/presence.ts';
+import { BROADCAST_EVENT_BYTES } from '../relay/context.ts';
 import { nextEvent, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin, type RawClient } from './raw.ts';
 
 const VIEWERS = 20;
 /** Two arrivals to a room of twenty-odd, and change. */
-const BURST = 50 * PRESENCE_EVENT_BYTES;
+const BURST = 50 * BROADCAST_EVENT_BYTES;
 
 /** One join of `token`: the `joined` frame's client, or the refusal's error. */
 async function tryJoin(url: string, token: string, participantId: string): Promise<RawClient | { code: string; reason: string }> {
@@ -31,7 +31,7 @@ describe('issue 11: arrivals and departures are paid for by their token', () => 
   let watcher: RawClient;
   before(async () => {
     // a second of refill pays for two arrivals: what a test can wait for
-    t = await startTestRelay({ presenceByteRate: 2 * 22 * PRESENCE_EVENT_BYTES, presenceByteBurst: BURST });
+    t = await startTestRelay({ presenceByteRate: 2 * 22 * BROADCAST_EVENT_BYTES, presenceByteBurst: BURST });
     watcher = await rawJoin(t.url, t.token({ roomId: 'churn', grant: {} }));
     for (let i = 0; i < VIEWERS; i++) viewers.push(await rawJoin(t.url, t.token({ roomId: 'churn', isViewer: true, grant: {} })));
   });

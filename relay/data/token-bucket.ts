@@ -26,6 +26,14 @@ export class TokenBucket {
     return true;
   }
 
+  /** Take as many of `n` tokens as there are whole ones (a request served in part); how many were taken. */
+  takeUpTo(n: number): number {
+    this.refill();
+    const taken = Math.max(0, Math.min(n, Math.floor(this.tokens)));
+    this.tokens -= taken;
+    return taken;
+  }
+
   /**
    * Spend `n` tokens whatever the balance, going into debt: for costs larger than a burst
    * (a message fanned out to ten thousand members), paid back at `rate` before `hasCredit`.

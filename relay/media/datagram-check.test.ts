@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DTLS_DATAGRAM_BURST, DTLS_DATAGRAM_RATE, MAX_HANDSHAKE_BYTES, MAX_MEDIA_DATAGRAM, MAX_RTP_EXTENSION_WORDS, PacketRate, wellFormedMedia } from './datagram-check.ts';
+import { DTLS_DATAGRAM_BURST, DTLS_DATAGRAM_RATE, dtlsDatagramRate, MAX_HANDSHAKE_BYTES, MAX_MEDIA_DATAGRAM, MAX_RTP_EXTENSION_WORDS, wellFormedMedia } from './datagram-check.ts';
 
 /** An RTP header (version 2, payload type 96) with `csrcs` CSRCs and, if given, a one-byte-header extension of `words` words, then `payload` bytes. */
 function rtp({ csrcs = 0, words, payload = 20 }: { csrcs?: number; words?: number; payload?: number }): Buffer {
@@ -75,7 +75,7 @@ describe('media datagrams werift may read (issue 11)', () => {
 
   it(`a transport takes ${DTLS_DATAGRAM_RATE} DTLS datagrams a second, ${DTLS_DATAGRAM_BURST} at once`, () => {
     let now = 0;
-    const rate = new PacketRate(() => now);
+    const rate = dtlsDatagramRate(() => now);
     let taken = 0;
     while (rate.take()) taken++;
     assert.equal(taken, DTLS_DATAGRAM_BURST);

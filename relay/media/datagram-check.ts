@@ -1,3 +1,5 @@
+import { TokenBucket } from '../data/token-bucket.ts';
+
 /**
  * What a media datagram must look like before werift reads it (RFC 7983 demultiplexes by the
  * first byte). werift 0.25 parses an SRTP packet's header before it checks its authentication
@@ -23,24 +25,9 @@ export function isDtls(data: Buffer): boolean {
   return data.length > 0 && data[0]! >= 20 && data[0]! <= 63;
 }
 
-/** A token bucket of DTLS datagrams, one per transport. */
-export class PacketRate {
-  private tokens = DTLS_DATAGRAM_BURST;
-  private at: number;
-
-  constructor(private readonly now: () => number = () => performance.now()) {
-    this.at = now();
-  }
-
-  /** Take one DTLS datagram's token; false (taking none) when the transport is over its rate. */
-  take(): boolean {
-    const now = this.now();
-    this.tokens = Math.min(DTLS_DATAGRAM_BURST, this.tokens + ((now - this.at) / 1000) * DTLS_DATAGRAM_RATE);
-    this.at = now;
-    if (this.tokens < 1) return false;
-    this.tokens--;
-    return true;
-  }
+/** The bucket of DTLS datagrams of one transport. */
+export function dtlsDatagramRate(now?: () => number): TokenBucket {
+  return new TokenBucket(DTLS_DATAGRAM_RATE, DTLS_DATAGRAM_BURST, now);
 }
 
 /** The largest media datagram taken: Ethernet's MTU (browsers keep DTLS and SRTP under about 1,200 bytes). */

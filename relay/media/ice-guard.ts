@@ -1,5 +1,6 @@
 import { Connection, parseMessage, StunProtocol } from 'werift';
-import { isDtls, PacketRate, wellFormedMedia } from './datagram-check.ts';
+import type { TokenBucket } from '../data/token-bucket.ts';
+import { dtlsDatagramRate, isDtls, wellFormedMedia } from './datagram-check.ts';
 
 /**
  * What the relay's media sockets take from the network, whoever sends it. werift (0.25) answers
@@ -43,7 +44,7 @@ export interface GuardedProtocol {
   [owner]?: IceOwner;
   [peers]?: Set<string>;
   [seen]?: number;
-  [rate]?: PacketRate;
+  [rate]?: TokenBucket;
 }
 
 /** Whether a binding request is signed for `ice`: its USERNAME names the transport's ufrag, its MESSAGE-INTEGRITY that ufrag's password. */
@@ -91,7 +92,7 @@ export function admits(protocol: GuardedProtocol, data: Buffer, addr: Address): 
   const known = (protocol[peers] ??= new Set());
   const message = parseMessage(data);
   // anything but a request (DTLS, SRTP, a STUN response or indication): only from a proven peer
-  if (!message) return known.has(key) && wellFormedMedia(data) && (!isDtls(data) || (protocol[rate] ??= new PacketRate()).take());
+  if (!message) return known.has(key) && wellFormedMedia(data) && (!isDtls(data) || (protocol[rate] ??= dtlsDatagramRate()).take());
   if (message.messageClass !== REQUEST) return known.has(key);
   if (message.messageMethod !== BINDING || !signed(ice, data, message.getAttributeValue('USERNAME'))) return false;
   if (known.has(key)) {

@@ -1,4 +1,5 @@
 import { DtlsSocket, RtcpPacketConverter, RTCRtpSender, SrtpAuthenticationError, SrtpSession } from 'werift';
+import { TokenBucket } from '../data/token-bucket.ts';
 
 /**
  * What werift (0.25) does with a member's authenticated packets, bounded. A member holds its own
@@ -101,12 +102,6 @@ function boundNack(nack: NackLike | undefined): void {
   nack.lost = [...new Set(nack.lost)].slice(0, MAX_NACKED);
 }
 
-/** A token bucket of retransmissions, on the sender (its subscriber's NACKs draw from it). */
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
 /** A sender retransmits at most {@link RETRANSMIT_RATE} packets a second for its subscriber; the rest of a NACK is dropped. */
 function boundRetransmissions(sender: Proto): void {
   const handle = method(sender, 'handleRtcpPacket') as unknown as (this: Proto, packet: ParsedRtcp & { feedback?: NackLike & { count?: number } }) => void;
@@ -114,13 +109,10 @@ function boundRetransmissions(sender: Proto): void {
     if (packet.type === RTCP_TRANSPORT_FEEDBACK) {
       if (packet.feedback?.count === FMT_TWCC) return;
       if (packet.feedback?.count === FMT_NACK && Array.isArray(packet.feedback.lost)) {
-        const now = performance.now();
-        const bucket = ((this[retransmits] as Bucket | undefined) ??= { tokens: RETRANSMIT_RATE, at: now });
-        bucket.tokens = Math.min(RETRANSMIT_RATE, bucket.tokens + ((now - bucket.at) / 1000) * RETRANSMIT_RATE);
-        bucket.at = now;
-        const allowed = Math.max(0, Math.floor(bucket.tokens));
-        if (packet.feedback.lost.length > allowed) packet.feedback.lost = packet.feedback.lost.slice(0, allowed);
-        bucket.tokens -= packet.feedback.lost.length;
+        // the sender's own bucket: its subscriber's NACKs draw from it
+        const bucket = ((this[retransmits] as TokenBucket | undefined) ??= new TokenBucket(RETRANSMIT_RATE, RETRANSMIT_RATE));
+        const allowed = bucket.takeUpTo(packet.feedback.lost.length);
+        if (allowed < packet.feedback.lost.length) packet.feedback.lost = packet.feedback.lost.slice(0, allowed);
       }
     }
     return handle.call(this, packet);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PRESENCE_CHARGED_MEMBERS, PRESENCE_EVENT_BYTES, PresenceBudgets, presenceKey } from './presence.ts';
+import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from '../context.ts';
+import { PresenceBudgets, presenceKey } from './presence.ts';
 
 describe('PresenceBudgets', () => {
-  const limits = { presenceByteRate: 1000 * PRESENCE_EVENT_BYTES, presenceByteBurst: 2000 * PRESENCE_EVENT_BYTES };
+  const limits = { presenceByteRate: 1000 * BROADCAST_EVENT_BYTES, presenceByteBurst: 2000 * BROADCAST_EVENT_BYTES };
 
   it('charges an announcement per recipient; a token in debt may not announce until it is paid back', () => {
     let now = 0;
@@ -23,7 +24,7 @@ describe('PresenceBudgets', () => {
 
   it('charges at least one recipient and at most the charged members', () => {
     let now = 0;
-    const budgets = new PresenceBudgets({ presenceByteRate: 1024, presenceByteBurst: PRESENCE_CHARGED_MEMBERS * PRESENCE_EVENT_BYTES }, () => now);
+    const budgets = new PresenceBudgets({ presenceByteRate: 1024, presenceByteBurst: BROADCAST_CHARGED_MEMBERS * BROADCAST_EVENT_BYTES }, () => now);
     budgets.charge('k', 1_000_000);
     assert.equal(budgets.mayAnnounce('k'), true, 'a room of a million costs what one of 8,192 does: the burst, not more');
     budgets.charge('k', 0);

@@ -1,10 +1,6 @@
 import { TokenBucket } from '../data/token-bucket.ts';
-
-/** What an arrival or a departure told to one member is charged (bytes: an event frame, about). */
-export const PRESENCE_EVENT_BYTES = 128;
-
-/** Recipients an announcement is charged for at most (a room of ten thousand costs what one of 8,192 does). */
-export const PRESENCE_CHARGED_MEMBERS = 8192;
+// an arrival or departure told to a member is charged as any room-wide event is
+import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from '../context.ts';
 
 /** Tokens whose budget is remembered before the full ones are first forgotten. */
 const PRUNE_AT = 4096;
@@ -65,7 +61,7 @@ export class PresenceBudgets {
       bucket = new TokenBucket(this.limits.presenceByteRate, this.limits.presenceByteBurst, this.now);
       this.buckets.set(key, bucket);
     }
-    bucket.spend(PRESENCE_EVENT_BYTES * Math.min(Math.max(1, recipients), PRESENCE_CHARGED_MEMBERS));
+    bucket.spend(BROADCAST_EVENT_BYTES * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
   }
 
   /** Forget the tokens whose budget is whole again: a new bucket would be the same. */
