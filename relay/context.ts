@@ -1,5 +1,6 @@
 import type { GrantFlag } from '../src/protocol/grant.ts';
 import { RelayError } from './errors.ts';
+import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from './data/fanout-budget.ts';
 import type { RelayConfig } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Bans } from './rooms/bans.ts';
@@ -79,14 +80,6 @@ export function spend(scope: RequestScope): void {
     throw new RelayError('RATE_LIMITED', `at most ${scope.relay.config.messageRate} messages per second (burst ${scope.relay.config.messageBurst})`, 'message-rate');
   }
 }
-
-/** What a room-wide event of a request is counted as (bytes per copy, about its size): a mute, a cleared board, an output's state. */
-export const BROADCAST_EVENT_BYTES = 128;
-/**
- * The most members an event is charged for: in a webinar of 100,000, a presenter's publishes on
- * a reconnection must not each cost seconds of its budget (the message rate bounds them too).
- */
-export const BROADCAST_CHARGED_MEMBERS = 8192;
 
 /**
  * Charge a request every member of the room is told of, `events` events to each member, to the

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BROADCAST_EVENT_BYTES } from '../relay/context.ts';
+import { BROADCAST_EVENT_BYTES } from '../relay/data/fanout-budget.ts';
 import { nextEvent, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin, type RawClient } from './raw.ts';
 

@@ -1,5 +1,13 @@
 import { TokenBucket } from './token-bucket.ts';
 
+/** What a room-wide event of a request is counted as (bytes per copy, about its size): a mute, a cleared board, an output's state. */
+export const BROADCAST_EVENT_BYTES = 128;
+/**
+ * The most members an event is charged for: in a webinar of 100,000, a presenter's publishes on
+ * a reconnection must not each cost seconds of its budget (the message rate bounds them too).
+ */
+export const BROADCAST_CHARGED_MEMBERS = 8192;
+
 /** The limits of a {@link FanoutBudget} (the relay's configuration has them). */
 export interface FanoutLimits {
   fanoutByteRate: number;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from '../context.ts';
+import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from '../data/fanout-budget.ts';
 import { PresenceBudgets, presenceKey } from './presence.ts';
 
 describe('PresenceBudgets', () => {

@@ -1,6 +1,6 @@
 import { TokenBucket } from '../data/token-bucket.ts';
 // an arrival or departure told to a member is charged as any room-wide event is
-import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from '../context.ts';
+import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from '../data/fanout-budget.ts';
 
 /** Tokens whose budget is remembered before the full ones are first forgotten. */
 const PRUNE_AT = 4096;
