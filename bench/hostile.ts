@@ -124,6 +124,8 @@ interface Phase {
   ipcTimeouts: number;
   cpu: number;
   viewerChat: number;
+  /** The chat's delay at each of the 1,000 viewers (publish → received), p50 / p99 / max. */
+  viewerDelay: { p50: number; p99: number; max: number; n: number };
   viewerFrames: number;
   viewerBytes: number;
   /** CPU of the viewers' process and of this one, in cores. */
@@ -138,7 +140,7 @@ interface Phase {
 }
 const newPhase = (): Phase => ({
   chat: [], floor: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0,
-  viewerChat: 0, viewerFrames: 0, viewerBytes: 0, audienceCpu: 0, selfCpu: 0, selfLag: 0, audienceClosed: 0, sdkDisconnects: 0, victims: {}, peaks: new Map(),
+  viewerChat: 0, viewerDelay: { p50: 0, p99: 0, max: 0, n: 0 }, viewerFrames: 0, viewerBytes: 0, audienceCpu: 0, selfCpu: 0, selfLag: 0, audienceClosed: 0, sdkDisconnects: 0, victims: {}, peaks: new Map(),
 });
 const phases: Phase[] = [newPhase(), newPhase(), newPhase()]; // warm-up, alone, attack
 let leaving = false;
@@ -205,7 +207,7 @@ async function readMetrics(): Promise<Map<string, number> | null> {
 }
 
 async function audienceCounts() {
-  const answer = message<{ counts: { chat: number; frames: number; bytes: number; cpu: number; closed: number; victims: Phase['victims'] } }>(audience, (m) => 'counts' in m);
+  const answer = message<{ counts: { chat: number; delay: Phase['viewerDelay']; frames: number; bytes: number; cpu: number; closed: number; victims: Phase['victims'] } }>(audience, (m) => 'counts' in m);
   audience.send({ cmd: 'counts' });
   return (await within(answer, 10_000))?.counts ?? null;
 }
@@ -304,7 +306,7 @@ async function measure(index: number, seconds: number): Promise<void> {
       const speaker = speakers[chatSeq % SPEAKERS]!;
       outstanding++;
       speaker.pubsub
-        .publish('chat', { at: performance.now(), phase: index, n: chatSeq++, text: 'a normal chat message of a normal room' })
+        .publish('chat', { at: performance.now(), wall: performance.timeOrigin + performance.now(), phase: index, n: chatSeq++, text: 'a normal chat message of a normal room' })
         .then(() => void phase.published++, () => void phase.publishFailed++)
         .finally(() => outstanding--);
     }),
@@ -363,6 +365,7 @@ async function measure(index: number, seconds: number): Promise<void> {
   const counts = await audienceCounts();
   if (counts) {
     phase.viewerChat = counts.chat;
+    phase.viewerDelay = counts.delay;
     phase.viewerFrames = counts.frames;
     phase.viewerBytes = counts.bytes;
     phase.audienceCpu = counts.cpu / 1000 / (performance.now() - startedAt);
@@ -506,7 +509,20 @@ console.log(
       [`relay event loop: IPC answer p50 / p99 (unanswered within 10 s: ${alone.ipcTimeouts} / ${attack.ipcTimeouts})`, `${ms(ipcAlone.p50)} / ${ms(ipcAlone.p99)}`, `${ms(ipcAttack.p50)} / ${ms(ipcAttack.p99)}`, x(ipcAlone.p99, ipcAttack.p99), ''],
       ['CPU, one core = 100 %: relay / viewers process / this process', cpuText(alone), cpuText(attack), '', ''],
       ["this process's own event-loop delay, p99 (part of every round trip above)", ms(alone.selfLag), ms(attack.selfLag), '', ''],
-      [`chat delivered to the ${int(VIEWERS)} viewers (optional traffic); bytes the viewers received`, `${delivered(alone)}; ${mib(alone.viewerBytes)}`, `${delivered(attack)}; ${mib(attack.viewerBytes)}`, '', ''],
+      [
+        `chat delay at every one of the ${int(VIEWERS)} viewers (the whole room, where the probes are the front of its fan-out; one process reads all their sockets, and its own delay is in this figure), p50 / p99 / max (samples)`,
+        `${ms(alone.viewerDelay.p50)} / ${ms(alone.viewerDelay.p99)} / ${ms(alone.viewerDelay.max)} (${int(alone.viewerDelay.n)})`,
+        `${ms(attack.viewerDelay.p50)} / ${ms(attack.viewerDelay.p99)} / ${ms(attack.viewerDelay.max)} (${int(attack.viewerDelay.n)})`,
+        `${x(alone.viewerDelay.p50, attack.viewerDelay.p50)} / **${x(alone.viewerDelay.p99, attack.viewerDelay.p99)}**`,
+        '≤ 2×',
+      ],
+      [
+        `chat delivered to the ${int(VIEWERS)} viewers (optional traffic); bytes the viewers received; frames a viewer received a second`,
+        `${delivered(alone)}; ${mib(alone.viewerBytes)}; ${(alone.viewerFrames / VIEWERS / ALONE_S).toFixed(1)}`,
+        `${delivered(attack)}; ${mib(attack.viewerBytes)}; ${(attack.viewerFrames / VIEWERS / ATTACK_S).toFixed(1)}`,
+        '',
+        '',
+      ],
       [`normal requests: new topic (subscribe, persist, unsubscribe) each 1 s, failed`, `${alone.probeFailures.length} of ${alone.probes}`, `${attack.probeFailures.length} of ${attack.probes}${attack.probeFailures.length ? ` (${[...new Set(attack.probeFailures)].join(', ')})` : ''}`, '', '0'],
       [`a room-scoped token opening a new room each 2 s and persisting a message there: failed; join p50`, `${alone.joinFailures.length} of ${alone.joinFailures.length + alone.joins.length}; ${ms(summary(alone.joins).p50)}`, `${attack.joinFailures.length} of ${attack.joinFailures.length + attack.joins.length}${attack.joinFailures.length ? ` (${[...new Set(attack.joinFailures)].join(', ')})` : ''}; ${ms(summary(attack.joins).p50)}`, '', '0'],
       ['relay RSS: alone (after GC) / peak under attack / after (after GC)', rssAlone ? mib(rssAlone.rss) : '?', `peak ${mib(attack.rssPeak)}; after ${rssAfter ? mib(rssAfter.rss) : '?'}`, '', `≤ ${mib(ceiling)} (alone + budgets)`],
