@@ -127,8 +127,8 @@ export abstract class Connection implements MemberLink {
     return this.ws.bufferedAmount + this.outbox.pendingBytes;
   }
 
-  sendRaw(data: Buffer, optional = false): void {
-    if (this.admitSend(optional)) this.outbox.send(data, false, true);
+  sendRaw(data: Buffer, optional = false, lazy = false): void {
+    if (this.admitSend(optional)) this.outbox.send(data, false, true, lazy);
   }
 
   sendBinary(data: Uint8Array): void {

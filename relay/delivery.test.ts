@@ -5,22 +5,27 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Delivery, LIGHT_BYTES, LIGHT_RUN_MS, Outbox, TURN_BYTES } from './delivery.ts';
+import { Delivery, HOLD_MS, LIGHT_BYTES, LIGHT_RUN_MS, Outbox, TURN_BYTES } from './delivery.ts';
 import { FrameScheduler, type Flow, type Turn } from './scheduler.ts';
 
 function harness(options: { directMs?: number; writeMs?: number; sliceMs?: number } = {}) {
   let clock = 0;
   const scheduled: Array<() => void> = [];
   const resets: Array<() => void> = [];
+  /** Timers the delivery set: [due, fn]. */
+  const timers: Array<[number, () => void]> = [];
   const now = () => clock;
   const scheduler = new FrameScheduler({ sliceMs: options.sliceMs ?? 4, now, defer: (fn) => void scheduled.push(fn) });
-  const delivery = new Delivery(scheduler, { directMs: options.directMs ?? 1, now, defer: (fn) => void resets.push(fn) });
+  const delivery = new Delivery(scheduler, { directMs: options.directMs ?? 1, now, defer: (fn) => void resets.push(fn), later: (fn, ms) => void timers.push([clock + ms, fn]) });
   const writeMs = options.writeMs ?? 0.3;
   /** Everything written, in order: [connection, frame]. */
   const wire: Array<[number, string]> = [];
+  /** Each write's frames, in order: [connection, frames]. */
+  const writes: Array<[number, string[]]> = [];
   const outboxes = (n: number) =>
     Array.from({ length: n }, (_, i) =>
       new Outbox(delivery, (frames) => {
+        writes.push([i, frames.map((f) => Buffer.from(f.data).toString())]);
         for (const f of frames) {
           clock += writeMs;
           wire.push([i, Buffer.from(f.data).toString()]);
@@ -32,9 +37,18 @@ function harness(options: { directMs?: number; writeMs?: number; sliceMs?: numbe
     scheduler,
     delivery,
     wire,
+    writes,
     outboxes,
     received,
     spend: (ms: number) => void (clock += ms),
+    /** Time passes: the timers due by then run. */
+    wait: (ms: number) => {
+      clock += ms;
+      for (const t of timers.filter(([due]) => due <= clock)) {
+        timers.splice(timers.indexOf(t), 1);
+        t[1]();
+      }
+    },
     /** The event loop's next check phase: the direct-write allowance is back. */
     newTurn: () => {
       for (const fn of resets.splice(0)) fn();
@@ -285,6 +299,73 @@ class Flooder implements Turn {
     return true;
   }
 }
+
+describe('Delivery: held copies (arrivals, departures, counts) share the next write', () => {
+  it('a held copy goes out in the same write as the next frame to its connection, before it', () => {
+    const h = harness({ directMs: 100 });
+    const [a, b] = h.outboxes(2);
+    a!.send(frame('joined-event'), false, true, true);
+    b!.send(frame('joined-event'), false, true, true);
+    assert.equal(h.wire.length, 0, 'nothing written yet');
+    a!.send(frame('chat'), false, true);
+    b!.send(frame('answer'), false, false);
+    assert.deepEqual(h.writes, [
+      [0, ['joined-event', 'chat']],
+      [1, ['joined-event', 'answer']],
+    ], 'one write each, the held copy first');
+    h.wait(HOLD_MS);
+    h.drain();
+    assert.equal(h.wire.length, 4, 'nothing written twice when the hold runs out');
+  });
+
+  it(`a held copy with no company is written within HOLD_MS (${HOLD_MS} ms), in the delivery's turns`, () => {
+    const h = harness({ directMs: 100 });
+    const boxes = h.outboxes(3);
+    for (const box of boxes) box.send(frame('count'), false, true, true);
+    h.wait(HOLD_MS - 1);
+    h.drain();
+    assert.equal(h.wire.length, 0, 'still held');
+    h.wait(1);
+    assert.equal(h.delivery.backlog, 3, 'in line once the hold runs out');
+    h.drain();
+    assert.deepEqual(h.writes, [[0, ['count']], [1, ['count']], [2, ['count']]]);
+    // a later held copy starts a hold of its own
+    boxes[0]!.send(frame('left'), false, true, true);
+    h.wait(HOLD_MS);
+    h.drain();
+    assert.deepEqual(h.received(0), ['count', 'left']);
+  });
+
+  it('a held copy to a connection already in line goes with what waits there, in order', () => {
+    const h = harness({ directMs: 0 });
+    const [a] = h.outboxes(1);
+    a!.send(frame('chat-1'), false, true);
+    a!.send(frame('count'), false, true, true);
+    a!.send(frame('chat-2'), false, true);
+    h.drain();
+    assert.deepEqual(h.writes, [[0, ['chat-1', 'count', 'chat-2']]], 'one write, in the order sent');
+  });
+
+  it('frames held, then queued behind them, then written in a turn: order kept and nothing lost or repeated', () => {
+    const h = harness({ directMs: 0 });
+    const boxes = h.outboxes(50);
+    const sent: string[][] = boxes.map(() => []);
+    for (let round = 0; round < 20; round++) {
+      boxes.forEach((box, i) => {
+        const kind = (round + i) % 3;
+        const text = `${round}-${kind}`;
+        sent[i]!.push(text);
+        box.send(frame(text), false, kind !== 2, kind === 0);
+      });
+      if (round % 4 === 1) h.tick();
+      if (round % 5 === 2) h.wait(HOLD_MS);
+      if (round % 7 === 3) h.newTurn();
+    }
+    h.wait(HOLD_MS);
+    h.drain();
+    boxes.forEach((_, i) => assert.deepEqual(h.received(i), sent[i], `connection ${i}`));
+  });
+});
 
 describe('Delivery: fan-out time is not the sender\'s', () => {
   it('a speaker\'s request after its chat to a thousand members is served ahead of the flooders\' backlog', () => {

@@ -38,12 +38,25 @@ export const LIGHT_BYTES = 8 * 1024;
  */
 export const LIGHT_RUN_MS = 2;
 
+/**
+ * How long a held copy (see {@link Outbox.hold}) may wait for the next frame to its connection
+ * before it is written on its own (ms). Room events that are not urgent (arrivals, departures,
+ * counts, which the relay already coalesces over half a second) ride in the same write as the
+ * room's next chat line: in a room of a thousand, each event written on its own is a thousand
+ * more syscalls, the relay's largest cost.
+ */
+export const HOLD_MS = 50;
+
 /** Tunables of the delivery (tests give their own clock). */
 export interface DeliveryOptions {
   /** Time spent writing at once, per turn of the event loop, before frames wait for the delivery's turns (ms). */
   directMs?: number;
+  /** How long held copies wait for company (ms; {@link HOLD_MS}). */
+  holdMs?: number;
   now?: () => number;
   defer?: (fn: () => void) => void;
+  /** Runs `fn` once, `ms` from now. */
+  later?: (fn: () => void, ms: number) => void;
 }
 
 /**
@@ -60,6 +73,8 @@ export class Outbox {
   private bytes = 0;
   /** Whether it is in the delivery's queue (it belongs to the delivery). */
   scheduled = false;
+  /** Whether it is in the delivery's list of outboxes holding copies (it belongs to the delivery). */
+  held = false;
 
   /**
    * @param write writes frames to the connection, in order, at once (one batch: it may cork the socket)
@@ -84,11 +99,12 @@ export class Outbox {
    *   within the turn's allowance, else queued; its time the delivery's either way); otherwise a
    *   frame for this connection alone (an answer, `joined`), written at once when nothing waits,
    *   its time the sender's
+   * @param lazy (a copy only) it may wait for the connection's next frame (see {@link hold})
    */
-  send(data: Uint8Array, binary: boolean, fanout: boolean): void {
-    if (fanout) return this.delivery.copy(this, data, binary);
+  send(data: Uint8Array, binary: boolean, fanout: boolean, lazy = false): void {
+    if (fanout) return this.delivery.copy(this, data, binary, lazy);
     const framed = frame(data, binary);
-    if (this.idle) return this.write([framed]);
+    if (this.idle) return this.writeNow(framed);
     this.queue(framed);
   }
 
@@ -99,9 +115,34 @@ export class Outbox {
     this.delivery.schedule(this);
   }
 
-  /** Nothing of this connection waits to be written before a new frame. */
+  /**
+   * A frame that may wait up to {@link HOLD_MS} for the connection's next frame, to go out in
+   * the same write; behind what is queued if the connection is in the delivery's queue anyway.
+   */
+  hold(frame: OutFrame): void {
+    if (this.scheduled) return this.queue(frame);
+    this.frames.push(frame);
+    this.bytes += frame.bytes;
+    this.delivery.holdFor(this);
+  }
+
+  /**
+   * Nothing of this connection waits in the delivery's queue: a new frame may be written at
+   * once (behind the held copies, if any, in the same write).
+   */
   get idle(): boolean {
-    return !this.waiting && !this.scheduled;
+    return !this.scheduled;
+  }
+
+  /** Write `frame` now, after what is held (see {@link idle}): one write. */
+  writeNow(frame: OutFrame): void {
+    if (!this.waiting) return this.write([frame]);
+    const batch = this.head ? this.frames.slice(this.head) : this.frames;
+    batch.push(frame);
+    this.frames = [];
+    this.head = 0;
+    this.bytes = 0;
+    this.write(batch);
   }
 
   /** Write everything queued now, in order (before a close frame). */
@@ -166,14 +207,19 @@ export class Delivery implements Turn {
   readonly flow: Flow;
   private readonly light = new Fifo<Outbox>(1024);
   private readonly heavy = new Fifo<Outbox>(1024);
+  /** Outboxes holding copies (see {@link Outbox.hold}), and whether their release is due. */
+  private holding: Outbox[] = [];
+  private releaseDue = false;
   /** Which line's run it is while both wait, and how long that run has lasted (ms). */
   private lightsRun = true;
   private run = 0;
   private spent = 0;
   private resetting = false;
   private readonly directMs: number;
+  private readonly holdMs: number;
   private readonly now: () => number;
   private readonly defer: (fn: () => void) => void;
+  private readonly later: (fn: () => void, ms: number) => void;
 
   constructor(
     private readonly scheduler: FrameScheduler,
@@ -181,8 +227,10 @@ export class Delivery implements Turn {
   ) {
     this.flow = scheduler.join(DELIVERY_FLOW, DELIVERY_WEIGHT, DELIVERY_SHARE);
     this.directMs = options.directMs ?? 1;
+    this.holdMs = options.holdMs ?? HOLD_MS;
     this.now = options.now ?? (() => performance.now());
     this.defer = options.defer ?? ((fn) => void setImmediate(fn));
+    this.later = options.later ?? ((fn, ms) => void setTimeout(fn, ms).unref());
   }
 
   /** Connections with frames waiting (for tests and metrics). */
@@ -200,13 +248,14 @@ export class Delivery implements Turn {
    * writing time left and nothing of that connection waits, else queued. Either way its time is
    * the audience's, not the sender's: a speaker whose chat reaches a thousand members is charged
    * for its request, not for a thousand copies (or its next request would wait behind every
-   * flooder's backlog).
+   * flooder's backlog). A `lazy` copy is held (see {@link Outbox.hold}).
    */
-  copy(outbox: Outbox, data: Uint8Array, binary: boolean): void {
+  copy(outbox: Outbox, data: Uint8Array, binary: boolean, lazy = false): void {
     const t0 = this.now();
     const framed = frame(data, binary);
-    const direct = outbox.idle && this.mayWriteNow();
-    if (direct) outbox.write([framed]);
+    const direct = !lazy && outbox.idle && this.mayWriteNow();
+    if (direct) outbox.writeNow(framed);
+    else if (lazy) outbox.hold(framed);
     else outbox.queue(framed);
     const ms = this.now() - t0;
     this.scheduler.excuse(ms);
@@ -218,6 +267,27 @@ export class Delivery implements Turn {
         this.resetting = false;
         this.spent = 0;
       });
+    }
+  }
+
+  /** `outbox` holds copies: unless another frame takes them along first, it gets a turn within {@link HOLD_MS}. */
+  holdFor(outbox: Outbox): void {
+    if (outbox.held) return;
+    outbox.held = true;
+    this.holding.push(outbox);
+    if (this.releaseDue) return;
+    this.releaseDue = true;
+    this.later(() => this.release(), this.holdMs);
+  }
+
+  private release(): void {
+    const holding = this.holding;
+    this.holding = [];
+    this.releaseDue = false;
+    for (const outbox of holding) {
+      outbox.held = false;
+      // taken along by a later frame, written in a turn since, or cleared: nothing to do
+      if (outbox.waiting && !outbox.scheduled) this.schedule(outbox);
     }
   }
 

@@ -94,8 +94,8 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     this.state = next;
   }
 
-  override sendRaw(data: Buffer, optional = false): void {
-    if (this.state !== 'entering') return super.sendRaw(data, optional);
+  override sendRaw(data: Buffer, optional = false, lazy = false): void {
+    if (this.state !== 'entering') return super.sendRaw(data, optional, lazy);
     if (this.ahead.length < EARLY_FRAMES) this.ahead.push({ data, binary: false, optional });
   }
 

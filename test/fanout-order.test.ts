@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Delivery } from '../relay/delivery.ts';
 import { FrameScheduler } from '../relay/scheduler.ts';
+import { HOLD_ROOM_SIZE } from '../relay/rooms/memory-room.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawJoin, type RawClient } from './raw.ts';
 
@@ -56,5 +57,43 @@ describe('issue 11: a fan-out delivered in slices keeps each member\'s frames in
       assert.deepEqual(payloads, expected, `member m${i}`);
     }
     for (const m of [...members, publisher]) m.ws.close();
+  });
+});
+
+describe('issue 11: in a crowded room, arrivals, departures and counts share the next write', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({ countIntervalMs: 20 });
+  });
+  after(() => t.close());
+
+  it(`past ${HOLD_ROOM_SIZE} members an arrival is held but keeps its place between the chat lines around it; a departure with nothing after it still goes out`, async () => {
+    const grant = { canPublishData: true, canSubscribeData: true };
+    const members: RawClient[] = [];
+    for (let i = 0; i <= HOLD_ROOM_SIZE; i++) {
+      const m = await rawJoin(t.url, t.token({ roomId: 'crowd', participantId: `m${i}`, grant, isViewer: i > 0 }), { participantId: `m${i}` });
+      await m.request('pubsub.subscribe', { topic: 'chat' });
+      members.push(m);
+    }
+    const publisher = members[0]!;
+    const kinds = (m: RawClient) =>
+      m.frames
+        .filter((f) => f.type === 'event' && (f.name === 'pubsub.message' || f.name === 'participant-joined' || f.name === 'participant-left'))
+        .map((f) => (f.name === 'pubsub.message' ? `chat ${(f.data as { payload: { n: number } }).payload.n}` : `${f.name} ${(f.data as { id: string }).id}`));
+    for (const m of members) m.frames.length = 0;
+    // a chat, an arrival held for company, a chat that takes it along
+    await publisher.request('pubsub.publish', { topic: 'chat', payload: { n: 1 } });
+    const guest = await rawJoin(t.url, t.token({ roomId: 'crowd', participantId: 'guest', grant: {} }), { participantId: 'guest' });
+    await publisher.request('pubsub.publish', { topic: 'chat', payload: { n: 2 } });
+    await until(() => members.slice(1).every((m) => kinds(m).length >= 3), 5000, 'the chat and the arrival');
+    for (const m of members.slice(1)) assert.deepEqual(kinds(m), ['chat 1', 'participant-joined guest', 'chat 2'], 'the arrival between the chat lines it was sent between');
+    // a departure alone, with no chat after it: out within the hold
+    const leftAt = performance.now();
+    guest.ws.close();
+    await until(() => members.every((m) => kinds(m).includes('participant-left guest')), 5000, 'the departure');
+    assert.ok(performance.now() - leftAt < 2000, 'the departure went out on its own, not waiting for company that never came');
+    // the count of the crowd (coalesced) reaches every viewer too
+    await until(() => members.slice(1).every((m) => m.frames.some((f) => f.type === 'event' && f.name === 'participant-count-changed')), 5000, 'the counts');
+    for (const m of members) m.ws.close();
   });
 });

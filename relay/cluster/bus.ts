@@ -147,11 +147,11 @@ export class NodeBus {
       }
     }
     const last = queue[queue.length - 1];
-    if (header.t === 'frame' && last && last.header.t === 'frame' && last.payload === payload && last.header.o === header.o && last.header.b === header.b) {
+    if (header.t === 'frame' && last && last.header.t === 'frame' && last.payload === payload && last.header.o === header.o && last.header.b === header.b && last.header.l === header.l) {
       (last.header.links as string[]).push(header.link as string);
       return;
     }
-    queue.push(header.t === 'frame' ? { header: { t: 'frame', links: [header.link], o: header.o, b: header.b }, payload } : { header, payload });
+    queue.push(header.t === 'frame' ? { header: { t: 'frame', links: [header.link], o: header.o, b: header.b, l: header.l }, payload } : { header, payload });
   }
 
   private readonly outgoing = new Map<string, Array<{ header: Record<string, unknown>; payload: Uint8Array | null }>>();

@@ -140,7 +140,7 @@ export class ClusterEdges {
       const edge = this.edges.get(id);
       if (!edge) continue;
       if (h.b !== 1) {
-        edge.conn.sendRaw(data, h.o === 1);
+        edge.conn.sendRaw(data, h.o === 1, h.l === 1);
         continue;
       }
       edge.conn.sendBinary(data);

@@ -32,9 +32,12 @@ export class RemoteLink implements MemberConnection {
     this.sendRaw(Buffer.from(JSON.stringify(frame)));
   }
 
-  sendRaw(data: Buffer, optional = false): void {
+  sendRaw(data: Buffer, optional = false, lazy = false): void {
     if (this.closed) return;
-    this.bus.send(this.edge, optional ? { t: 'frame', link: this.link, o: 1 } : { t: 'frame', link: this.link }, data);
+    const header: { t: 'frame'; link: string; o?: 1; l?: 1 } = { t: 'frame', link: this.link };
+    if (optional) header.o = 1;
+    if (lazy) header.l = 1;
+    this.bus.send(this.edge, header, data);
   }
 
   sendBinary(data: Uint8Array): void {

@@ -15,9 +15,10 @@ export interface MemberLink {
   /**
    * Send a frame already serialised (fan-out serialises once per room, not once per member).
    * `optional` traffic (pubsub, whiteboard) is skipped for a member that is not keeping up,
-   * rather than growing its queue until it is cut.
+   * rather than growing its queue until it is cut. A `lazy` frame (an arrival, a departure, a
+   * count) may wait a moment for the member's next frame, to go out in the same write.
    */
-  sendRaw(data: Buffer, optional?: boolean): void;
+  sendRaw(data: Buffer, optional?: boolean, lazy?: boolean): void;
   /** Send a binary frame (a stream chunk), as is. */
   sendBinary(data: Uint8Array): void;
   send(frame: ServerFrame): void;

@@ -11,6 +11,9 @@ import { MemberList } from './member-list.ts';
 import { presenceKey, type PresenceBudgets } from './presence.ts';
 import type { Member, Opener, Room, RoomObserver, RoomRegistry, RoomServices, TierCursor, TierPage } from './types.ts';
 
+/** Rooms of more members than this hold their arrivals, departures and counts for company (at most `HOLD_MS`, 50 ms). */
+export const HOLD_ROOM_SIZE = 64;
+
 interface Entry {
   member: Member;
   /** Its join sequence number in its tier's list. */
@@ -47,7 +50,7 @@ export class MemoryRoom implements Room {
     this.presence = budgets.presence;
     this.media = new MediaBoard(media, { broadcast: (frame, exceptId) => this.broadcast(frame, exceptId), log });
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
-      this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }),
+      this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }, undefined, false, this.crowded),
     );
     const lookup = (participantId: string) => this.get(participantId);
     this.topics = new TopicBoard(
@@ -77,6 +80,15 @@ export class MemoryRoom implements Room {
     return this.entries.size;
   }
 
+  /**
+   * Whether its arrivals, departures and counts are held for company (see `MemberLink.sendRaw`):
+   * in a room this large each of them written on its own is that many more syscalls, the
+   * relay's largest cost; in a smaller one they go out at once.
+   */
+  private get crowded(): boolean {
+    return this.entries.size > HOLD_ROOM_SIZE;
+  }
+
   get(participantId: string): Member | undefined {
     return this.entries.get(participantId)?.member;
   }
@@ -100,7 +112,7 @@ export class MemoryRoom implements Room {
     this.entries.set(member.id, { member, seq });
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
-    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id);
+    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id, false, this.crowded);
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantJoined(this, member);
   }
@@ -120,7 +132,7 @@ export class MemoryRoom implements Room {
     this.streams.memberLeft(member);
     this.timeline.emit({ type: 'participant-left', participantId: member.id, tier: member.tier });
     if (member.tier === 'speaker') {
-      this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } });
+      this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } }, undefined, false, this.crowded);
       // a departure pays for itself and for its arrival: a room that fills up costs its tokens nothing,
       // a token that keeps coming and going pays for every round (nothing is sent from an ended room)
       if (!this.disposed) this.presence.charge(presenceKey(member), 2 * this.size);
@@ -148,14 +160,15 @@ export class MemoryRoom implements Room {
     return { participants: values.map((m) => ({ id: m.id, name: m.name, joinedAt: m.joinedAt, tier: m.tier })), next };
   }
 
-  broadcast(frame: ServerFrame, exceptId?: string, optional = false): void {
-    this.broadcastRaw(Buffer.from(JSON.stringify(frame)), optional, exceptId);
+  /** `lazy`: an arrival, a departure or a count, which may wait a moment to share a write (see `MemberLink.sendRaw`). */
+  broadcast(frame: ServerFrame, exceptId?: string, optional = false, lazy = false): void {
+    this.broadcastRaw(Buffer.from(JSON.stringify(frame)), optional, exceptId, lazy);
   }
 
   /** Send bytes already serialised to every member (optionally but one). */
-  broadcastRaw(data: Buffer, optional = false, exceptId?: string): void {
+  broadcastRaw(data: Buffer, optional = false, exceptId?: string, lazy = false): void {
     if (this.disposed) return;
-    for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data, optional);
+    for (const { member } of this.entries.values()) if (member.id !== exceptId) member.link.sendRaw(data, optional, lazy);
   }
 
   broadcastSplit(full: ServerFrame, reduced: ServerFrame | null, sees: (member: Member) => boolean): void {
