@@ -10,6 +10,7 @@ import { DEFAULT_ASR_MODEL } from '../relay/outputs/transcription/local-engine.t
 import { OUTPUTS, OUTPUT_FLAGS, type OutputName } from '../src/protocol/control.ts';
 import type { Room } from '../src/room.ts';
 import { nextEvent, rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawJoin } from './raw.ts';
 
 const ALL = { canRecord: true, canHls: true, canLivestream: true, canTranscribe: true, canWhiteboard: true, canPublishData: true, canModerate: true };
 
@@ -227,6 +228,32 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     await rejectsWith(mod.remoteParticipants.get('speaker')!.requestUnpublish('webcam' as never), 'INVALID_ARGUMENT');
     await mod.leave();
     await speaker.leave();
+  });
+
+  it('a stop sent with the start, while the start awaits its files, leaves nothing behind: no room listener, no media tap, no scratch directory (recording, hls)', async () => {
+    const client = await rawJoin(t.url, t.token({ roomId: 'race', participantId: 'racer', grant: ALL }), { participantId: 'racer' });
+    const scratch = () => readdirSync(tmpdir()).filter((n) => n.startsWith('tessera-recording-') || n.startsWith('tessera-hls-')).sort();
+    const before = scratch();
+    let id = 1;
+    const answers: string[] = [];
+    for (const output of ['recording', 'hls'] as const) {
+      for (let round = 0; round < 4; round++) {
+        const start = id++;
+        const stop = id++;
+        // one write: the stop is read while the start awaits its directory
+        client.ws.send(JSON.stringify({ type: 'request', id: start, method: 'output.start', params: { output } }));
+        client.ws.send(JSON.stringify({ type: 'request', id: stop, method: 'output.stop', params: { output } }));
+        const [a, b] = await Promise.all([client.next((f) => f.type === 'response' && f.id === start, 30_000), client.next((f) => f.type === 'response' && f.id === stop, 30_000)]);
+        answers.push(`${(a.error as { reason?: string } | undefined)?.reason ?? 'started'}/${(b.error as { reason?: string } | undefined)?.reason ?? 'stopped'}`);
+        await until(() => ['stopped', 'failed'].includes(t.relay.context.rooms.get('default', 'race')!.outputs.statuses()[output].state), 30_000, `${output} stopped`);
+      }
+    }
+    assert.ok(answers.some((a) => a.startsWith('output-stopped')), `at least one stop came while its start was under way: ${answers.join(', ')}`);
+    const room = t.relay.context.rooms.get('default', 'race')!;
+    await until(() => !room.timeline.listening, 10_000, 'no output listens to the room any more');
+    assert.equal((room.media as unknown as { taps: Set<unknown> }).taps.size, 0, 'no media tap left');
+    await until(() => scratch().join() === before.join(), 10_000, 'no scratch directory left');
+    client.ws.close();
   });
 
   it('files stay where the relay was told to write them', () => {

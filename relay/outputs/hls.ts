@@ -7,7 +7,7 @@ import type { TimedEvent } from '../rooms/timeline.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 import type { CompositeRun } from './ffmpeg/composite-run.ts';
 import { HlsRun } from './hls-run.ts';
-import { DEFAULT_COMPOSITE, requireFfmpeg, roomComposite, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
+import { DEFAULT_COMPOSITE, finishAgain, requireFfmpeg, roomComposite, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
 import { mediaOutputStarted } from './media-stops.ts';
 import { createRunDir, removeRunDir, UnsafeStorageError } from './storage.ts';
 
@@ -103,7 +103,8 @@ export class HlsProvider implements OutputProvider {
       return await this.begin(ffmpeg, options?.segmentSeconds ?? this.media.segmentSeconds);
     } catch (err) {
       // a start that fails leaves nothing running (the board stops only what started)
-      await this.stop().catch(() => undefined);
+      this.stopping = finishAgain(this.stopping, () => this.finish());
+      await this.stopping.catch(() => undefined);
       if (err instanceof RelayError) throw err;
       throw new RelayError('INTERNAL_ERROR', `hls: ${(err as Error).message}`, 'ffmpeg-failed');
     }
@@ -160,6 +161,7 @@ export class HlsProvider implements OutputProvider {
     this.stopping ??= this.finish();
     return this.stopping;
   }
+
 
   private async finish(): Promise<void> {
     try {

@@ -43,6 +43,16 @@ export async function scratchDir(output: string): Promise<ScratchDir> {
   return { path, release: () => rm(path, { recursive: true, force: true }) };
 }
 
+/**
+ * A media output's `finish` run once more, after the stop that already ran (if any) has settled:
+ * for a start that failed. A stop that came while the start awaited its files ran before the
+ * start went on (to listen to the room, tap its media, make a scratch directory, a composite or a
+ * timer) and found none of that to release.
+ */
+export function finishAgain<T>(earlier: Promise<T> | null, finish: () => Promise<T>): Promise<T> {
+  return (earlier ?? Promise.resolve()).catch(() => undefined).then(finish);
+}
+
 /** The picture of a composite. */
 export interface CompositeSize {
   width: number;

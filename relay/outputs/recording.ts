@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { RelayError } from '../errors.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 import type { TimedEvent } from '../rooms/timeline.ts';
-import { DEFAULT_COMPOSITE, requireFfmpeg, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
+import { DEFAULT_COMPOSITE, finishAgain, requireFfmpeg, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
 import { mediaOutputStarted } from './media-stops.ts';
 import { CompositeRecording } from './recording-composite.ts';
 import { COMPOSITE_FILE, createExclusive, createRecordingDir, isRecordingFile, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
@@ -93,7 +93,8 @@ export class RecordingProvider implements OutputProvider<'recording'> {
       return await this.begin(ffmpeg);
     } catch (err) {
       // a start that fails leaves nothing running (the board stops only what started)
-      await this.stop().catch(() => undefined);
+      this.stopping = finishAgain(this.stopping, () => this.finish());
+      await this.stopping.catch(() => undefined);
       if (err instanceof RelayError) throw err;
       throw new RelayError('INTERNAL_ERROR', `recording: ${(err as Error).message}`, 'ffmpeg-failed');
     }
@@ -156,6 +157,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
     this.stopping ??= this.finish();
     return this.stopping;
   }
+
 
   private async finish(): Promise<OutputInfo['recording'] | void> {
     try {
