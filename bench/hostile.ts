@@ -445,6 +445,7 @@ const ceilingParts: Array<[string, number]> = [
   [`whiteboards: ${boards} × --whiteboard-bytes (relay-wide ${mib(DEFAULTS.whiteboardBytesTotal)})`, Math.min(DEFAULTS.whiteboardBytesTotal, boards * DEFAULTS.whiteboardBytes)],
   ['unsent bytes of all members (--max-buffered-total)', DEFAULTS.maxBufferedTotal],
   ['inbound frames held for their frame budget (--max-held-total)', (DEFAULTS as { maxHeldTotal?: number }).maxHeldTotal ?? 0],
+  ['inbound messages still arriving (--max-unfinished-total)', DEFAULTS.maxUnfinishedTotal],
   [`pre-auth: ${DEFAULTS.maxPendingConnections} pending sockets × ${(DEFAULTS.maxJoinFrameBytes + 1024) / KiB} KiB`, DEFAULTS.maxPendingConnections * (DEFAULTS.maxJoinFrameBytes + 1024)],
 ];
 const ceilingExtra = ceilingParts.reduce((n, [, b]) => n + b, 0);

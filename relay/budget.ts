@@ -1,4 +1,5 @@
 import { PresenceBudgets, type PresenceLimits } from './rooms/presence.ts';
+import { UnfinishedBudget } from './unfinished.ts';
 
 /**
  * A quantity the relay holds on someone's behalf (bytes of history, subscriptions, lobby
@@ -67,6 +68,8 @@ export interface RelayBudgets {
   readonly lobby: Budget;
   /** Bytes of inbound frames held back by frame budgets. */
   readonly held: Budget;
+  /** Bytes of inbound messages still arriving (held by ws), per token and in all. */
+  readonly unfinished: UnfinishedBudget;
   /** The part of `project`'s domain-wide tokens (made on first use; projects are the keys file's, few). */
   domain(project: string): DomainBudgets;
   /** Per token: the arrival and departure events its on-stage members make the relay send. */
@@ -80,6 +83,8 @@ export interface BudgetLimits extends PresenceLimits {
   maxSubscriptionsTotal: number;
   maxLobbyTotal: number;
   maxHeldTotal: number;
+  unfinishedPerToken: number;
+  maxUnfinishedTotal: number;
   domainHistoryBytes: number;
   domainSubscriptions: number;
   domainLobby: number;
@@ -92,6 +97,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
   const domains = new Map<string, DomainBudgets>();
   return {
     held: new Budget(config.maxHeldTotal),
+    unfinished: new UnfinishedBudget(config.unfinishedPerToken, config.maxUnfinishedTotal),
     presence: new PresenceBudgets(config),
     history,
     whiteboard: new Budget(config.whiteboardBytesTotal),

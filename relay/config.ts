@@ -140,6 +140,10 @@ export interface RelayConfig {
   maxBufferedTotal: number;
   /** Bytes of inbound frames all connections together may have waiting for their frame budget. */
   maxHeldTotal: number;
+  /** Bytes of messages still arriving (a frame not yet complete, the fragments before the last) one token's sockets may hold together. */
+  unfinishedPerToken: number;
+  /** ...all sockets together. */
+  maxUnfinishedTotal: number;
   /** Subscriptions to topics held by all members together. */
   maxSubscriptionsTotal: number;
   /** Joiners one room's lobby holds. */
@@ -230,6 +234,8 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   sendSoftLimitBytes: 1024 * 1024,
   maxBufferedTotal: 1024 * 1024 * 1024,
   maxHeldTotal: 256 * 1024 * 1024,
+  unfinishedPerToken: 4 * 1024 * 1024,
+  maxUnfinishedTotal: 128 * 1024 * 1024,
   maxSubscriptionsTotal: 500_000,
   maxLobbyPerRoom: 100,
   maxLobbyTotal: 10_000,
@@ -388,6 +394,8 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-buffered', env: 'TESSERA_MAX_BUFFERED', help: `unsent bytes at which a member is cut as a slow consumer (default ${DEFAULTS.maxBufferedBytes})`, apply: (c, v) => void (c.maxBufferedBytes = integer('--max-buffered', v, 1024)) },
   { flag: '--max-buffered-total', env: 'TESSERA_MAX_BUFFERED_TOTAL', help: `unsent bytes of all members (default ${DEFAULTS.maxBufferedTotal})`, apply: (c, v) => void (c.maxBufferedTotal = integer('--max-buffered-total', v, 1024)) },
   { flag: '--max-held-total', env: 'TESSERA_MAX_HELD_TOTAL', help: `bytes of inbound frames waiting for their frame budget, all connections (default ${DEFAULTS.maxHeldTotal})`, apply: (c, v) => void (c.maxHeldTotal = integer('--max-held-total', v, 1024)) },
+  { flag: '--unfinished-per-token', env: 'TESSERA_UNFINISHED_PER_TOKEN', help: `bytes of messages still arriving that one token's sockets may hold together (default ${DEFAULTS.unfinishedPerToken})`, apply: (c, v) => void (c.unfinishedPerToken = integer('--unfinished-per-token', v, 1024)) },
+  { flag: '--max-unfinished-total', env: 'TESSERA_MAX_UNFINISHED_TOTAL', help: `bytes of messages still arriving, all sockets (default ${DEFAULTS.maxUnfinishedTotal})`, apply: (c, v) => void (c.maxUnfinishedTotal = integer('--max-unfinished-total', v, 1024)) },
   { flag: '--max-subscriptions', env: 'TESSERA_MAX_SUBSCRIPTIONS', help: `topics one member may subscribe to (default ${DEFAULTS.maxSubscriptions})`, apply: (c, v) => void (c.maxSubscriptions = integer('--max-subscriptions', v, 1)) },
   { flag: '--max-subscriptions-total', env: 'TESSERA_MAX_SUBSCRIPTIONS_TOTAL', help: `topic subscriptions on the relay (default ${DEFAULTS.maxSubscriptionsTotal})`, apply: (c, v) => void (c.maxSubscriptionsTotal = integer('--max-subscriptions-total', v, 1)) },
   { flag: '--max-lobby', env: 'TESSERA_MAX_LOBBY', help: `joiners one lobby holds (default ${DEFAULTS.maxLobbyPerRoom})`, apply: (c, v) => void (c.maxLobbyPerRoom = integer('--max-lobby', v, 1)) },

@@ -8,6 +8,7 @@ import { Outbox, type OutFrame } from './delivery.ts';
 import { writeFrames } from './ws-frame.ts';
 import { FrameGate } from './frame-gate.ts';
 import type { MemberLink } from './rooms/types.ts';
+import { unfinishedBytes } from './unfinished.ts';
 
 /** Frames up to this many times the frame limit are read and answered PAYLOAD_TOO_LARGE; larger ones close the socket (1009). */
 export const OVERSIZE_FACTOR = 4;
@@ -49,6 +50,10 @@ export abstract class Connection implements MemberLink {
   /** Bytes read from the socket before the join was accepted. */
   private preAuthBytes = 0;
   private readonly countPreAuth: (chunk: Buffer) => void;
+  /** Bytes ws holds of its messages still arriving, counted in the relay's budget under `token` (after the join). */
+  private unfinished = 0;
+  private token = '';
+  private readonly countUnfinished = () => this.recountUnfinished();
   /** Cleared by each heartbeat, set by each frame and pong. */
   alive = true;
 
@@ -89,6 +94,25 @@ export abstract class Connection implements MemberLink {
     this.socket.off('data', this.countPreAuth);
     this.gate.moveTo(flow);
     limitPayload(this.ws, this.relay.config.maxFrameBytes * OVERSIZE_FACTOR);
+    // ws parses each chunk before this listener runs (it was added first): what it then still
+    // holds is a message still arriving
+    this.token = flow;
+    this.socket.on('data', this.countUnfinished);
+  }
+
+  /**
+   * A member's messages still arriving are paid for by its token: a socket that sends most of a
+   * large frame (or the first fragments of a message) and then nothing held up to 1 MiB for as
+   * long as it stayed open, whatever its token.
+   */
+  private recountUnfinished(): void {
+    const now = unfinishedBytes(this.ws);
+    if (now === this.unfinished) return;
+    if (!this.relay.budgets.unfinished.change(this.token, now - this.unfinished)) {
+      this.relay.log.warn('participant cut: messages still arriving over budget', { ...this.who, unfinished: now });
+      return this.cut(CloseCode.FLOODING, 'flooding');
+    }
+    this.unfinished = now;
   }
 
   /** The socket is gone: nothing more is read or written. */
@@ -96,6 +120,9 @@ export abstract class Connection implements MemberLink {
     this.gate.close();
     this.outbox.clear();
     this.socket.off('data', this.countPreAuth);
+    this.socket.off('data', this.countUnfinished);
+    this.relay.budgets.unfinished.change(this.token, -this.unfinished);
+    this.unfinished = 0;
   }
 
   /** A socket refused before it joined gets a moment for the closing handshake, not the 30 s ws would wait. */

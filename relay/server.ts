@@ -28,6 +28,7 @@ import type { RoomSeam } from './seam.ts';
 import { FrameScheduler, Task, UPGRADE_FLOW } from './scheduler.ts';
 import { Delivery } from './delivery.ts';
 import { HeartbeatSweep } from './heartbeat.ts';
+import { checkWsInternals } from './unfinished.ts';
 import type { KeyStore } from './token/keys.ts';
 import { WebhookObserver } from './webhooks/events.ts';
 import { postWebhook } from './webhooks/post.ts';
@@ -85,6 +86,7 @@ function isHandshake(req: IncomingMessage): boolean {
 
 /** Start a relay and resolve once it listens. */
 export async function startRelay(options: RelayOptions): Promise<Relay> {
+  checkWsInternals();
   const config: RelayConfig = { ...DEFAULTS, mediaIp: defaultMediaIp(), ...stripUndefined(options) };
   const log = options.logger ?? createLogger(config.logLevel);
   const budgets = relayBudgets(config);

@@ -240,6 +240,43 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     assert.ok(closedAfter < 8000, `closed after ${closedAfter} ms`);
   });
 
+  it('item 9: after the join, messages still arriving (most of a frame, the fragments before the last) are a byte budget per token and relay-wide', async () => {
+    const sockets = 6;
+    const perToken = 4 * MiB;
+    const small = await startTestRelay({ unfinishedPerToken: perToken, maxUnfinishedTotal: 6 * MiB });
+    try {
+      const viewers = small.token({ roomId: 'slow', isViewer: true, grant: {} });
+      const members: RawClient[] = [];
+      for (let i = 0; i < sockets; i++) members.push(await rawJoin(small.url, viewers, { participantId: `v${i}` }));
+      // each: a text frame announcing 900 KiB, all of it sent but its last byte (or, every other
+      // one, a whole first fragment with the FIN bit clear), and then nothing
+      const size = 900 * KiB;
+      members.forEach((m, i) => {
+        const fragment = i % 2 === 1;
+        const head = Buffer.alloc(14);
+        head[0] = fragment ? 0x01 : 0x81;
+        head[1] = 0x80 | 127;
+        head.writeBigUInt64BE(BigInt(fragment ? size : size + 1), 2); // mask 0: the bytes stay as sent
+        socketOf(m.ws).write(Buffer.concat([head, Buffer.alloc(size, 0x41)]));
+      });
+      const unfinished = small.relay.context.budgets.unfinished;
+      const cut = () => members.filter((m) => m.ws.readyState !== m.ws.OPEN).length;
+      await until(() => cut() >= sockets - Math.floor(perToken / size), 10_000, 'the sockets past the token\'s share cut');
+      assert.ok(unfinished.inUse <= perToken, `the token holds at most its share: ${unfinished.inUse}`);
+      const codes = await Promise.all(members.filter((m) => m.ws.readyState !== m.ws.OPEN).map((m) => m.closed));
+      for (const { code } of codes) assert.equal(code, CloseCode.FLOODING);
+      // another token still sends a large message, whole, within the relay-wide rest
+      const other = await rawJoin(small.url, small.token({ roomId: 'slow', participantId: 'p', grant: { canPublishData: true } }), { participantId: 'p' });
+      const answer = await other.request('pubsub.publish', { topic: 't', payload: 'y'.repeat(60 * KiB) });
+      assert.ok(!answer.error, JSON.stringify(answer.error));
+      for (const m of members) m.ws.terminate();
+      other.ws.close();
+      await until(() => unfinished.inUse === 0 && unfinished.tokens === 0, 5000, 'given back when the sockets close');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('item 12: a 4 MiB payload is refused with PAYLOAD_TOO_LARGE and the session lives on', async () => {
     const room = await t.join({ token: chat('big') });
     const err = await rejectsWith(room.pubsub.publish('t', 'x'.repeat(4 * MiB)), 'PAYLOAD_TOO_LARGE');
