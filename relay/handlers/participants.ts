@@ -1,6 +1,7 @@
 import type { Tier } from '../../src/protocol/messages.ts';
 import type { Params, Result } from '../../src/protocol/messages.ts';
 import { spendBytes, type RequestScope } from '../context.ts';
+import { jsonStringBytes } from '../data/json-bytes.ts';
 import { RelayError } from '../errors.ts';
 import type { Room, TierCursor } from '../rooms/types.ts';
 
@@ -38,10 +39,10 @@ export function tierPage(room: Room, params: Params<'participants.list'>): Resul
   return { participants: page.participants, nextCursor: page.next ? encodeCursor(page.next) : null };
 }
 
-/** What a page costs to send: a page of 1,000 is hundreds of kilobytes. */
+/** What a page costs to send (its ids and names as the answer writes them): a page of 1,000 is hundreds of kilobytes. */
 export function pageBytes(page: Result<'participants.list'>): number {
   let bytes = 0;
-  for (const p of page.participants) bytes += p.id.length + p.name.length + 64;
+  for (const p of page.participants) bytes += jsonStringBytes(p.id) + jsonStringBytes(p.name) + 64;
   return bytes;
 }
 

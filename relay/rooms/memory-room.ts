@@ -18,6 +18,8 @@ interface Entry {
   member: Member;
   /** Its join sequence number in its tier's list. */
   seq: number;
+  /** Bytes of the event that announced its arrival to each member (0 for a viewer: never announced). */
+  announced: number;
 }
 
 
@@ -109,10 +111,15 @@ export class MemoryRoom implements Room {
   add(member: Member, position?: number): void {
     if (member.pinned) this.pinnedIds.add(member.id);
     const seq = this.tiers[member.tier].append(member, position);
-    this.entries.set(member.id, { member, seq });
+    const entry: Entry = { member, seq, announced: 0 };
+    this.entries.set(member.id, entry);
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
-    if (member.tier === 'speaker') this.broadcast({ type: 'event', name: 'participant-joined', data: this.info(member) }, member.id, false, this.crowded);
+    if (member.tier === 'speaker') {
+      const data = Buffer.from(JSON.stringify({ type: 'event', name: 'participant-joined', data: this.info(member) } satisfies ServerFrame));
+      entry.announced = data.length;
+      this.broadcastRaw(data, false, member.id, this.crowded);
+    }
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantJoined(this, member);
   }
@@ -132,10 +139,12 @@ export class MemoryRoom implements Room {
     this.streams.memberLeft(member);
     this.timeline.emit({ type: 'participant-left', participantId: member.id, tier: member.tier });
     if (member.tier === 'speaker') {
-      this.broadcast({ type: 'event', name: 'participant-left', data: { id: member.id } }, undefined, false, this.crowded);
-      // a departure pays for itself and for its arrival: a room that fills up costs its tokens nothing,
-      // a token that keeps coming and going pays for every round (nothing is sent from an ended room)
-      if (!this.disposed) this.presence.charge(presenceKey(member), 2 * this.size);
+      const data = Buffer.from(JSON.stringify({ type: 'event', name: 'participant-left', data: { id: member.id } } satisfies ServerFrame));
+      this.broadcastRaw(data, false, undefined, this.crowded);
+      // a departure pays for itself and for its arrival, as many bytes as they were: a room that
+      // fills up costs its tokens nothing, a token that keeps coming and going pays for every
+      // round (nothing is sent from an ended room)
+      if (!this.disposed) this.presence.charge(presenceKey(member), [entry.announced, data.length], this.size);
     }
     this.coalescer.changed();
     if (!this.disposed) this.observer?.participantLeft(this, member);

@@ -53,15 +53,25 @@ export class PresenceBudgets {
     return this.buckets.get(key)?.msUntilToken(0) ?? 0;
   }
 
-  /** An arrival or departure of a member of token `key` was told to `recipients` members. */
-  charge(key: string, recipients: number): void {
+  /**
+   * Events of a member of token `key` (an arrival and its departure), of `bytes` each, were told
+   * to `recipients` members: each is charged at least as any room-wide event is.
+   */
+  charge(key: string, bytes: readonly number[], recipients: number): void {
+    let each = 0;
+    for (const n of bytes) each += Math.max(BROADCAST_EVENT_BYTES, n);
+    this.chargeBytes(key, each * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
+  }
+
+  /** Token `key`'s members made the relay send `bytes` (a room's snapshot in a `joined`, see `JOINED_FREE_BYTES`). */
+  chargeBytes(key: string, bytes: number): void {
     let bucket = this.buckets.get(key);
     if (!bucket) {
       if (this.buckets.size >= this.pruneAt) this.prune();
       bucket = new TokenBucket(this.limits.presenceByteRate, this.limits.presenceByteBurst, this.now);
       this.buckets.set(key, bucket);
     }
-    bucket.spend(BROADCAST_EVENT_BYTES * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
+    bucket.spend(bytes);
   }
 
   /** Forget the tokens whose budget is whole again: a new bucket would be the same. */
