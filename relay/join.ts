@@ -1,4 +1,4 @@
-import { PROTOCOL_VERSION, type JoinFrame, type JoinedFrame, type ParticipantInfo } from '../src/protocol/messages.ts';
+import { PROTOCOL_VERSION, type JoinFrame, type JoinedFrame } from '../src/protocol/messages.ts';
 import { effectiveGrant, type TokenClaims } from '../src/protocol/grant.ts';
 import { CloseCode } from '../src/protocol/codes.ts';
 import { ADMIN_ACTOR } from '../src/protocol/server-api.ts';
@@ -8,7 +8,6 @@ import { tokenKey } from './token/identity.ts';
 import { checkScope, verifyToken, type Refusal } from './token/verify.ts';
 import { FanoutBudget } from './data/fanout-budget.ts';
 import { presenceKey } from './rooms/presence.ts';
-import { jsonStringBytes } from './data/json-bytes.ts';
 
 /** A join the token allows: what it may enter as. */
 export interface Verdict {
@@ -112,9 +111,8 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   const current = relay.rooms.get(project, roomId);
   const reserved = identityRefusal(current, verdict);
   if (reserved) return reserved;
-  // an on-stage arrival is told to everyone, and a joiner is sent the stage: a token that keeps
-  // joining and leaving pays for both
-  const inDebt = joinRateRefusal(relay, presenceKey(verdict));
+  // an on-stage arrival is told to everyone: a token that keeps joining and leaving pays for it
+  const inDebt = claims.isViewer === true ? null : joinRateRefusal(relay, presenceKey(verdict));
   if (inDebt) return inDebt;
   const existing = current?.get(frame.participantId);
   if (existing) {
@@ -147,39 +145,21 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   return { member, room, joined: snapshot(relay, room, member) };
 }
 
-/** The refusal of a join (or resume) of token `key` while what its joins made the relay send is in debt (see `PresenceBudgets`). */
-export function joinRateRefusal(relay: RelayContext, key: string): Refusal | null {
+/** The refusal of an on-stage join of token `key` while its arrivals and departures are in debt (see `PresenceBudgets`). */
+function joinRateRefusal(relay: RelayContext, key: string): Refusal | null {
   if (relay.budgets.presence.mayAnnounce(key)) return null;
   const wait = Math.ceil(relay.budgets.presence.msUntilCredit(key) / 1000);
-  return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's members joined and left too often for the room they are in: try again in ${wait} s` };
-}
-
-/**
- * Bytes of a `joined` its joiner's token does not pay for: a stage of a few hundred members. A
- * larger stage is charged to the token's presence budget for what it is past this, joins and
- * resumes alike, viewers too: a loop of joins into a room of a thousand speakers had the relay
- * write 200 times the join frame's size for each (8,000 times with escaped names).
- */
-export const JOINED_FREE_BYTES = 16 * 1024;
-
-/** What a stage's entries take in a `joined` (ids and names as written; each track about 64 bytes). */
-export function stageBytes(stage: readonly ParticipantInfo[]): number {
-  let n = 0;
-  for (const p of stage) n += 48 + jsonStringBytes(p.id) + jsonStringBytes(p.name) + (p.tracks?.length ?? 0) * 64;
-  return n;
+  return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's members arrived and left too often: try again in ${wait} s` };
 }
 
 /** The `joined` frame: what the member needs to know of its room, and its resume credential. */
 export function snapshot(relay: RelayContext, room: Room, member: Member): JoinedFrame {
-  const participants = room.stage(member.id);
-  const bytes = stageBytes(participants);
-  if (bytes > JOINED_FREE_BYTES) relay.budgets.presence.chargeBytes(presenceKey(member), bytes - JOINED_FREE_BYTES);
   return {
     type: 'joined',
     v: PROTOCOL_VERSION,
     roomId: room.id,
     self: { id: member.id, name: member.name, isViewer: member.tier === 'viewer', grant: member.grant, joinedAt: member.joinedAt },
-    participants,
+    participants: room.stage(member.id),
     counts: room.counts(),
     outputs: room.outputs.statuses(member.grant),
     ...(member.grant.canModerate ? { lobby: room.lobby.list() } : {}),

@@ -4,8 +4,6 @@ import type { RelayContext } from './context.ts';
 import { AwayLink } from './seats.ts';
 import type { MemberConnection } from './seam.ts';
 import type { Member, Room } from './rooms/types.ts';
-import { joinRateRefusal } from './join.ts';
-import { presenceKey } from './rooms/presence.ts';
 
 /** What the resume of a member closed while away is told, by the close code it got. */
 const AWAY_ENDINGS: Record<number, WireError> = {
@@ -22,10 +20,6 @@ export function takeSeat(relay: RelayContext, frame: ResumeFrame, link: MemberCo
   if (frame.v !== PROTOCOL_VERSION) {
     return { code: 'INVALID_ARGUMENT', kind: 'Request', reason: 'unsupported-version', message: `this relay speaks protocol version ${PROTOCOL_VERSION}` };
   }
-  // a resume is sent the stage as a join is: a token in debt for its joins waits (its seat held)
-  const held = relay.seats.peek(frame.credential);
-  const inDebt = held && !held.ended ? joinRateRefusal(relay, presenceKey(held.member)) : null;
-  if (inDebt) return inDebt;
   const seat = relay.seats.take(frame.credential);
   if (!('member' in seat)) return seat;
   const { member, room } = seat;

@@ -55,11 +55,6 @@ export class Seats {
   }
 
   /** The seat of a credential, if it is still good (its timer is cancelled: the member is back). */
-  /** The seat of `credential`, left as it is. */
-  peek(credential: string): Seat | undefined {
-    return this.byCredential.get(credential);
-  }
-
   take(credential: string): Seat | WireError {
     const seat = this.byCredential.get(credential);
     if (!seat) return { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };

@@ -22,7 +22,7 @@ describe('PresenceBudgets', () => {
     assert.equal(budgets.mayAnnounce(key), true, 'paid back after a second');
   });
 
-  it('charges each event as many bytes as it was, at least a room-wide event\'s; a snapshot by its bytes', () => {
+  it('charges each event as many bytes as it was, at least a room-wide event\'s', () => {
     let now = 0;
     const budgets = new PresenceBudgets({ presenceByteRate: 1000, presenceByteBurst: 100_000 }, () => now);
     budgets.charge('k', [2400, 60], 40); // an arrival with a long escaped name and its departure, to 40 members
@@ -30,8 +30,6 @@ describe('PresenceBudgets', () => {
     assert.equal(Math.round(budgets.msUntilCredit('k')), 1120, 'paid back at 1,000 bytes a second');
     now = 1120;
     assert.equal(budgets.mayAnnounce('k'), true);
-    budgets.chargeBytes('k', 100_001);
-    assert.equal(budgets.mayAnnounce('k'), false, 'a snapshot of a large stage');
   });
 
   it('charges at least one recipient and at most the charged members', () => {

@@ -63,8 +63,7 @@ export class PresenceBudgets {
     this.chargeBytes(key, each * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
   }
 
-  /** Token `key`'s members made the relay send `bytes` (a room's snapshot in a `joined`, see `JOINED_FREE_BYTES`). */
-  chargeBytes(key: string, bytes: number): void {
+  private chargeBytes(key: string, bytes: number): void {
     let bucket = this.buckets.get(key);
     if (!bucket) {
       if (this.buckets.size >= this.pruneAt) this.prune();
