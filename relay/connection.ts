@@ -94,9 +94,18 @@ export abstract class Connection implements MemberLink {
     this.socket.off('data', this.countPreAuth);
     this.gate.moveTo(flow);
     limitPayload(this.ws, this.relay.config.maxFrameBytes * OVERSIZE_FACTOR);
+    this.chargeUnfinishedTo(flow);
+  }
+
+  /**
+   * From now on what ws holds of this connection's messages still arriving is charged to `token`
+   * (joined, or waiting in a lobby: past the pre-auth count either way).
+   */
+  protected chargeUnfinishedTo(token: string): void {
+    if (this.token) return;
+    this.token = token;
     // ws parses each chunk before this listener runs (it was added first): what it then still
     // holds is a message still arriving
-    this.token = flow;
     this.socket.on('data', this.countUnfinished);
   }
 

@@ -28,7 +28,7 @@ import type { RoomSeam } from './seam.ts';
 import { FrameScheduler, Task, UPGRADE_FLOW } from './scheduler.ts';
 import { Delivery } from './delivery.ts';
 import { HeartbeatSweep } from './heartbeat.ts';
-import { checkWsInternals } from './unfinished.ts';
+import { checkWsInternals, WS_PIECE_LIMITS } from './unfinished.ts';
 import type { KeyStore } from './token/keys.ts';
 import { WebhookObserver } from './webhooks/events.ts';
 import { postWebhook } from './webhooks/post.ts';
@@ -131,7 +131,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   // every socket, upgraded or not, counts: members, joiners, and a margin for plain HTTP
   http.maxConnections = config.maxConnections + config.maxPendingConnections + HTTP_SOCKETS;
   // frames up to OVERSIZE_FACTOR times the limit are read to be answered; the session lowers it before the join
-  const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes * OVERSIZE_FACTOR, perMessageDeflate: false });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: config.maxFrameBytes * OVERSIZE_FACTOR, perMessageDeflate: false, ...WS_PIECE_LIMITS });
   // connections that have not sent their join frame, oldest first: when they fill their budget,
   // the oldest gives its place to the newcomer (a flood of idle sockets cannot lock joiners out)
   const pending = new Set<Session>();

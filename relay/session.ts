@@ -234,6 +234,7 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
         if (this.state !== 'entering') return place.cancel(); // gone meanwhile
         this.lobbyPlace = place;
         this.setState('waiting');
+        this.chargeUnfinishedTo(`${verdict.project}\n${verdict.tokenKey}`);
         this.early = [];
         this.sendAhead();
       },

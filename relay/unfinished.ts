@@ -2,33 +2,60 @@ import * as wsModule from 'ws';
 import type { WebSocket } from 'ws';
 
 /**
- * What ws holds of a connection's messages still arriving: the bytes of a frame not yet complete
- * and the payloads of the fragments before a message's last. The frame gate sees only whole
- * messages, so without this a member's socket could keep up to ws's payload limit (1 MiB) for as
- * long as it stays open, a thousand sockets of one token a gigabyte. Read from ws's receiver
- * (ws is pinned; {@link checkWsInternals} fails at start if the fields are gone).
+ * What ws holds of a connection's messages still arriving: the socket reads of a frame not yet
+ * complete and the payloads of the fragments before a message's last. The frame gate sees only
+ * whole messages, so without this a member's socket could keep up to ws's payload limit (1 MiB)
+ * for as long as it stays open, a thousand sockets of one token a gigabyte. Read from ws's
+ * receiver (ws is pinned; {@link checkWsInternals} fails at start if the fields are gone).
  */
 interface ReceiverState {
-  _bufferedBytes: number;
-  _messageLength: number;
+  _buffers: Buffer[];
+  _fragments: Buffer[];
 }
+
+/**
+ * What one held piece costs besides its bytes (its Buffer object and its place in ws's list): a
+ * thousand one-byte reads held 200 KB.
+ */
+const PIECE_OVERHEAD = 256;
+
+/**
+ * At most this many pieces of one message (fragments), and of socket reads waiting to be parsed:
+ * browsers never fragment, and a 1 MiB frame arriving in 1 KiB reads is 1,024 of them. ws's own
+ * defaults (16,384 and 262,144) let a socket pin a gigabyte with one-byte fragments.
+ */
+export const WS_PIECE_LIMITS = { maxFragments: 64, maxBufferedChunks: 1024 } as const;
 
 function receiverOf(ws: WebSocket): Partial<ReceiverState> | undefined {
   return (ws as unknown as { _receiver?: Partial<ReceiverState> })._receiver;
 }
 
-/** Bytes ws holds of `ws`'s messages still arriving (see above). */
+/**
+ * Bytes ws holds of `ws`'s messages still arriving (see above): each piece by the memory it keeps
+ * (a one-byte fragment that is a view into a 64 KiB read keeps the read), each memory once.
+ */
 export function unfinishedBytes(ws: WebSocket): number {
   const r = receiverOf(ws);
-  return (r?._bufferedBytes ?? 0) + (r?._messageLength ?? 0);
+  let n = 0;
+  let last: ArrayBufferLike | null = null;
+  for (const list of [r?._buffers, r?._fragments]) {
+    if (!list) continue;
+    for (const piece of list) {
+      n += PIECE_OVERHEAD;
+      // a fragment and the rest of its read share one memory: counted once
+      if (piece.buffer !== last) n += piece.buffer.byteLength;
+      last = piece.buffer;
+    }
+  }
+  return n;
 }
 
-/** Throws if ws's receiver no longer has the fields {@link unfinishedBytes} reads (an upgrade of ws must not drop the bound silently). */
+/** Throws if ws's receiver no longer has what {@link unfinishedBytes} reads, or the limits (an upgrade of ws must not drop the bound silently). */
 export function checkWsInternals(): void {
-  const Receiver = (wsModule as unknown as { Receiver?: new () => unknown }).Receiver;
-  const r = (Receiver ? new Receiver() : {}) as Partial<ReceiverState> & { _maxPayload?: unknown };
-  if (typeof r._bufferedBytes !== 'number' || typeof r._messageLength !== 'number' || typeof r._maxPayload !== 'number') {
-    throw new Error('ws: the receiver fields the relay bounds (_bufferedBytes, _messageLength, _maxPayload) are gone; check relay/unfinished.ts against this ws version');
+  const Receiver = (wsModule as unknown as { Receiver?: new (options: object) => unknown }).Receiver;
+  const r = (Receiver ? new Receiver(WS_PIECE_LIMITS) : {}) as Partial<ReceiverState> & { _maxPayload?: unknown; _maxFragments?: unknown; _maxBufferedChunks?: unknown };
+  if (!Array.isArray(r._buffers) || !Array.isArray(r._fragments) || typeof r._maxPayload !== 'number' || r._maxFragments !== WS_PIECE_LIMITS.maxFragments || r._maxBufferedChunks !== WS_PIECE_LIMITS.maxBufferedChunks) {
+    throw new Error('ws: the receiver fields and limits the relay bounds (_buffers, _fragments, _maxPayload, maxFragments, maxBufferedChunks) are gone; check relay/unfinished.ts against this ws version');
   }
 }
 

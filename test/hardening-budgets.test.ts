@@ -277,6 +277,52 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     }
   });
 
+  it('item 9: one-byte fragments that each keep a 60 KiB read alive (pongs around them) are charged what they keep; a message in more than 64 fragments is refused; a lobby joiner is counted too', async () => {
+    const small = await startTestRelay({ unfinishedPerToken: 1 * MiB });
+    try {
+      /** One socket read: a one-byte text fragment (FIN clear), then unsolicited pongs up to 60 KiB. */
+      const read = (first: boolean) => {
+        const b = Buffer.alloc(60 * KiB);
+        b[0] = first ? 0x01 : 0x00;
+        b[1] = 0x80 | 1; // masked (mask 0), one byte
+        b[6] = 0x41;
+        let at = 7;
+        while (b.length - at >= 131) {
+          b[at] = 0x8a;
+          b[at + 1] = 0x80 | 125;
+          at += 131;
+        }
+        return b.subarray(0, at);
+      };
+      const pin = async (c: RawClient, reads: number) => {
+        const socket = socketOf(c.ws);
+        for (let k = 0; k < reads && c.ws.readyState === c.ws.OPEN; k++) {
+          socket.write(read(k === 0));
+          await new Promise((r) => setTimeout(r, 2));
+        }
+      };
+      const closedCode = (c: RawClient) => Promise.race([c.closed.then((x) => x.code), new Promise<string>((r) => setTimeout(() => r('still open after 5 s'), 5000))]);
+      const member = await rawJoin(small.url, small.token({ roomId: 'pin', isViewer: true, grant: {} }), { participantId: 'm' });
+      await pin(member, 40);
+      assert.equal(await closedCode(member), CloseCode.FLOODING, '40 reads of 60 KiB kept: past the token\'s 1 MiB');
+      const many = await rawJoin(small.url, small.token({ roomId: 'pin', isViewer: true, grant: {}, ttl: 1201 }), { participantId: 'n' });
+      const socket = socketOf(many.ws);
+      const tiny = (first: boolean) => Buffer.from([first ? 0x01 : 0x00, 0x81, 0, 0, 0, 0, 0x41]);
+      for (let k = 0; k < 70 && many.ws.readyState === many.ws.OPEN; k++) socket.write(tiny(k === 0));
+      assert.equal(await closedCode(many), 1008, 'a message in more than 64 fragments');
+      // waiting in a lobby: past the pre-auth count, charged as a member is
+      await rawJoin(small.url, small.token({ roomId: 'pin-lobby', participantId: 'mod', grant: { canModerate: true } }), { participantId: 'mod' });
+      const asker = await rawConnect(small.url);
+      asker.send({ type: 'join', v: 1, token: small.token({ roomId: 'pin-lobby', participantId: 'asker', grant: {}, joinPolicy: { mode: 'ask' } }), participantId: 'asker' });
+      assert.equal((await asker.next()).type, 'lobby');
+      await pin(asker, 40);
+      assert.equal(await closedCode(asker), CloseCode.FLOODING, 'a lobby joiner\'s kept reads are charged too');
+      await until(() => small.relay.context.budgets.unfinished.inUse === 0, 5000, 'all given back');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('item 12: a 4 MiB payload is refused with PAYLOAD_TOO_LARGE and the session lives on', async () => {
     const room = await t.join({ token: chat('big') });
     const err = await rejectsWith(room.pubsub.publish('t', 'x'.repeat(4 * MiB)), 'PAYLOAD_TOO_LARGE');

@@ -151,8 +151,12 @@ export class HlsProvider implements OutputProvider {
     );
     this.composite = composite;
     await composite.start();
+    if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
     this.timer = setInterval(() => run.poll(composite.runStartedAt), POLL_MS);
-    await Promise.race([run.firstSegment, failedFirst]);
+    // a composite stopped before it wrote anything never makes a first segment
+    const stoppedFirst = composite.whenFirstOutput().then((wrote) => (wrote ? new Promise<never>(() => undefined) : Promise.reject(new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped'))));
+    stoppedFirst.catch(() => undefined);
+    await Promise.race([run.firstSegment, failedFirst, stoppedFirst]);
     return { playlist: `/hls/${dir.runId}/index.m3u8` };
   }
 

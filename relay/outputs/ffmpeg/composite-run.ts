@@ -135,6 +135,8 @@ export class CompositeRun {
   /** Start: the first run begins with the tracks on stage now. Rejects if ffmpeg cannot run. */
   async start(): Promise<void> {
     await mkdir(this.options.workDir, { recursive: true, mode: 0o700 });
+    // stopped meanwhile (the output was stopped while starting): nothing to follow, nothing left behind
+    if (this.stopped) return;
     this.untap = this.tap((track) => {
       this.tracks.push(track);
       if (this.run >= 0) this.schedule();
@@ -146,6 +148,7 @@ export class CompositeRun {
       };
     });
     await this.enqueue(() => this.next());
+    if (this.stopped) return;
     this.check = setInterval(() => {
       const now = this.ordered();
       if (now.length !== this.inRun.length || now.some((t, i) => t !== this.inRun[i])) this.schedule();
