@@ -336,6 +336,17 @@ describe('Delivery: held copies (arrivals, departures, counts) share the next wr
     assert.deepEqual(h.received(0), ['count', 'left']);
   });
 
+  it('held copies past a light turn\'s bytes are written in the delivery\'s turns (at most TURN_BYTES each), not at once in the next frame\'s sender\'s time', () => {
+    const h = harness({ directMs: 100 });
+    const [a] = h.outboxes(1);
+    for (let i = 0; i < 3; i++) a!.send(Buffer.alloc(4 * 1024, 0x61 + i), false, true, true);
+    a!.send(frame('answer'), false, false);
+    assert.equal(h.wire.length, 0, 'the answer waits behind 12 KiB of held copies');
+    h.drain();
+    assert.equal(h.received(0).length, 4);
+    assert.equal(h.received(0).at(-1), 'answer', 'in order');
+  });
+
   it('a held copy to a connection already in line goes with what waits there, in order', () => {
     const h = harness({ directMs: 0 });
     const [a] = h.outboxes(1);

@@ -128,10 +128,11 @@ export class Outbox {
 
   /**
    * Nothing of this connection waits in the delivery's queue: a new frame may be written at
-   * once (behind the held copies, if any, in the same write).
+   * once (behind the held copies, if any, in the same write; unless they are more than a light
+   * turn's bytes, which the delivery writes in its turns).
    */
   get idle(): boolean {
-    return !this.scheduled;
+    return !this.scheduled && this.bytes <= LIGHT_BYTES;
   }
 
   /** Write `frame` now, after what is held (see {@link idle}): one write. */
