@@ -8,7 +8,7 @@ import { Outbox, type OutFrame } from './delivery.ts';
 import { writeFrames } from './ws-frame.ts';
 import { FrameGate } from './frame-gate.ts';
 import type { MemberLink } from './rooms/types.ts';
-import { unfinishedBytes } from './unfinished.ts';
+import { UNFINISHED_FREE_BYTES, unfinishedBytes } from './unfinished.ts';
 
 /** Frames up to this many times the frame limit are read and answered PAYLOAD_TOO_LARGE; larger ones close the socket (1009). */
 export const OVERSIZE_FACTOR = 4;
@@ -115,7 +115,7 @@ export abstract class Connection implements MemberLink {
    * long as it stayed open, whatever its token.
    */
   private recountUnfinished(): void {
-    const now = unfinishedBytes(this.ws);
+    const now = Math.max(0, unfinishedBytes(this.ws) - UNFINISHED_FREE_BYTES);
     if (now === this.unfinished) return;
     if (!this.relay.budgets.unfinished.change(this.token, now - this.unfinished)) {
       this.relay.log.warn('participant cut: messages still arriving over budget', { ...this.who, unfinished: now });

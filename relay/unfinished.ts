@@ -20,6 +20,13 @@ interface ReceiverState {
 const PIECE_OVERHEAD = 256;
 
 /**
+ * What a socket may hold of a message still arriving without charge: two socket reads, so that a
+ * token's sockets each in the middle of a 64 KiB frame (a backend's hundred connections
+ * publishing) are not counted against it; the rest is the fixed cost of a connection.
+ */
+export const UNFINISHED_FREE_BYTES = 128 * 1024;
+
+/**
  * At most this many pieces of one message (fragments), and of socket reads waiting to be parsed:
  * browsers never fragment, and a 1 MiB frame arriving in 1 KiB reads is 1,024 of them. ws's own
  * defaults (16,384 and 262,144) let a socket pin a gigabyte with one-byte fragments.
