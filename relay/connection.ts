@@ -50,7 +50,7 @@ export abstract class Connection implements MemberLink {
   /** Bytes read from the socket before the join was accepted. */
   private preAuthBytes = 0;
   private readonly countPreAuth: (chunk: Buffer) => void;
-  /** Bytes ws holds of its messages still arriving, counted in the relay's budget under `token` (after the join). */
+  /** Bytes ws holds of its messages still arriving past what a socket holds free, counted in the relay's budget under `token` (once joined or waiting in a lobby). */
   private unfinished = 0;
   private token = '';
   private readonly countUnfinished = () => this.recountUnfinished();

@@ -28,8 +28,9 @@ export const UNFINISHED_FREE_BYTES = 128 * 1024;
 
 /**
  * At most this many pieces of one message (fragments), and of socket reads waiting to be parsed:
- * browsers never fragment, and a 1 MiB frame arriving in 1 KiB reads is 1,024 of them. ws's own
- * defaults (16,384 and 262,144) let a socket pin a gigabyte with one-byte fragments.
+ * browsers never fragment, and the largest frame the relay accepts (256 KiB) arriving in 256-byte
+ * reads is 1,024 of them. ws's own defaults (16,384 and 262,144) let a socket pin a gigabyte with
+ * one-byte fragments.
  */
 export const WS_PIECE_LIMITS = { maxFragments: 64, maxBufferedChunks: 1024 } as const;
 
