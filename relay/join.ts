@@ -112,8 +112,10 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   const reserved = identityRefusal(current, verdict);
   if (reserved) return reserved;
   // an on-stage arrival is told to everyone: a token that keeps joining and leaving pays for it
-  const inDebt = claims.isViewer === true ? null : joinRateRefusal(relay, presenceKey(verdict));
-  if (inDebt) return inDebt;
+  if (claims.isViewer !== true && !relay.budgets.presence.mayAnnounce(presenceKey(verdict))) {
+    const wait = Math.ceil(relay.budgets.presence.msUntilCredit(presenceKey(verdict)) / 1000);
+    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's members arrived and left too often: try again in ${wait} s` };
+  }
   const existing = current?.get(frame.participantId);
   if (existing) {
     if (!pinned) {
@@ -143,13 +145,6 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   };
   room.add(member);
   return { member, room, joined: snapshot(relay, room, member) };
-}
-
-/** The refusal of an on-stage join of token `key` while its arrivals and departures are in debt (see `PresenceBudgets`). */
-function joinRateRefusal(relay: RelayContext, key: string): Refusal | null {
-  if (relay.budgets.presence.mayAnnounce(key)) return null;
-  const wait = Math.ceil(relay.budgets.presence.msUntilCredit(key) / 1000);
-  return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's members arrived and left too often: try again in ${wait} s` };
 }
 
 /** The `joined` frame: what the member needs to know of its room, and its resume credential. */

@@ -158,7 +158,6 @@ export class RecordingProvider implements OutputProvider<'recording'> {
     return this.stopping;
   }
 
-
   private async finish(): Promise<OutputInfo['recording'] | void> {
     try {
       this.offMedia?.();

@@ -60,17 +60,13 @@ export class PresenceBudgets {
   charge(key: string, bytes: readonly number[], recipients: number): void {
     let each = 0;
     for (const n of bytes) each += Math.max(BROADCAST_EVENT_BYTES, n);
-    this.chargeBytes(key, each * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
-  }
-
-  private chargeBytes(key: string, bytes: number): void {
     let bucket = this.buckets.get(key);
     if (!bucket) {
       if (this.buckets.size >= this.pruneAt) this.prune();
       bucket = new TokenBucket(this.limits.presenceByteRate, this.limits.presenceByteBurst, this.now);
       this.buckets.set(key, bucket);
     }
-    bucket.spend(bytes);
+    bucket.spend(each * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
   }
 
   /** Forget the tokens whose budget is whole again: a new bucket would be the same. */
