@@ -87,6 +87,8 @@ export class HlsProvider implements OutputProvider {
   private off: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
   private release: (() => void) | null = null;
+  /** While `start` runs: a stop meanwhile leaves the relay's count of running outputs to the start's own cleanup. */
+  private starting = false;
   private stopping: Promise<void> | null = null;
 
   constructor(
@@ -99,14 +101,20 @@ export class HlsProvider implements OutputProvider {
   async start(options: OutputOptions['hls'] | undefined): Promise<OutputInfo['hls']> {
     const ffmpeg = requireFfmpeg(this.media.ffmpeg);
     this.release = mediaOutputStarted(this.media.owner);
+    this.starting = true;
     try {
-      return await this.begin(ffmpeg, options?.segmentSeconds ?? this.media.segmentSeconds);
+      const info = await this.begin(ffmpeg, options?.segmentSeconds ?? this.media.segmentSeconds);
+      if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
+      return info;
     } catch (err) {
       // a start that fails leaves nothing running (the board stops only what started)
+      this.starting = false;
       this.stopping = finishAgain(this.stopping, () => this.finish());
       await this.stopping.catch(() => undefined);
       if (err instanceof RelayError) throw err;
       throw new RelayError('INTERNAL_ERROR', `hls: ${(err as Error).message}`, 'ffmpeg-failed');
+    } finally {
+      this.starting = false;
     }
   }
 
@@ -166,7 +174,6 @@ export class HlsProvider implements OutputProvider {
     return this.stopping;
   }
 
-
   private async finish(): Promise<void> {
     try {
       if (this.timer) clearInterval(this.timer);
@@ -180,8 +187,11 @@ export class HlsProvider implements OutputProvider {
     } finally {
       await this.scratch?.release().catch(() => undefined);
       this.scratch = null;
-      this.release?.();
-      this.release = null;
+      // a stop during the start: the start's cleanup, which runs this again, gives the place back
+      if (!this.starting) {
+        this.release?.();
+        this.release = null;
+      }
     }
   }
 }

@@ -27,3 +27,8 @@ export async function mediaOutputsStopped(owner: object, ms: number): Promise<vo
   await Promise.race([Promise.allSettled([...set]), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
 }
+
+/** How many media outputs of `owner` have not finished (for tests and metrics). */
+export function mediaOutputsRunning(owner: object): number {
+  return running.get(owner)?.size ?? 0;
+}

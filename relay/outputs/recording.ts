@@ -52,6 +52,8 @@ export class RecordingProvider implements OutputProvider<'recording'> {
   private path = '';
   private info: OutputInfo['recording'] | null = null;
   private release: (() => void) | null = null;
+  /** While `start` runs: a stop meanwhile leaves the relay's count of running outputs to the start's own cleanup. */
+  private starting = false;
   private stopping: Promise<OutputInfo['recording'] | void> | null = null;
 
   /** Bytes of messages (pubsub, shapes) written to this recording's timeline so far. */
@@ -89,14 +91,20 @@ export class RecordingProvider implements OutputProvider<'recording'> {
   async start(): Promise<OutputInfo['recording']> {
     const ffmpeg = requireFfmpeg(this.media.ffmpeg);
     this.release = mediaOutputStarted(this.media.owner);
+    this.starting = true;
     try {
-      return await this.begin(ffmpeg);
+      const info = await this.begin(ffmpeg);
+      if (this.stopping) throw new RelayError('INVALID_STATE', 'the recording was stopped while starting', 'output-stopped');
+      return info;
     } catch (err) {
       // a start that fails leaves nothing running (the board stops only what started)
+      this.starting = false;
       this.stopping = finishAgain(this.stopping, () => this.finish());
       await this.stopping.catch(() => undefined);
       if (err instanceof RelayError) throw err;
       throw new RelayError('INTERNAL_ERROR', `recording: ${(err as Error).message}`, 'ffmpeg-failed');
+    } finally {
+      this.starting = false;
     }
   }
 
@@ -184,8 +192,11 @@ export class RecordingProvider implements OutputProvider<'recording'> {
     } finally {
       await this.scratch?.release().catch(() => undefined);
       this.scratch = null;
-      this.release?.();
-      this.release = null;
+      // a stop during the start: the start's cleanup, which runs this again, gives the place back
+      if (!this.starting) {
+        this.release?.();
+        this.release = null;
+      }
     }
   }
 
