@@ -96,6 +96,10 @@ export interface RelayConfig {
   allowPrivateRtmp: boolean;
   /** How long an output may take to start before it is `failed` (ms). */
   outputStartTimeoutMs: number;
+  /** Starts of one output of one room per minute (and at most this many at once). */
+  outputStarts: number;
+  /** Free bytes the media outputs leave on the disks they write to (0: no reserve). */
+  diskMinFree: number;
   /** Most open connections, joined or not. */
   maxConnections: number;
   /** Most connections that have not yet sent their join frame. */
@@ -216,6 +220,8 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   recordingTimelineBytes: 64 * 1024 * 1024,
   allowPrivateRtmp: false,
   outputStartTimeoutMs: 15_000,
+  outputStarts: 20,
+  diskMinFree: 1024 * 1024 * 1024,
   maxConnections: 50_000,
   maxPendingConnections: 2048,
   listenBacklog: 511,
@@ -375,6 +381,8 @@ const FLAGS: readonly Flag[] = [
   { flag: '--metrics-token', env: 'TESSERA_METRICS_TOKEN', help: 'bearer token /metrics asks for (without it, /metrics answers only when listening on loopback)', apply: (c, v) => void (c.metricsToken = v) },
   { flag: '--allow-private-rtmp', env: 'TESSERA_ALLOW_PRIVATE_RTMP', boolean: true, help: 'let livestream push to loopback and private addresses (off by default)', apply: (c, v) => void (c.allowPrivateRtmp = v === '1' || v === 'true') },
   { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },
+  { flag: '--output-starts', env: 'TESSERA_OUTPUT_STARTS', help: `starts of one output of one room per minute, at most this many at once (default ${DEFAULTS.outputStarts})`, apply: (c, v) => void (c.outputStarts = integer('--output-starts', v, 1)) },
+  { flag: '--disk-min-free', env: 'TESSERA_DISK_MIN_FREE', help: `bytes recordings and HLS leave free on their disks; 0 for none (default ${DEFAULTS.diskMinFree})`, apply: (c, v) => void (c.diskMinFree = integer('--disk-min-free', v, 0)) },
   { flag: '--max-connections', env: 'TESSERA_MAX_CONNECTIONS', help: `most open connections (default ${DEFAULTS.maxConnections})`, apply: (c, v) => void (c.maxConnections = integer('--max-connections', v, 1)) },
   { flag: '--max-pending', env: 'TESSERA_MAX_PENDING', help: `most connections not yet joined (default ${DEFAULTS.maxPendingConnections})`, apply: (c, v) => void (c.maxPendingConnections = integer('--max-pending', v, 1)) },
   { flag: '--listen-backlog', env: 'TESSERA_LISTEN_BACKLOG', help: `connections the kernel queues before the relay accepts them (default ${DEFAULTS.listenBacklog}; the OS may cap it)`, apply: (c, v) => void (c.listenBacklog = integer('--listen-backlog', v, 1)) },

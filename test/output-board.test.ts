@@ -90,6 +90,28 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
     assert.equal(board.statuses().livestream.state, 'failed');
   });
 
+  it('outputs: starts of one output are a budget per minute (a start and stop in a loop would run ffmpeg and make a directory each time)', async () => {
+    const { ctx, changes } = fakeRoom([{ id: 'a', grant: {} }]);
+    const { factory, made } = scripted(async () => undefined);
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 1_000, startsPerMinute: 3 });
+    for (let i = 0; i < 3; i++) {
+      await board.start('livestream', 'host', TARGET);
+      await board.stop('livestream', 'host');
+    }
+    const before = changes('a').length;
+    await assert.rejects(board.start('livestream', 'host', TARGET), (err: RelayError) => err.code === 'RATE_LIMITED' && err.reason === 'output-rate');
+    assert.equal(made.length, 3, 'no provider made for the refused start');
+    assert.equal(changes('a').length, before, 'nobody is told of a refused start');
+    assert.equal(board.statuses().livestream.state, 'stopped');
+    // another output of the room has its own budget; a start refused as already active spends none
+    await board.start('recording', 'host', undefined);
+    await assert.rejects(board.start('recording', 'host', undefined), (err: RelayError) => err.reason === 'output-already-active');
+    await board.stop('recording', 'host');
+    await board.start('recording', 'host', undefined);
+    await board.stop('recording', 'host');
+    await board.start('recording', 'host', undefined);
+  });
+
   it('outputs: stop while starting', async () => {
     const { ctx, changes } = fakeRoom([{ id: 'a', grant: {} }]);
     const { factory, made } = scripted(never);

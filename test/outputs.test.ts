@@ -256,6 +256,36 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     client.ws.close();
   });
 
+  it('the disk reserve (--disk-min-free): below it recording and HLS do not start (RATE_LIMITED, disk-full); a running recording fails once its disk is down to it', async () => {
+    const config = t.relay.context.config as { diskMinFree: number };
+    const saved = config.diskMinFree;
+    const a = await host('disk');
+    try {
+      config.diskMinFree = Number.MAX_SAFE_INTEGER;
+      for (const output of ['recording', 'hls'] as const) {
+        const err = await rejectsWith(a[output].start(), 'RATE_LIMITED');
+        assert.equal(err.reason, 'disk-full');
+        assert.equal(a[output].state, 'failed');
+      }
+      config.diskMinFree = saved;
+      await a.recording.start();
+      const failed = new Promise<{ state: string; error?: { reason?: string } }>((resolve) => {
+        const off = a.on('output-changed', (change) => {
+          if (change.output !== 'recording' || change.state === 'active') return;
+          off();
+          resolve(change);
+        });
+      });
+      config.diskMinFree = Number.MAX_SAFE_INTEGER;
+      const change = await failed;
+      assert.equal(change.state, 'failed');
+      assert.equal(change.error?.reason, 'disk-full');
+    } finally {
+      config.diskMinFree = saved;
+    }
+    await a.leave();
+  });
+
   it('files stay where the relay was told to write them', () => {
     const run = hlsPlaylist.split('/')[2]!;
     assert.ok(readFileSync(join(dir, 'hls', run, 'index.m3u8'), 'utf8').includes('#EXTM3U'));

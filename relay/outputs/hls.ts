@@ -9,6 +9,7 @@ import type { CompositeRun } from './ffmpeg/composite-run.ts';
 import { HlsRun } from './hls-run.ts';
 import { DEFAULT_COMPOSITE, finishAgain, requireFfmpeg, roomComposite, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
 import { mediaOutputStarted } from './media-stops.ts';
+import { diskFull, type DiskReserve } from './disk-reserve.ts';
 import { createRunDir, removeRunDir, UnsafeStorageError } from './storage.ts';
 
 /** The files of a run that `/hls` serves: the playlists and their segments (see `HLS_NAMES`). */
@@ -66,6 +67,8 @@ export interface HlsMedia {
   size?: CompositeSize;
   /** The relay's settings object: closing the relay waits for this output. */
   owner: object;
+  /** The disk space the relay keeps free: no start below it, and a running HLS fails at it. */
+  disk?: DiskReserve;
 }
 
 /** How often the segment lists are read (ms): a segment reaches the playlist at most this late. */
@@ -86,6 +89,7 @@ export class HlsProvider implements OutputProvider {
   private scratch: ScratchDir | null = null;
   private off: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private offDisk: (() => void) | null = null;
   private release: (() => void) | null = null;
   /** While `start` runs: a stop meanwhile leaves the relay's count of running outputs to the start's own cleanup. */
   private starting = false;
@@ -119,6 +123,7 @@ export class HlsProvider implements OutputProvider {
   }
 
   private async begin(ffmpeg: string, seconds: number): Promise<OutputInfo['hls']> {
+    await this.media.disk?.check(this.root, 'hls');
     let dir: { runId: string; path: string };
     try {
       dir = await createRunDir(this.root);
@@ -161,6 +166,7 @@ export class HlsProvider implements OutputProvider {
     await composite.start();
     if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
     this.timer = setInterval(() => run.poll(composite.runStartedAt), POLL_MS);
+    this.offDisk = this.media.disk?.watch(this.root, (free) => this.failed(diskFull('hls', free, this.media.disk!.reserve).toWire())) ?? null;
     // a composite stopped before it wrote anything never makes a first segment
     const stoppedFirst = composite.whenFirstOutput().then((wrote) => (wrote ? new Promise<never>(() => undefined) : Promise.reject(new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped'))));
     stoppedFirst.catch(() => undefined);
@@ -178,6 +184,8 @@ export class HlsProvider implements OutputProvider {
     try {
       if (this.timer) clearInterval(this.timer);
       this.timer = null;
+      this.offDisk?.();
+      this.offDisk = null;
       const composite = this.composite;
       this.composite = null;
       await composite?.stop();

@@ -8,6 +8,7 @@ import { RecogniserPool, type RecogniserLimits } from './transcription/pool.ts';
 import { WhiteboardProvider } from './whiteboard.ts';
 import { Budget } from '../budget.ts';
 import type { CompositeSize } from './media-output.ts';
+import { DiskReserve } from './disk-reserve.ts';
 
 /** Where the local providers put what they produce. */
 export interface ProviderSettings {
@@ -31,14 +32,17 @@ export interface ProviderSettings {
   allowPrivateRtmp?: boolean;
   /** How long an output may take to start (ms); the livestream gives up a little before, with its own reason. */
   outputStartTimeoutMs?: number;
+  /** Free bytes recordings and HLS leave on their disks (`--disk-min-free`, read at each look). */
+  diskMinFree?: number;
 }
 
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
 export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): ProviderFactories {
   const recognisers = new RecogniserPool(settings.transcriptionLimits);
+  const disk = new DiskReserve(() => settings.diskMinFree ?? DEFAULTS.diskMinFree);
   return {
-    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, { ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings }, settings.recordingTimelineBytes),
-    hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, failed, { segmentSeconds: settings.hlsSegmentSeconds, ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings }),
+    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, { ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings, disk }, settings.recordingTimelineBytes),
+    hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, failed, { segmentSeconds: settings.hlsSegmentSeconds, ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings, disk }),
     livestream: (ctx, failed) =>
       new LivestreamProvider(ctx, failed, {
         allowPrivateRtmp: settings.allowPrivateRtmp ?? false,

@@ -7,6 +7,7 @@ import type { OutputContext, OutputProvider } from './board.ts';
 import type { TimedEvent } from '../rooms/timeline.ts';
 import { DEFAULT_COMPOSITE, finishAgain, requireFfmpeg, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
 import { mediaOutputStarted } from './media-stops.ts';
+import { diskFull, type DiskReserve } from './disk-reserve.ts';
 import { CompositeRecording } from './recording-composite.ts';
 import { COMPOSITE_FILE, createExclusive, createRecordingDir, isRecordingFile, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
 
@@ -24,6 +25,8 @@ export interface RecordingMedia {
   size?: CompositeSize;
   /** The relay's settings object: closing the relay waits for this recording's files. */
   owner: object;
+  /** The disk space the relay keeps free: no start below it, and a running recording fails at it. */
+  disk?: DiskReserve;
 }
 
 /** What a file of a recording is, by its name. */
@@ -43,6 +46,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
   private out: WriteStream | null = null;
   private off: (() => void) | null = null;
   private offMedia: (() => void) | null = null;
+  private offDisk: (() => void) | null = null;
   private readonly recorders = new Set<Promise<{ stop(): Promise<void> }>>();
   /** Publications per participant and source, for the `--N` of a name. */
   private readonly published = new Map<string, number>();
@@ -109,6 +113,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
   }
 
   private async begin(ffmpeg: string): Promise<OutputInfo['recording']> {
+    await this.media.disk?.check(this.dir, 'recording');
     const id = newRecordingId();
     let path: string;
     try {
@@ -145,6 +150,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
     });
     this.path = path;
     this.info = { recording: id, file: TIMELINE_FILE, url: recordingUrl(id, TIMELINE_FILE) };
+    this.offDisk = this.media.disk?.watch(this.dir, (free) => this.failed(diskFull('recording', free, this.media.disk!.reserve).toWire())) ?? null;
     this.scratch = await scratchDir('recording');
     if (this.stopping) throw new RelayError('INVALID_STATE', 'the recording was stopped while starting', 'output-stopped');
     this.composite = new CompositeRecording(this.ctx, ffmpeg, this.media.size ?? DEFAULT_COMPOSITE, join(path, '.composite'), this.scratch.path, (reason) =>
@@ -168,6 +174,8 @@ export class RecordingProvider implements OutputProvider<'recording'> {
 
   private async finish(): Promise<OutputInfo['recording'] | void> {
     try {
+      this.offDisk?.();
+      this.offDisk = null;
       this.offMedia?.();
       this.offMedia = null;
       const recorders = [...this.recorders];
