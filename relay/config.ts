@@ -69,6 +69,8 @@ export interface RelayConfig {
   textByteBurst: number;
   /** Most participants in one room (on stage and in the audience). */
   maxRoomSize: number;
+  /** Most on-stage participants in one room: every join and resume carries the whole stage. */
+  maxStage: number;
   /** Most rooms on this relay. */
   maxRooms: number;
   /** Where recordings are written (and served from, at `/recordings`). */
@@ -210,6 +212,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   textByteRate: 1024 * 1024,
   textByteBurst: 2 * 1024 * 1024,
   maxRoomSize: 100_000,
+  maxStage: 1_000,
   maxRooms: 10_000,
   recordingsDir: join(homedir(), '.tessera', 'recordings'),
   hlsDir: join(homedir(), '.tessera', 'hls'),
@@ -358,6 +361,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--text-byte-rate', env: 'TESSERA_TEXT_BYTE_RATE', help: `bytes of text frames per second per connection (default ${DEFAULTS.textByteRate})`, apply: (c, v) => void (c.textByteRate = integer('--text-byte-rate', v, 1024)) },
   { flag: '--text-byte-burst', env: 'TESSERA_TEXT_BYTE_BURST', help: `...in a burst, at least four times --max-frame (default ${DEFAULTS.textByteBurst})`, apply: (c, v) => void (c.textByteBurst = integer('--text-byte-burst', v, 1024)) },
   { flag: '--max-room-size', env: 'TESSERA_MAX_ROOM_SIZE', help: `most participants in one room (default ${DEFAULTS.maxRoomSize})`, apply: (c, v) => void (c.maxRoomSize = integer('--max-room-size', v, 1)) },
+  { flag: '--max-stage', env: 'TESSERA_MAX_STAGE', help: `most on-stage participants in one room (default ${DEFAULTS.maxStage})`, apply: (c, v) => void (c.maxStage = integer('--max-stage', v, 1)) },
   { flag: '--max-rooms', env: 'TESSERA_MAX_ROOMS', help: `most rooms on this relay (default ${DEFAULTS.maxRooms})`, apply: (c, v) => void (c.maxRooms = integer('--max-rooms', v, 1)) },
   { flag: '--resume-grace', env: 'TESSERA_RESUME_GRACE', help: `ms a dropped participant keeps its seat waiting to resume (default ${DEFAULTS.resumeGraceMs})`, apply: (c, v) => void (c.resumeGraceMs = integer('--resume-grace', v, 0)) },
   { flag: '--lobby-ttl', env: 'TESSERA_LOBBY_TTL', help: `seconds a lobby request waits when its token sets no ttl (default ${DEFAULTS.lobbyTtl})`, apply: (c, v) => void (c.lobbyTtl = integer('--lobby-ttl', v, 1)) },

@@ -70,11 +70,14 @@ function bannedRefusal(relay: RelayContext, project: string, roomId: string, key
 }
 
 /**
- * Whether the relay has room for `extra` more participants in the room (a new room included).
- * Rooms opened by domain-wide tokens count against their project's own quota, never against
- * the relay's, so a leaked audience token cannot keep a room-scoped token out of its room.
+ * Whether the relay has room for `extra` more participants in the room (a new room included),
+ * and the stage for one more on-stage joiner. Rooms opened by domain-wide tokens count against
+ * their project's own quota, never against the relay's, so a leaked audience token cannot keep a
+ * room-scoped token out of its room. The stage is bounded because every join and resume is sent
+ * the whole of it (`joined`) and every arrival on it goes to everyone: a room whose thousands
+ * all joined on stage would cost the relay the square of its size.
  */
-export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' | 'roomId' | 'opener'>, extra = 1): Refusal | null {
+export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' | 'roomId' | 'opener' | 'claims'>, extra = 1): Refusal | null {
   const { config, rooms } = relay;
   const room = rooms.get(verdict.project, verdict.roomId);
   if (!room) {
@@ -88,6 +91,9 @@ export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' |
   }
   if (room.size + room.lobby.size + extra > config.maxRoomSize) {
     return { code: 'RATE_LIMITED', kind: 'Request', reason: 'room-full', message: `this room holds at most ${config.maxRoomSize} participants` };
+  }
+  if (verdict.claims.isViewer !== true && room.counts().speaker >= config.maxStage) {
+    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'stage-full', message: `this room's stage holds at most ${config.maxStage} participants: join as a viewer, or try again later` };
   }
   return null;
 }

@@ -57,6 +57,27 @@ describe('identity (DECISIONS.md: Identity)', () => {
     }
   });
 
+  it('limits: the stage is bounded (--max-stage: every join carries the whole stage); viewers, takeovers and freed seats still get in', async () => {
+    const small = await startTestRelay({ maxStage: 2 });
+    try {
+      const a = await small.join({ token: small.token({ roomId: 'stage', participantId: 'a', grant: {} }) });
+      const b = await small.join({ token: small.token({ roomId: 'stage', participantId: 'b', grant: {} }) });
+      const full = await rejectsWith(small.join({ token: small.token({ roomId: 'stage', participantId: 'c', grant: {} }) }), 'RATE_LIMITED');
+      assert.equal(full.reason, 'stage-full');
+      const asking = await rejectsWith(small.join({ token: small.token({ roomId: 'stage', participantId: 'd', grant: {}, joinPolicy: { mode: 'ask' } }) }), 'RATE_LIMITED');
+      assert.equal(asking.reason, 'stage-full', 'not queued in the lobby for a seat that is not there');
+      const viewer = await small.join({ token: small.token({ roomId: 'stage', grant: {}, isViewer: true }) });
+      const again = await small.join({ token: small.token({ roomId: 'stage', participantId: 'a', grant: {} }) });
+      await until(() => !a.connected, 2000, 'the older session closed');
+      await b.leave();
+      const c = await small.join({ token: small.token({ roomId: 'stage', participantId: 'c', grant: {} }) });
+      assert.deepEqual([...c.remoteParticipants.keys()], ['a']);
+      await Promise.all([again.leave(), c.leave(), viewer.leave()]);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('an unpinned token can never displace anyone: UNAUTHORIZED_PARTICIPANT', async () => {
     const holder = await t.join({ token: t.token({ roomId: 'id3', grant: {} }), participantId: 'seat' });
     const err = await rejectsWith(t.join({ token: t.token({ roomId: 'id3', grant: {} }), participantId: 'seat' }), 'UNAUTHORIZED_PARTICIPANT');

@@ -99,7 +99,7 @@ export const ERROR_REASONS = [
   // lobby
   'denied', 'ttl', 'aborted', 'replaced', 'not-waiting', 'lobby-full', 'lobby-cooldown',
   // budgets (RATE_LIMITED, PAYLOAD_TOO_LARGE)
-  'message-rate', 'byte-rate', 'fanout-rate', 'join-rate', 'too-many-rooms', 'room-full', 'too-many-topics', 'too-many-subscriptions',
+  'message-rate', 'byte-rate', 'fanout-rate', 'join-rate', 'too-many-rooms', 'room-full', 'stage-full', 'too-many-topics', 'too-many-subscriptions',
   'subscriptions-full', 'media-full', 'too-many-streams', 'history-budget', 'history-full', 'board-full', 'whiteboards-full', 'disk-full', 'output-rate',
   'frame-too-large', 'payload-too-large', 'stream-too-large', 'topic-too-long',
   // requests (INVALID_ARGUMENT, NOT_FOUND)
