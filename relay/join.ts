@@ -98,6 +98,13 @@ export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' |
   return null;
 }
 
+/** An on-stage arrival is told to everyone: a token that keeps joining and leaving pays for it, and waits while in debt. */
+export function joinRateRefusal(relay: RelayContext, verdict: Verdict): Refusal | null {
+  if (verdict.claims.isViewer === true || relay.budgets.presence.mayAnnounce(presenceKey(verdict))) return null;
+  const wait = Math.ceil(relay.budgets.presence.msUntilCredit(presenceKey(verdict)) / 1000);
+  return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's members arrived and left too often: try again in ${wait} s` };
+}
+
 /** An identity a pinned token used is the room's for its lifetime: an unpinned token may not take it. */
 export function identityRefusal(room: Room | undefined, verdict: Verdict): Refusal | null {
   if (verdict.pinned || !room?.pinnedIdentity(verdict.frame.participantId)) return null;
@@ -117,11 +124,8 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   const current = relay.rooms.get(project, roomId);
   const reserved = identityRefusal(current, verdict);
   if (reserved) return reserved;
-  // an on-stage arrival is told to everyone: a token that keeps joining and leaving pays for it
-  if (claims.isViewer !== true && !relay.budgets.presence.mayAnnounce(presenceKey(verdict))) {
-    const wait = Math.ceil(relay.budgets.presence.msUntilCredit(presenceKey(verdict)) / 1000);
-    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's members arrived and left too often: try again in ${wait} s` };
-  }
+  const inDebt = joinRateRefusal(relay, verdict);
+  if (inDebt) return inDebt;
   const existing = current?.get(frame.participantId);
   if (existing) {
     if (!pinned) {

@@ -1,7 +1,7 @@
 import { wireError } from '../src/protocol/codes.ts';
 import type { Budget } from './budget.ts';
 import type { RelayContext } from './context.ts';
-import { capacity, identityRefusal, type Verdict } from './join.ts';
+import { capacity, identityRefusal, joinRateRefusal, type Verdict } from './join.ts';
 import type { Waiting } from './rooms/lobby.ts';
 import type { Room } from './rooms/types.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection } from './seam.ts';
@@ -74,14 +74,18 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       if (!joiner.waitingForLobby) return { code: 'NOT_FOUND', kind: 'Request', message: `"${id}" is no longer waiting`, reason: 'not-waiting' };
       const refusal = admissionRefusal(relay, verdict) ?? enter(verdict, joiner.link);
       if ('code' in refusal) {
-        // the token's arrivals are in debt for a few seconds: the joiner keeps its place, the moderator is told
-        if (refusal.reason === 'join-rate') return wireError(refusal.code, refusal.message, refusal.reason);
+        // out of the lobby already: whatever the refusal, the joiner is told (never left waiting with no place)
         joiner.leaveLobby(refusal);
         relay.rooms.release(room);
         return wireError(refusal.code, refusal.message, refusal.reason);
       }
       joiner.admitted(refusal);
       return null;
+    },
+    notYet: () => {
+      // the token's arrivals are in debt for a few seconds: the joiner keeps its place, the moderator is told
+      const debt = joinRateRefusal(relay, verdict);
+      return debt ? wireError(debt.code, debt.message, debt.reason) : null;
     },
     refuse: (error) => {
       if (error.code === 'ENTRY_DENIED' && error.reason === 'denied' && config.lobbyCooldownSec > 0) {

@@ -160,4 +160,38 @@ describe('lobby (joinPolicy ask)', () => {
     await guest.leave();
     await mod.leave();
   });
+
+  it('a guest admitted while its token\'s arrivals are in debt (join-rate) keeps its place and its ttl: never left waiting with no place', async () => {
+    const small = await startTestRelay({ presenceByteBurst: 1024, presenceByteRate: 1024 });
+    try {
+      const mod = await small.join({ token: small.token({ roomId: 'debt', participantId: 'mod', grant: { canModerate: true } }) });
+      const audience = await Promise.all(Array.from({ length: 10 }, () => small.join({ token: small.token({ roomId: 'debt', isViewer: true, grant: {} }) })));
+      // one shared guest token (unpinned, ask, a 2 s ttl)
+      const guest = small.token({ roomId: 'debt', grant: {}, joinPolicy: { mode: 'ask', ttl: 2 } });
+      const seen = requests(mod);
+      const first = small.join({ token: guest, participantId: 'g1' });
+      await until(() => seen.length === 1);
+      await mod.lobby.admit('g1');
+      await (await first).leave(); // its arrival and departure, told to eleven, put the token in debt
+      const second = small.join({ token: guest, participantId: 'g2' });
+      const outcome = second.then(
+        () => 'joined',
+        (err: { code: string; reason?: string }) => `${err.code}/${err.reason}`,
+      );
+      await until(() => seen.length === 2);
+      const resolved: string[] = [];
+      mod.on('lobby-resolved', ({ participantId, outcome: o }) => resolved.push(`${participantId}:${o}`));
+      const err = await rejectsWith(mod.lobby.admit('g2'), 'RATE_LIMITED');
+      assert.equal(err.reason, 'join-rate');
+      assert.deepEqual(mod.lobby.pending.map((r) => r.participantId), ['g2'], 'still waiting, and the moderator still sees it');
+      assert.deepEqual(resolved, [], 'nobody was told it was admitted');
+      // its ttl still runs: the join ends, it does not hang
+      assert.equal(await outcome, 'ENTRY_TIMEOUT/ttl');
+      await until(() => resolved.includes('g2:timeout'), 2000, 'the moderator sees it go');
+      assert.equal(small.relay.context.rooms.get('default', 'debt')!.lobby.size, 0);
+      await Promise.all([mod.leave(), ...audience.map((a) => a.leave())]);
+    } finally {
+      await small.close();
+    }
+  });
 });

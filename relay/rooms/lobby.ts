@@ -5,8 +5,10 @@ import type { Budget } from '../budget.ts';
 /** A joiner held in the lobby, with the two ways its wait can end. */
 export interface Waiting {
   readonly request: LobbyRequest;
-  /** Let it in; returns why it could not enter, if it could not. */
+  /** Let it in; returns why it could not enter, if it could not (its wait is then over). */
   admit(): WireError | null;
+  /** Why it cannot enter yet while it keeps its place (its token's arrivals in debt for a moment), or null. */
+  notYet(): WireError | null;
   /** End its wait with an error (its join fails with it). */
   refuse(error: WireError): void;
 }
@@ -68,6 +70,9 @@ export class Lobby {
     if (!held) {
       return { participantId, ok: false, error: { code: 'NOT_FOUND', kind: 'Request', message: `"${participantId}" is not waiting in the lobby (already admitted, denied, gone, or never there)`, reason: 'not-waiting' } };
     }
+    // checked before it leaves the lobby: it keeps its place, its ttl and its timer
+    const notYet = admit ? held.notYet() : null;
+    if (notYet) return { participantId, ok: false, error: notYet };
     this.release(participantId, admit ? 'admitted' : 'denied', by);
     if (!admit) {
       held.refuse({ code: 'ENTRY_DENIED', kind: 'Lobby', message: 'a moderator denied your request to join', reason: 'denied' });
