@@ -1,5 +1,6 @@
 import { PresenceBudgets, type PresenceLimits } from './rooms/presence.ts';
 import { UnfinishedBudget } from './unfinished.ts';
+import { OutputStarts } from './outputs/output-starts.ts';
 
 /**
  * A quantity the relay holds on someone's behalf (bytes of history, subscriptions, lobby
@@ -74,6 +75,8 @@ export interface RelayBudgets {
   domain(project: string): DomainBudgets;
   /** Per token: the arrival and departure events its on-stage members make the relay send. */
   readonly presence: PresenceBudgets;
+  /** Per room and output: its starts a minute (kept when the room empties and is made again). */
+  readonly outputStarts: OutputStarts;
 }
 
 /** The limits of {@link relayBudgets}: the relay's configuration has them. */
@@ -88,6 +91,7 @@ export interface BudgetLimits extends PresenceLimits {
   domainHistoryBytes: number;
   domainSubscriptions: number;
   domainLobby: number;
+  outputStarts: number;
 }
 
 export function relayBudgets(config: BudgetLimits): RelayBudgets {
@@ -99,6 +103,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
     held: new Budget(config.maxHeldTotal),
     unfinished: new UnfinishedBudget(config.unfinishedPerToken, config.maxUnfinishedTotal),
     presence: new PresenceBudgets(config),
+    outputStarts: new OutputStarts(config.outputStarts),
     history,
     whiteboard: new Budget(config.whiteboardBytesTotal),
     subscriptions,

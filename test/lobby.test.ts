@@ -184,7 +184,7 @@ describe('lobby (joinPolicy ask)', () => {
       const err = await rejectsWith(mod.lobby.admit('g2'), 'RATE_LIMITED');
       assert.equal(err.reason, 'join-rate');
       assert.deepEqual(mod.lobby.pending.map((r) => r.participantId), ['g2'], 'still waiting, and the moderator still sees it');
-      assert.deepEqual(resolved, [], 'nobody was told it was admitted');
+      assert.equal(resolved.length, 0, 'nobody was told it was admitted');
       // its ttl still runs: the join ends, it does not hang
       assert.equal(await outcome, 'ENTRY_TIMEOUT/ttl');
       await until(() => resolved.includes('g2:timeout'), 2000, 'the moderator sees it go');

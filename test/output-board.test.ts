@@ -6,9 +6,10 @@ import type { ServerFrame } from '../src/protocol/messages.ts';
 import { RelayError } from '../relay/errors.ts';
 import { createLogger } from '../relay/log.ts';
 import { OutputBoard, type OutputContext, type OutputProvider, type ProviderFactories } from '../relay/outputs/board.ts';
+import { OutputStarts } from '../relay/outputs/output-starts.ts';
 import { Timeline } from '../relay/rooms/timeline.ts';
 import type { Member } from '../relay/rooms/types.ts';
-import { nextEvent, startTestRelay, until } from './helpers.ts';
+import { nextEvent, rejectsWith, startTestRelay, until } from './helpers.ts';
 
 /** A room as the board sees it: every frame it sends, to whom. */
 function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
@@ -93,7 +94,7 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
   it('outputs: starts of one output are a budget per minute (a start and stop in a loop would run ffmpeg and make a directory each time)', async () => {
     const { ctx, changes } = fakeRoom([{ id: 'a', grant: {} }]);
     const { factory, made } = scripted(async () => undefined);
-    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 1_000, startsPerMinute: 3 });
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 1_000, starts: new OutputStarts(3) });
     for (let i = 0; i < 3; i++) {
       await board.start('livestream', 'host', TARGET);
       await board.stop('livestream', 'host');
@@ -110,6 +111,28 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
     await board.start('recording', 'host', undefined);
     await board.stop('recording', 'host');
     await board.start('recording', 'host', undefined);
+  });
+
+  it('outputs: the start budget outlives the room (a member alone leaving and rejoining does not get a fresh one)', async () => {
+    const small = await startTestRelay({ outputStarts: 2 });
+    try {
+      const token = small.token({ roomId: 'starts', participantId: 'host', grant: { canWhiteboard: true } });
+      for (let round = 0; round < 2; round++) {
+        const host = await small.join({ token });
+        await host.whiteboard.start();
+        await host.whiteboard.stop();
+        await host.leave();
+        await until(() => small.relay.context.rooms.get('default', 'starts') === undefined, 2000, 'the empty room is gone');
+      }
+      const host = await small.join({ token });
+      const err = await rejectsWith(host.whiteboard.start(), 'RATE_LIMITED');
+      assert.equal(err.reason, 'output-rate');
+      const other = await small.join({ token: small.token({ roomId: 'other', participantId: 'host', grant: { canWhiteboard: true } }) });
+      await other.whiteboard.start();
+      await Promise.all([host.leave(), other.leave()]);
+    } finally {
+      await small.close();
+    }
   });
 
   it('outputs: stop while starting', async () => {

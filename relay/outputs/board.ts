@@ -7,7 +7,7 @@ import type { TrackTap } from '../media/board.ts';
 import type { Member } from '../rooms/member.ts';
 import type { EffectiveGrant } from '../../src/protocol/grant.ts';
 import { DEFAULTS } from '../config.ts';
-import { TokenBucket } from '../data/token-bucket.ts';
+import { OutputStarts } from './output-starts.ts';
 
 /** What an output provider may use. */
 export interface OutputContext {
@@ -56,11 +56,11 @@ export interface OutputBoardOptions {
   /** The longest a provider's `start` may take before the output is `failed` (ms). */
   startTimeoutMs?: number;
   /**
-   * Starts of each output per minute, at most this many at once (`RATE_LIMITED`, `output-rate`):
+   * The relay's budgets of starts of each output of each room (`RATE_LIMITED`, `output-rate`):
    * each start of a media output runs ffmpeg and makes a directory, so a start and stop in a loop
    * would cost the relay a process and the disk a directory every few milliseconds.
    */
-  startsPerMinute?: number;
+  starts?: OutputStarts;
 }
 
 /**
@@ -94,9 +94,7 @@ export class OutputBoard {
   /** Ends the start in progress of an output with an error (its stop, or its deadline). */
   private readonly cancels = new Map<OutputName, (error: RelayError) => void>();
   private readonly startTimeoutMs: number;
-  private readonly startsPerMinute: number;
-  /** Each output's starts (made at its first start). */
-  private readonly starts = new Map<OutputName, TokenBucket>();
+  private readonly starts: OutputStarts;
 
   constructor(
     private readonly ctx: OutputContext,
@@ -104,7 +102,7 @@ export class OutputBoard {
     options: OutputBoardOptions = {},
   ) {
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULTS.outputStartTimeoutMs;
-    this.startsPerMinute = options.startsPerMinute ?? DEFAULTS.outputStarts;
+    this.starts = options.starts ?? new OutputStarts(DEFAULTS.outputStarts);
     this.status = { recording: { state: 'stopped' }, hls: { state: 'stopped' }, livestream: { state: 'stopped' }, transcription: { state: 'stopped' }, whiteboard: { state: 'stopped' } };
   }
 
@@ -132,9 +130,9 @@ export class OutputBoard {
     if (state !== 'stopped' && state !== 'failed') {
       throw new RelayError('INVALID_STATE', `${output} is already ${state}`, 'output-already-active');
     }
-    let starts = this.starts.get(output);
-    if (!starts) this.starts.set(output, (starts = new TokenBucket(this.startsPerMinute / 60, this.startsPerMinute)));
-    if (!starts.take()) throw new RelayError('RATE_LIMITED', `${output} was started ${this.startsPerMinute} times within a minute in this room: try again later`, 'output-rate');
+    if (!this.starts.take(this.ctx.project, this.ctx.roomId, output)) {
+      throw new RelayError('RATE_LIMITED', `${output} was started ${this.starts.perMinute} times within a minute in this room: try again later`, 'output-rate');
+    }
     this.set(output, { state: 'starting', by });
     const factory: ProviderFactory<O> = this.factories[output];
     const provider: OutputProvider<O> = factory(this.ctx, (error) => this.fail(output, provider, error));

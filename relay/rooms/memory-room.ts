@@ -74,7 +74,7 @@ export class MemoryRoom implements Room {
     this.outputs = new OutputBoard(
       { project, roomId: id, timeline: this.timeline, log, nameOf: (participantId) => this.get(participantId)?.name ?? participantId, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap), changed: (change) => this.observer?.outputChanged(this, change) },
       providers,
-      { startTimeoutMs: limits.outputStartTimeoutMs, startsPerMinute: limits.outputStarts },
+      { startTimeoutMs: limits.outputStartTimeoutMs, starts: budgets.outputStarts },
     );
   }
 

@@ -93,8 +93,6 @@ export interface RoomLimits extends TopicLimits, StreamLimits {
   historyBytesPerRoom: number;
   /** How long an output may take to start (ms). */
   outputStartTimeoutMs: number;
-  /** Starts of one output per minute (and at most this many at once). */
-  outputStarts: number;
 }
 
 /** What a room is made with. */
