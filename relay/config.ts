@@ -20,6 +20,8 @@ export interface RelayConfig {
   httpIdleMs: number;
   /** Downloads (HLS, recordings) one client address (an IPv6 /64) may have at once, in each pool; 0: no share. */
   downloadsPerAddress: number;
+  /** The slowest a download may go on average after the HTTP idle time (bytes/s): slower ones are cut. */
+  downloadMinRate: number;
   /** Largest frame accepted before the join is authenticated. */
   maxJoinFrameBytes: number;
   /** Largest frame accepted after the join. */
@@ -188,6 +190,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   joinTimeoutMs: 10_000,
   httpIdleMs: 30_000,
   downloadsPerAddress: 8,
+  downloadMinRate: 32 * 1024,
   maxJoinFrameBytes: 16 * 1024,
   maxFrameBytes: 256 * 1024,
   heartbeatMs: 15_000,
@@ -415,6 +418,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-lobby-ttl', env: 'TESSERA_MAX_LOBBY_TTL', help: `longest lobby wait, seconds; larger ttls are clamped (default ${DEFAULTS.maxLobbyTtl})`, apply: (c, v) => void (c.maxLobbyTtl = Math.min(MAX_TIMER_SECONDS, integer('--max-lobby-ttl', v, 1))) },
   { flag: '--lobby-cooldown', env: 'TESSERA_LOBBY_COOLDOWN', help: `seconds a denied joiner waits before asking again (default ${DEFAULTS.lobbyCooldownSec})`, apply: (c, v) => void (c.lobbyCooldownSec = integer('--lobby-cooldown', v, 0)) },
   { flag: '--downloads-per-address', env: 'TESSERA_DOWNLOADS_PER_ADDRESS', help: `downloads one client address may have at once in each pool, 0 for no share (default ${DEFAULTS.downloadsPerAddress})`, apply: (c, v) => void (c.downloadsPerAddress = integer('--downloads-per-address', v, 0)) },
+  { flag: '--download-min-rate', env: 'TESSERA_DOWNLOAD_MIN_RATE', help: `bytes/s a download must average after the HTTP idle time, or it is cut (default ${DEFAULTS.downloadMinRate})`, apply: (c, v) => void (c.downloadMinRate = integer('--download-min-rate', v, 1024)) },
   { flag: '--domain-history-bytes', env: 'TESSERA_DOMAIN_HISTORY_BYTES', help: `bytes of history in all rooms one project's domain-wide tokens opened (default ${DEFAULTS.domainHistoryBytes})`, apply: (c, v) => void (c.domainHistoryBytes = integer('--domain-history-bytes', v, 0)) },
   { flag: '--domain-subscriptions', env: 'TESSERA_DOMAIN_SUBSCRIPTIONS', help: `topic subscriptions of all members of one project's domain-wide tokens (default ${DEFAULTS.domainSubscriptions})`, apply: (c, v) => void (c.domainSubscriptions = integer('--domain-subscriptions', v, 1)) },
   { flag: '--domain-lobby', env: 'TESSERA_DOMAIN_LOBBY', help: `joiners with one project's domain-wide tokens in all lobbies (default ${DEFAULTS.domainLobby})`, apply: (c, v) => void (c.domainLobby = integer('--domain-lobby', v, 1)) },

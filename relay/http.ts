@@ -197,7 +197,7 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
     return notFound(req, res);
   }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res), peers !== null && !peers.pass);
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res), peers !== null && !peers.pass, `${access.project}\u0000${access.roomId}`);
 }
 
 /** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */

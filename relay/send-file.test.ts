@@ -28,4 +28,16 @@ describe('downloads: pools and shares', () => {
     assert.ok(open.take('a') && open.take('a'));
     assert.equal(open.take('a'), false);
   });
+
+  it('a group (a room\'s recordings) has its own share, whatever the addresses', () => {
+    const pool = new DownloadPool(4, 0, 2);
+    assert.ok(pool.take('a', 'room1'));
+    assert.ok(pool.take('b', 'room1'));
+    assert.equal(pool.take('c', 'room1'), false, 'the room\'s share');
+    assert.ok(pool.take('c', 'room2'));
+    assert.ok(pool.take('c'), 'no group: no group share');
+    assert.equal(pool.take('d', 'room3'), false, 'the pool');
+    pool.give('a', 'room1');
+    assert.ok(pool.take('d', 'room1'));
+  });
 });

@@ -4,46 +4,55 @@ import { MAX_TIMER_SECONDS } from './config.ts';
 import type { RelayContext } from './context.ts';
 import { openRegular } from './outputs/storage.ts';
 
-/**
- * The slowest a download may go on average (bytes/s): past the relay's HTTP idle time plus its
- * size at this rate it is cut. A reader that takes a few bytes now and then never trips the idle
- * limit (twice the HTTP idle time for a download), and would otherwise hold its file (and its
- * place among the downloads) for hours.
- */
-export const MIN_DOWNLOAD_RATE = 32 * 1024;
+/** How often a download's pace is looked at (ms; less with a shorter idle time). */
+const PACE_CHECK_MS = 5_000;
 
 type Headers = Record<string, string | number>;
 
 /**
- * Files being sent at once, in all and per client address: past either, a download is answered
- * 503 with `retry-after`. HLS (public, whoever has the URL) and recordings (a token) have a
- * pool each, so that a crowd of slow readers of a public playlist cannot keep a room's own
- * members from their recordings.
+ * Files being sent at once, in all, per client address, and per group (a room's recordings):
+ * past any, a download is answered 503 with `retry-after`. HLS (public, whoever has the URL) and
+ * recordings (a token) have a pool each, so that a crowd of slow readers of a public playlist
+ * cannot keep a room's own members from their recordings; and one room's token, from many
+ * addresses, cannot take every project's recordings pool.
  */
 export class DownloadPool {
   private open = 0;
   private readonly byAddress = new Map<string, number>();
+  private readonly byGroup = new Map<string, number>();
 
   constructor(
     readonly max: number,
     readonly perAddress: number,
+    readonly perGroup = 0,
   ) {}
 
-  /** Whether a download from `address` may start now (it then holds a place until `give`); `perAddress` 0: no share. */
-  take(address: string): boolean {
+  /**
+   * Whether a download from `address` (of `group`, if any) may start now (it then holds a place
+   * until `give`); `perAddress` or `perGroup` 0: no such share.
+   */
+  take(address: string, group?: string): boolean {
     const mine = this.byAddress.get(address) ?? 0;
+    const ours = group === undefined ? 0 : (this.byGroup.get(group) ?? 0);
     if (this.open >= this.max || (this.perAddress > 0 && mine >= this.perAddress)) return false;
+    if (group !== undefined && this.perGroup > 0 && ours >= this.perGroup) return false;
     this.open++;
     this.byAddress.set(address, mine + 1);
+    if (group !== undefined) this.byGroup.set(group, ours + 1);
     return true;
   }
 
-  give(address: string): void {
+  give(address: string, group?: string): void {
     this.open--;
-    const mine = (this.byAddress.get(address) ?? 1) - 1;
-    if (mine > 0) this.byAddress.set(address, mine);
-    else this.byAddress.delete(address);
+    drop(this.byAddress, address);
+    if (group !== undefined) drop(this.byGroup, group);
   }
+}
+
+function drop(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
 }
 
 /** Each relay's pools (a process may run several relays: tests, benchmarks). */
@@ -54,7 +63,8 @@ export function downloadPool(relay: RelayContext, kind: 'hls' | 'recordings'): D
   let mine = pools.get(relay);
   if (!mine) {
     const share = relay.config.downloadsPerAddress;
-    mine = { hls: new DownloadPool(192, share), recordings: new DownloadPool(64, share) };
+    // a room's recordings take at most a quarter of their pool
+    mine = { hls: new DownloadPool(192, share), recordings: new DownloadPool(64, share, 16) };
     pools.set(relay, mine);
   }
   return mine[kind];
@@ -94,30 +104,42 @@ export interface SendRefusals {
  * are released on every path, a client that goes away included. A pipelined request's response
  * waits for its socket (Node queues it behind the one before, with backpressure).
  */
-export async function sendFile(req: IncomingMessage, res: ServerResponse, relay: RelayContext, path: string, headers: Headers, pool: DownloadPool, refusals: SendRefusals, peer: boolean): Promise<void> {
+export async function sendFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  relay: RelayContext,
+  path: string,
+  headers: Headers,
+  pool: DownloadPool,
+  refusals: SendRefusals,
+  peer: boolean,
+  group?: string,
+): Promise<void> {
   const address = shareKey(req.socket.remoteAddress, peer);
-  if (!pool.take(address)) return refusals.busy('too many downloads at once');
+  if (!pool.take(address, group)) return refusals.busy('too many downloads at once');
   let file: Awaited<ReturnType<typeof openRegular>>;
   try {
     file = await openRegular(path);
   } catch (err) {
-    pool.give(address);
+    pool.give(address, group);
     if (NOT_THERE.has((err as NodeJS.ErrnoException).code ?? '')) return refusals.notFound();
     relay.log.warn('download: the file could not be opened', { error: (err as Error).message });
     return refusals.busy('the relay cannot open files now: try again');
   }
   if (!file) {
-    pool.give(address);
+    pool.give(address, group);
     return refusals.notFound();
   }
   const opened = file;
   let released = false;
   let deadline: NodeJS.Timeout | undefined;
+  let pace: NodeJS.Timeout | undefined;
   const release = () => {
     if (released) return;
     released = true;
     clearTimeout(deadline);
-    pool.give(address);
+    clearInterval(pace);
+    pool.give(address, group);
     void opened.handle.close().catch(() => undefined);
   };
   try {
@@ -127,12 +149,25 @@ export async function sendFile(req: IncomingMessage, res: ServerResponse, relay:
       res.end();
       return release();
     }
-    const idleMs = relay.config.httpIdleMs;
+    // The slowest a download may go on average (`--download-min-rate`): after the HTTP idle
+    // time, one that has sent less than this rate times the time since is cut, and none lasts
+    // past the idle time plus its size at this rate. A reader that takes a few bytes now and then
+    // never trips the idle limit, and would hold its file (and its place among the downloads)
+    // for hours: a deadline set by the size alone gave a 33 MiB file 18 minutes at any pace.
+    const { httpIdleMs: idleMs, downloadMinRate: minRate } = relay.config;
     res.setTimeout(2 * idleMs, () => res.destroy());
     // clamped to what a timer can hold (past 24.8 days Node would fire it at once)
-    deadline = setTimeout(() => res.destroy(), Math.min(MAX_TIMER_SECONDS * 1000, idleMs + (opened.size / MIN_DOWNLOAD_RATE) * 1000));
+    deadline = setTimeout(() => res.destroy(), Math.min(MAX_TIMER_SECONDS * 1000, idleMs + (opened.size / minRate) * 1000));
     deadline.unref();
     const stream = opened.handle.createReadStream({ start: 0, end: opened.size - 1, autoClose: false });
+    // what it has read from the file is ahead of what the client took by the streams' buffers
+    // (and the kernel's): the pace is measured generously, but it is measured as it goes
+    const began = performance.now();
+    pace = setInterval(() => {
+      const late = performance.now() - began - idleMs;
+      if (late > 0 && stream.bytesRead < (late / 1000) * minRate) res.destroy();
+    }, Math.min(PACE_CHECK_MS, Math.max(100, idleMs / 2)));
+    pace.unref();
     stream.on('end', () => {
       if (stream.bytesRead < opened.size) res.destroy();
     });

@@ -127,6 +127,50 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
     assert.ok(got.length < 64 * MiB, `cut, not sent whole: ${got.length} bytes`);
   });
 
+  it('a download that keeps trickling below the minimum rate is cut as it goes, long before its size would let it last; one room\'s recordings take at most a quarter of their pool', async () => {
+    const slow = await startTestRelay({ recordingsDir: join(dir, 'rec2'), hlsDir: join(dir, 'hls2'), httpIdleMs: 1000, downloadMinRate: 8 * MiB, downloadsPerAddress: 0 });
+    const readers: Socket[] = [];
+    try {
+      const recording = async (room: string) => {
+        const host = await slow.join({ token: slow.token({ roomId: room, participantId: 'host', grant: { canRecord: true } }) });
+        const id = (await host.recording.start()).info!.recording!;
+        await host.recording.stop();
+        await host.leave();
+        writeFileSync(join(dir, 'rec2', encodeId('default'), encodeId(room), id, 'x--camera.webm'), Buffer.alloc(64 * MiB, 7));
+        return { id, auth: { Authorization: `Bearer ${slow.token({ roomId: room, grant: { canRecord: true } })}` } };
+      };
+      const one = await recording('pace-1');
+      const two = await recording('pace-2');
+      const path = (r: { id: string }) => `/recordings/${r.id}/x--camera.webm`;
+      // a reader that takes 256 KiB every 100 ms (2.5 MiB/s, below 8 MiB/s, but never idle): its size allows it 9 s
+      const trickle = await nonReader(slow.relay.port, request(path(one), one.auth));
+      readers.push(trickle);
+      let got = 0;
+      const tick = setInterval(() => {
+        const chunk = trickle.read(256 * 1024) as Buffer | null;
+        if (chunk) got += chunk.length;
+      }, 100);
+      await new Promise((r) => setTimeout(r, 5000));
+      clearInterval(tick);
+      assert.ok(got > 0, 'it was making progress');
+      // then what is left, as fast as it comes: a download cut by its pace ends short of its 64 MiB
+      const rest = await drain(trickle, 10_000);
+      assert.ok(rest !== null, 'the relay closed it');
+      assert.ok(got + rest.length < 64 * MiB, `cut within 5 s, not at its 9 s deadline: ${got + rest.length} bytes sent`);
+      // sixteen downloads of one room's recordings hold its share: the seventeenth is 503, another room's is served
+      for (let i = 0; i < 16; i++) readers.push(await nonReader(slow.relay.port, request(path(one), one.auth).replace('Connection: close\r\n', '')));
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal((await rawHttp(slow.relay.port, request(path(one), one.auth))).status, 503);
+      const other = await nonReader(slow.relay.port, request(path(two), two.auth));
+      readers.push(other);
+      const head = await drain(other, 200).catch(() => null);
+      assert.ok(head === null || head.toString('latin1', 0, 12) === 'HTTP/1.1 200', 'another room\'s recording is served');
+    } finally {
+      for (const r of readers) r.destroy();
+      await slow.close();
+    }
+  });
+
   it('an upgrade request that is not a WebSocket handshake is refused without evicting a joiner', async () => {
     const joiners = await Promise.all(
       [0, 1].map(
