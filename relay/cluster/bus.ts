@@ -248,4 +248,16 @@ export class NodeBus {
   }
 }
 
-export const clusterKey = (...parts: string[]) => KEY_PREFIX + parts.map((p) => encodeURIComponent(p)).join(':');
+/**
+ * A Redis key of `parts`, each escaped (injective: `:` never appears inside a part). Total: a
+ * lone surrogate, which `encodeURIComponent` throws on, is written `%uD800` (which it never writes).
+ */
+export const clusterKey = (...parts: string[]) => KEY_PREFIX + parts.map(keyPart).join(':');
+
+function keyPart(part: string): string {
+  try {
+    return encodeURIComponent(part);
+  } catch {
+    return part.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]|([\uD800-\uDFFF])|[^\uD800-\uDFFF]+/g, (m: string, lone?: string) => (lone ? `%u${lone.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(m)));
+  }
+}

@@ -1,4 +1,5 @@
 /** Grant, token claims and their shape rules (DECISIONS.md, "Token validation" step 5). */
+import { isWellFormed } from './text.ts';
 
 /** A media source a participant may publish. */
 export type Source = 'camera' | 'microphone' | 'screen';
@@ -103,8 +104,9 @@ export function claimShapeProblem(payload: Record<string, unknown>): ClaimProble
     return { claim: 'isViewer', problem: 'must be a boolean' };
   }
   for (const claim of ['roomId', 'participantId', 'jti'] as const) {
-    if (payload[claim] !== undefined && !nonEmptyString(payload[claim])) {
-      return { claim, problem: 'must be a non-empty string' };
+    const value = payload[claim];
+    if (value !== undefined && !(nonEmptyString(value) && isWellFormed(value as string))) {
+      return { claim, problem: 'must be a non-empty, well-formed string' };
     }
   }
   if (payload.iat !== undefined && !Number.isFinite(payload.iat)) {

@@ -1,5 +1,6 @@
 /** Small parsing helpers shared by the frame validators. */
 import type { Method, Params } from './messages.ts';
+import { isWellFormed } from './text.ts';
 
 /**
  * The outcome of a parse: a typed value, or a human-readable problem (`id`: of the request a
@@ -26,8 +27,9 @@ export function optionalString(value: unknown, max: number): boolean {
   return value === undefined || (typeof value === 'string' && value.length > 0 && value.length <= max);
 }
 
+/** A participant or room id: a non-empty, well-formed string of at most {@link MAX_ID_LENGTH} characters. */
 export function isId(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH && isWellFormed(value);
 }
 
 /** A parser of one method's parameters. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ErrorCode, ErrorKind, kindOf } from './codes.ts';
+import { claimShapeProblem } from './grant.ts';
 import { parseClientFrame } from './validate.ts';
 
 describe('parseClientFrame', () => {
@@ -23,6 +24,18 @@ describe('parseClientFrame', () => {
     assert.equal(parseClientFrame('{"type":"request","id":-1,"method":"room.end"}').ok, false);
     assert.equal(parseClientFrame('{"type":"request","id":1.5,"method":"room.end"}').ok, false);
     assert.equal(parseClientFrame('{"type":"request","id":1,"method":"room.end","params":[]}').ok, false);
+  });
+
+  it('ids must be well-formed (a lone surrogate has no UTF-8 form: it would come back from Redis or a file name as another id); pairs are fine', () => {
+    for (const [participantId, roomId] of [['p\\ud800', 'r'], ['p', 'r\\ud800'], ['\\udc00p', 'r'], ['p', 'r\\udbff\\udbff']]) {
+      const parsed = parseClientFrame(`{"type":"join","v":1,"token":"t","participantId":"${participantId}","roomId":"${roomId}"}`);
+      assert.ok(!parsed.ok && /well-formed/.test(parsed.problem), `${participantId} ${roomId}`);
+    }
+    assert.ok(parseClientFrame('{"type":"join","v":1,"token":"t","participantId":"p\\ud83d\\ude00","roomId":"r\\u00e9"}').ok);
+    const claims = (extra: Record<string, unknown>) => claimShapeProblem({ iss: 'k', exp: 1, grant: {}, ...extra });
+    assert.equal(claims({ roomId: 'r\ud800' })?.claim, 'roomId');
+    assert.equal(claims({ participantId: '\udfff' })?.claim, 'participantId');
+    assert.equal(claims({ roomId: 'r\ud83d\ude00', participantId: 'p' }), null);
   });
 
   it('never throws on hostile objects where a string is expected (a toString that is not a function)', () => {
