@@ -145,6 +145,40 @@ describe("issue 14: a room's home is lost", () => {
     console.log(`# home shut down: ${room.members.length} clients resumed; the last ${Math.round(slowest)} ms after the close began`);
   });
 
+  it('a pinned identity stays reserved when the room moves: an unpinned token takes it at the new home no more than at the old, nor reads what was sent to it', async () => {
+    const leaving = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null, ...hooks() });
+    const reconnect = { maxTimeMs: 15_000, initialDelayMs: 100 };
+    const sender = await Sdk.join({ url: leaving.url, token: token('pinned-move', 'ceo', false, { canPublishData: true }) });
+    const alice = await Sdk.join({ url: leaving.url, token: token('pinned-move', 'alice', false, { canSubscribeData: true }) });
+    await sender.pubsub.publish('chat', 'for alice only', { to: ['alice'], persist: true });
+    await alice.leave();
+    const keeper = await Sdk.join({ url: [leaving.url, nodes[0]!.url], token: token('pinned-move', 'keeper', false), reconnect });
+    rooms.push(keeper);
+    await sender.leave();
+    const unpinned = mintToken({ apiKey: API_KEY, secret: SECRET, grant: { canSubscribeData: true } });
+    const refusedAt = async (url: string) => {
+      try {
+        const taken = await Sdk.join({ url, token: unpinned, roomId: 'pinned-move', participantId: 'alice' });
+        const history = await taken.pubsub.getHistory('chat');
+        await taken.leave();
+        return `joined, read ${JSON.stringify(history.map((m) => m.payload))}`;
+      } catch (err) {
+        return (err as { reason?: string }).reason ?? String(err);
+      }
+    };
+    assert.equal(await refusedAt(nodes[1]!.url), 'identity-reserved', 'before the move');
+    const resumed = new Promise<boolean>((resolve) => keeper.once('reconnected', ({ resumed: r }) => resolve(r)));
+    await leaving.close();
+    assert.equal(await resumed, true, 'the room moved with its member');
+    await until(() => nodes[0]!.context.rooms.get('default', 'pinned-move') !== undefined, 5000, 'the room restored at node 0');
+    // at its new home, which never saw alice: what reserves the id there is the room's record
+    assert.equal(await refusedAt(nodes[0]!.url), 'identity-reserved', 'after the move');
+    // alice herself, pinned, still reads what was sent to her
+    const back = await Sdk.join({ url: nodes[0]!.url, token: token('pinned-move', 'alice', false, { canSubscribeData: true }) });
+    assert.deepEqual((await back.pubsub.getHistory('chat')).map((m) => m.payload), ['for alice only']);
+    await back.leave();
+  });
+
   it('a forged credential naming a dead node and any room claims nothing: no lease, no record read, resume-unknown', async () => {
     const client = new Redis(redis.url);
     try {

@@ -97,6 +97,8 @@ export interface StoredRoom {
   members: StoredMember[];
   outputs: StoredOutput[];
   history: KeptMessage[];
+  /** Ids pinned tokens used: the room's for its lifetime, whichever node it lives on. */
+  reserved: string[];
 }
 
 const isKept = (v: unknown): v is KeptMessage => {
@@ -158,6 +160,7 @@ export class RoomRecords implements RoomObserver {
     }
     for (const started of room.outputs.active()) this.queue(room, `o:${started.output}`, JSON.stringify(started));
     for (const message of room.topics.kept()) this.historyKept(room, message);
+    for (const id of room.pinnedIdentities()) this.queue(room, `p:${id}`, '1');
   }
 
   static key(project: string, roomId: string): string {
@@ -171,6 +174,8 @@ export class RoomRecords implements RoomObserver {
     const { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey, domainWide } = member;
     const stored: StoredMember = { id, name, tier, joinedAt, grant, pinned, tokenExp, tokenKey, apiKey, domainWide, position, credential };
     this.queue(room, `m:${id}`, JSON.stringify(stored));
+    // kept when the member leaves: an unpinned token may never take the id, on any node
+    if (pinned) this.queue(room, `p:${id}`, '1');
   }
 
   roomStarted(room: Room): void {
@@ -304,8 +309,10 @@ export class RoomRecords implements RoomObserver {
     const members: StoredMember[] = [];
     const outputs: StoredOutput[] = [];
     const history: KeptMessage[] = [];
+    const reserved: string[] = [];
     for (const [field, value] of Object.entries(fields)) {
       const kind = field.slice(0, 2);
+      if (kind === 'p:') reserved.push(field.slice(2));
       if (kind !== 'm:' && kind !== 'o:' && kind !== 'h:') continue;
       try {
         const parsed: unknown = JSON.parse(value);
@@ -317,7 +324,7 @@ export class RoomRecords implements RoomObserver {
       }
     }
     if (members.length === 0) return null;
-    return { opener: fields.opener === 'domain' ? 'domain' : 'room', members, outputs, history };
+    return { opener: fields.opener === 'domain' ? 'domain' : 'room', members, outputs, history, reserved };
   }
 
   private failed(err: unknown): void {
@@ -337,6 +344,7 @@ export function restoreRoom(relay: RelayContext, project: string, roomId: string
   const { room, restored } = quietly(() => {
     const opened = relay.rooms.getOrCreate(project, roomId, stored.opener);
     const restored = addMembers(relay, project, opened, stored.members);
+    for (const id of stored.reserved) opened.reserveIdentity(id);
     opened.topics.restore(stored.history);
     return { room: opened, restored };
   });

@@ -108,6 +108,14 @@ export class MemoryRoom implements Room {
     return this.pinnedIds.has(participantId);
   }
 
+  pinnedIdentities(): IterableIterator<string> {
+    return this.pinnedIds.values();
+  }
+
+  reserveIdentity(participantId: string): void {
+    this.pinnedIds.add(participantId);
+  }
+
   add(member: Member, position?: number): void {
     if (member.pinned) this.pinnedIds.add(member.id);
     const seq = this.tiers[member.tier].append(member, position);

@@ -56,6 +56,10 @@ export interface Room {
   get(participantId: string): Member | undefined;
   /** True when a pinned token has joined under this id during the room's lifetime. */
   pinnedIdentity(participantId: string): boolean;
+  /** Every id a pinned token has joined under during the room's lifetime. */
+  pinnedIdentities(): IterableIterator<string>;
+  /** Reserve an id as pinned (a room restored on another node keeps what its last home reserved). */
+  reserveIdentity(participantId: string): void;
   /** Every member, on stage and in the audience. */
   members(): IterableIterator<Member>;
   /**
