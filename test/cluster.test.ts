@@ -261,6 +261,49 @@ describe('issue 14: what crosses Redis is paid for where it is read', () => {
     sender.ws.close();
   });
 
+  it("one shared token's members on another node push no more through Redis than their token's budget, and never more than the home's window unread: the home's subscriber is not cut", async () => {
+    const edge = nodes[1]!;
+    const token = (claims: Omit<MintOptions, 'apiKey' | 'secret'>) => mintToken({ apiKey: API_KEY, secret: SECRET, ...claims });
+    const opened: Room[] = [];
+    const join = async (node: number, options: Omit<Parameters<typeof Sdk.join>[0], 'url'>) => {
+      const room = await Sdk.join({ url: nodes[node]!.url, ...options });
+      opened.push(room);
+      return room;
+    };
+    const keeper = await join(0, { token: token({ roomId: 'shared-flood', participantId: 'keeper', grant: {} }) });
+    // a member of another room homed on node 0, reaching it through node 1 as the flood does
+    const bystanderHost = await join(0, { token: token({ roomId: 'bystander', participantId: 'host', grant: { canPublishData: true } }) });
+    const bystander = await join(1, { token: token({ roomId: 'bystander', participantId: 'b', grant: {} }) });
+    let bystanderTrouble = 0;
+    bystander.on('reconnecting', () => bystanderTrouble++);
+    const got: unknown[] = [];
+    await bystander.pubsub.subscribe('chat', ({ payload }) => got.push(payload));
+    const shared = token({ grant: {}, isViewer: true });
+    const flooders = await Promise.all(Array.from({ length: 10 }, () => rawJoin(edge.url, shared, { roomId: 'shared-flood' })));
+    let refused = 0;
+    for (const f of flooders) f.ws.on('message', (data, binary) => !binary && String(data).includes('unknown-stream') && refused++);
+    const frame = Buffer.alloc(256 * KiB, 7);
+    frame[0] = 1;
+    const seconds = 3;
+    const until_ = performance.now() + seconds * 1000;
+    const pump = (ws: (typeof flooders)[number]['ws']) => {
+      while (performance.now() < until_ && ws.readyState === ws.OPEN && ws.bufferedAmount < 1024 * KiB) ws.send(frame);
+      if (performance.now() < until_ && ws.readyState === ws.OPEN) setTimeout(() => pump(ws), 2);
+    };
+    for (const f of flooders) pump(f.ws);
+    let published = 0;
+    const chat = setInterval(() => void bystanderHost.pubsub.publish('chat', published++).catch(() => undefined), 50);
+    await new Promise((r) => setTimeout(r, seconds * 1000 + 1000));
+    clearInterval(chat);
+    await until(() => got.length === published, 5000, 'the bystander got every chat line');
+    // every frame that crossed Redis was refused at the home: at most the token's burst and rate (here 256 KiB and 256 KiB/s), not ten members' each
+    const crossed = refused * 256 * KiB;
+    assert.ok(crossed <= 256 * KiB * (seconds + 2), `${Math.round(crossed / KiB)} KiB crossed Redis`);
+    assert.equal(bystanderTrouble, 0, 'the home kept its subscriber: nobody reaching it through another node was dropped');
+    for (const f of flooders) f.ws.close();
+    await Promise.all(opened.map((r) => r.leave()));
+  });
+
   it('a stream aimed at a member on another node that does not read holds the stream back, it does not get the member cut', async () => {
     // nodes of their own: the fan-out budget of the default, send limits small enough to reach in a few seconds
     const keys = new KeyStore({ [API_KEY]: SECRET });

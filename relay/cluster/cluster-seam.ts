@@ -266,7 +266,10 @@ export class ClusterSeam implements RoomSeam {
       guest.port.request(h.request as RequestFrame, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
     },
     chunk: (from, { header: h, payload }) => {
-      if (payload) this.guest(from, h.link)?.port?.chunk(Buffer.from(payload));
+      if (!payload) return;
+      this.guest(from, h.link)?.port?.chunk(Buffer.from(payload));
+      // taken off the bus, whoever it was for: the member's node may send its token more
+      if (typeof h.k === 'string') this.bus.send(from, { t: 'taken', k: h.k, bytes: payload.byteLength });
     },
     leave: (from, envelope) => this.guestLeft(from, envelope),
     hold: (from, envelope) => this.guestLeft(from, envelope),

@@ -5,6 +5,11 @@ import type { LobbyJoiner, MemberConnection, PortMember, RoomPort } from '../sea
 import { headerString as str, type Envelope, type NodeBus } from './bus.ts';
 import { RemotePort } from './links.ts';
 import { PressureWatch } from './pressure.ts';
+import { InputWindows } from './input-window.ts';
+import { presenceKey } from '../rooms/presence.ts';
+
+/** Tokens whose binary budget is remembered before the full ones are first forgotten. */
+const BINARY_PRUNE_AT = 1024;
 
 /** At this node, for a room homed elsewhere: one of its connections, by link id. */
 export interface Edge {
@@ -29,7 +34,18 @@ export class ClusterEdges {
   private nextLink = 1;
   /** Connections here that a stream filled past the high-water mark, reported to their rooms' homes. */
   private readonly pressure: PressureWatch;
+  /** Members' chunks their homes have not taken yet (see {@link InputWindows}). */
+  readonly windows = new InputWindows();
+  /**
+   * What binary frames may cost before they reach their homes, per token (its project and
+   * signature, as the scheduler's flows): a hundred members of one shared token, each with a
+   * budget of its own, pushed 280 MiB/s of frames no stream took through Redis.
+   */
+  private readonly binary = new Map<string, TokenBucket>();
   private readonly messages: Record<string, EdgeMessage> = {
+    taken: (from, { header: h }) => {
+      if (typeof h.k === 'string' && typeof h.bytes === 'number' && h.bytes > 0) this.windows.taken(from, h.k, h.bytes);
+    },
     frame: (_from, envelope) => this.frame(envelope),
     close: (_from, { header: h }) => {
       const edge = this.take(h.link);
@@ -80,9 +96,26 @@ export class ClusterEdges {
 
   /** The port through which the member behind `link` acts in its room at `home`. */
   port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
-    const { fanoutByteRate, fanoutByteBurst } = this.relay.config;
-    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), new TokenBucket(fanoutByteRate, fanoutByteBurst));
+    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), this.binaryBudget(member), this.windows);
   }
+
+  /** The binary budget of the member's token, shared by its members here (the full ones are forgotten now and then). */
+  private binaryBudget(member: PortMember): TokenBucket {
+    const key = presenceKey(member);
+    let bucket = this.binary.get(key);
+    if (!bucket) {
+      if (this.binary.size >= this.binaryPruneAt) {
+        for (const [k, b] of this.binary) if (b.full) this.binary.delete(k);
+        this.binaryPruneAt = Math.max(BINARY_PRUNE_AT, 2 * this.binary.size);
+      }
+      const { fanoutByteRate, fanoutByteBurst } = this.relay.config;
+      bucket = new TokenBucket(fanoutByteRate, fanoutByteBurst);
+      this.binary.set(key, bucket);
+    }
+    return bucket;
+  }
+
+  private binaryPruneAt = BINARY_PRUNE_AT;
 
   /** The nodes these connections' rooms are homed on. */
   homes(): Set<string> {
@@ -102,6 +135,7 @@ export class ClusterEdges {
 
   /** Drop every connection (what their homes sent meanwhile was lost): their clients resume. */
   dropAll(): void {
+    this.windows.clear();
     for (const [id, edge] of [...this.edges]) {
       this.edges.delete(id);
       edge.conn.drop();
@@ -110,6 +144,7 @@ export class ClusterEdges {
 
   /** Drop the connections whose rooms were homed on `dead` nodes; how many there were. */
   dropHomedOn(dead: ReadonlySet<string>): number {
+    for (const home of dead) this.windows.forget(home);
     let dropped = 0;
     for (const [id, edge] of [...this.edges]) {
       if (!dead.has(edge.home)) continue;

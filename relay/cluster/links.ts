@@ -8,6 +8,7 @@ import type { Answerer } from '../dispatch.ts';
 import type { MemberConnection, PortMember, RoomPort } from '../seam.ts';
 import type { NodeBus } from './bus.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
+import type { InputWindows } from './input-window.ts';
 
 /** At the room's home: the connection of a member on node `edge`, known there as `link`. */
 export class RemoteLink implements MemberConnection {
@@ -74,9 +75,12 @@ export class RemoteLink implements MemberConnection {
 /** At the member's node: its room, homed on node `home`, where it is known as `link`. */
 export class RemotePort implements RoomPort {
   /**
-   * @param binary what the member's binary frames may cost here before they reach the home (its
-   *   fan-out budget's rate and burst): every chunk crosses Redis, so the member's node charges
-   *   it before reading more, as the home charges what it forwards
+   * @param binary what the binary frames of the member's token may cost here before they reach
+   *   the home (its fan-out budget's rate and burst, shared by the token's members on this node):
+   *   every chunk crosses Redis, so the member's node charges it before reading more, as the home
+   *   charges what it forwards
+   * @param windows what this node's members have sent their homes that the homes have not taken
+   *   yet: past its token's or its home's window, the member's binary frames wait
    */
   constructor(
     private readonly bus: NodeBus,
@@ -86,6 +90,7 @@ export class RemotePort implements RoomPort {
     readonly member: PortMember,
     private readonly forget: () => void,
     private readonly binary: TokenBucket,
+    private readonly windows: InputWindows,
   ) {}
 
   request(request: RequestFrame, _out: Answerer): Promise<void> {
@@ -96,11 +101,13 @@ export class RemotePort implements RoomPort {
 
   chunk(frame: Buffer): void {
     this.binary.spend(frame.length);
-    this.bus.send(this.home, { t: 'chunk', link: this.link }, frame);
+    this.windows.sent(this.home, this.member.tokenKey, frame.length);
+    // the home says when it has taken it, by token (`taken`)
+    this.bus.send(this.home, { t: 'chunk', link: this.link, k: this.member.tokenKey }, frame);
   }
 
   owes(): number {
-    return this.binary.msUntilToken(0);
+    return Math.max(this.binary.msUntilToken(0), this.windows.waitMs(this.home, this.member.tokenKey));
   }
 
   leave(): void {
