@@ -55,6 +55,8 @@ export interface RelayConfig {
   streamWindow: number;
   /** A recipient with more unsent bytes than this holds a stream's acknowledgements back. */
   streamHighWater: number;
+  /** A data stream that carries nothing for this long is aborted (ms). */
+  streamIdleMs: number;
   /** Seconds a lobby request waits when its token gives no `ttl`. */
   lobbyTtl: number;
   /** How long a member whose connection dropped keeps its seat, waiting to resume (ms). */
@@ -207,6 +209,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   streamChunkBytes: 64 * 1024,
   streamWindow: 16,
   streamHighWater: 1024 * 1024,
+  streamIdleMs: 60_000,
   lobbyTtl: 300,
   resumeGraceMs: 15_000,
   tokenLeeway: 30,
@@ -360,6 +363,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-topic-length', env: 'TESSERA_MAX_TOPIC_LENGTH', help: `longest topic name (default ${DEFAULTS.maxTopicLength})`, apply: (c, v) => void (c.maxTopicLength = Math.min(1024, integer('--max-topic-length', v, 1))) },
   { flag: '--max-topics', env: 'TESSERA_MAX_TOPICS', help: `most topics per room (default ${DEFAULTS.maxTopicsPerRoom})`, apply: (c, v) => void (c.maxTopicsPerRoom = integer('--max-topics', v, 1)) },
   { flag: '--max-stream', env: 'TESSERA_MAX_STREAM', help: `largest data stream, bytes (default ${DEFAULTS.maxStreamBytes})`, apply: (c, v) => void (c.maxStreamBytes = integer('--max-stream', v, 0)) },
+  { flag: '--stream-idle', env: 'TESSERA_STREAM_IDLE', help: `ms a data stream may carry nothing before it is aborted (default ${DEFAULTS.streamIdleMs})`, apply: (c, v) => void (c.streamIdleMs = integer('--stream-idle', v, 1000)) },
   { flag: '--frame-rate', env: 'TESSERA_FRAME_RATE', help: `text frames per second per connection before it is read more slowly (default ${DEFAULTS.frameRate})`, apply: (c, v) => void (c.frameRate = integer('--frame-rate', v, 1)) },
   { flag: '--text-byte-rate', env: 'TESSERA_TEXT_BYTE_RATE', help: `bytes of text frames per second per connection (default ${DEFAULTS.textByteRate})`, apply: (c, v) => void (c.textByteRate = integer('--text-byte-rate', v, 1024)) },
   { flag: '--text-byte-burst', env: 'TESSERA_TEXT_BYTE_BURST', help: `...in a burst, at least four times --max-frame (default ${DEFAULTS.textByteBurst})`, apply: (c, v) => void (c.textByteBurst = integer('--text-byte-burst', v, 1024)) },

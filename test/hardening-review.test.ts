@@ -136,7 +136,7 @@ describe('issue 11: the attack review', () => {
     }
   });
 
-  it('a stream sender that ignores stream.ack is cut from its stream, never its recipients', async () => {
+  it('a stream sender that ignores stream.ack is cut from its stream, or the recipient holding it back is dropped from it: the recipient is never cut', async () => {
     const victim = await rawJoin(t.url, t.token({ roomId: 'window', participantId: 'v', grant: {} }), { participantId: 'v' });
     const sender = await rawJoin(t.url, t.token({ roomId: 'window', grant: { canPublishData: true } }));
     const opened = await sender.request('stream.open', { size: 64 * 1024 * KiB, kind: 'bytes', to: ['v'] });
@@ -149,9 +149,17 @@ describe('issue 11: the attack review', () => {
       frame.writeUInt32BE(seq, 5);
       sender.ws.send(frame);
     }
-    const abort = await sender.next((f) => f.type === 'event' && f.name === 'stream.abort', 5000);
-    assert.match((abort.data as { error: { message: string } }).error.message, /past the last acknowledgement/);
+    // the window rule itself: relay/data/streams.test.ts; here, whichever comes first on this machine's socket buffers
+    const senderAbort = await sender.next((f) => f.type === 'event' && f.name === 'stream.abort', 5000).then(
+      (f) => (f.data as { error: { message: string } }).error.message,
+      () => null,
+    );
     socketOf(victim.ws).resume();
+    if (senderAbort !== null) assert.match(senderAbort, /past the last acknowledgement/);
+    else {
+      const dropped = await victim.next((f) => f.type === 'event' && f.name === 'stream.abort', 10_000);
+      assert.equal((dropped.data as { error: { reason: string } }).error.reason, 'slow-recipient');
+    }
     assert.equal(victim.ws.readyState, victim.ws.OPEN);
     assert.equal(t.relay.context.counters.cut, 0);
     victim.ws.close();

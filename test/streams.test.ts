@@ -32,6 +32,18 @@ function nextStream(room: Room, ms = 10_000): Promise<IncomingStream> {
   });
 }
 
+/** Bytes of stream chunks that reach a member's SDK, whether or not a stream keeps them. */
+function countChunks(room: Room): () => number {
+  const streams = room.dataStream as unknown as { chunk(frame: Uint8Array): void };
+  const chunk = streams.chunk.bind(streams);
+  let bytes = 0;
+  streams.chunk = (frame) => {
+    bytes += frame.byteLength - 9;
+    chunk(frame);
+  };
+  return () => bytes;
+}
+
 describe('data streams', () => {
   let t: TestRelay;
   before(async () => {
@@ -134,5 +146,45 @@ describe('data streams', () => {
     } finally {
       await small.close();
     }
+  });
+
+  it('streams a member does not read cannot fill its memory: past maxUnreadBytes they are given up (slow-recipient), the relay sends no more, and the sender goes on', async () => {
+    const a = await join('s-unread', 'a');
+    const b = await join('s-unread', 'b');
+    b.dataStream.maxUnreadBytes = 4 * MiB;
+    // a listener that keeps the streams but does not read them (say, waiting for the user to accept)
+    const kept: IncomingStream[] = [];
+    b.dataStream.on('stream', (stream) => void kept.push(stream));
+    const arrived = countChunks(b);
+    const sends = Array.from({ length: 4 }, () => a.dataStream.send(bytes(4 * MiB), { topic: 'noise', to: ['b'] }));
+    assert.deepEqual(await Promise.all(sends.map((p) => p.then(() => 'sent'))), ['sent', 'sent', 'sent', 'sent'], 'the sender is not held back by a recipient that does not read');
+    const unread = (b.dataStream as unknown as { unread: number }).unread;
+    assert.ok(unread <= 4 * MiB, `unread ${unread}`);
+    assert.ok(arrived() < 12 * MiB, `the relay stopped sending what was given up: ${arrived()} bytes of 16 MiB arrived`);
+    const outcomes = await Promise.all(kept.map((k) => k.readAll().then(() => 'read', (err: { reason?: string }) => err.reason)));
+    assert.ok(outcomes.includes('slow-recipient'), outcomes.join());
+    assert.ok(b.connected, 'still connected');
+    await a.leave();
+    await b.leave();
+  });
+
+  it('a stream cancelled by its reader is sent no more (the relay drops it from the stream)', async () => {
+    const a = await join('s-cancel', 'a');
+    const b = await join('s-cancel', 'b');
+    const c = await join('s-cancel', 'c');
+    let bChunks = 0;
+    const arrived = countChunks(b);
+    b.dataStream.on('stream', async (stream) => {
+      for await (const _ of stream) {
+        bChunks++;
+        break;
+      }
+    });
+    const cRead = nextStream(c).then((s) => s.readAll());
+    await a.dataStream.send(bytes(8 * MiB), { to: ['b', 'c'] });
+    assert.equal((await cRead).byteLength, 8 * MiB, 'the other recipient gets all of it');
+    assert.equal(bChunks, 1);
+    assert.ok(arrived() < 4 * MiB, `the relay stopped sending it: ${arrived()} bytes of 8 MiB arrived`);
+    for (const r of [a, b, c]) await r.leave();
   });
 });

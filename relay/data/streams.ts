@@ -11,6 +11,10 @@ export interface StreamLimits {
   streamChunkBytes: number;
   streamWindow: number;
   streamHighWater: number;
+  /** Unsent bytes at which a member is cut as a slow consumer: streams drop a recipient well before. */
+  maxBufferedBytes: number;
+  /** A stream that carries nothing for this long is aborted (ms; {@link STREAM_IDLE_MS}). */
+  streamIdleMs?: number;
 }
 
 /** Streams one sender may have open at once. */
@@ -18,6 +22,12 @@ export const MAX_OPEN_STREAMS = 8;
 const ACK_RETRY_MS = 5;
 /** A recipient that holds a stream back this long is dropped from it; the others go on. */
 export const STREAM_LAG_MS = 1000;
+/**
+ * A stream that has carried nothing for this long is aborted (`TIMEOUT`, `stream-idle`), for its
+ * sender and its recipients: an announced stream that never sends would keep every recipient's
+ * reader waiting for ever (`--stream-idle`).
+ */
+export const STREAM_IDLE_MS = 60_000;
 
 interface OpenStream {
   readonly id: number;
@@ -31,6 +41,8 @@ interface OpenStream {
   /** Highest chunk acknowledged to the sender, or -1: it may send up to `window` past it. */
   acked: number;
   ackTimer: ReturnType<typeof setTimeout> | null;
+  /** When it last carried a chunk (or was opened). */
+  activeAt: number;
   /** Since when each recipient over the high-water mark has been holding the stream back. */
   readonly lagging: Map<Member, number>;
 }
@@ -48,6 +60,7 @@ export class StreamBoard {
   private readonly streams = new Map<number, OpenStream>();
   private nextId = 1;
   private disposed = false;
+  private idleTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(
     private readonly limits: StreamLimits,
@@ -70,8 +83,13 @@ export class StreamBoard {
     // a member that is not keeping up misses new streams, like pubsub: opens cannot be aimed at it to get it cut
     for (const m of candidates) if (m && m !== sender && m.grant.canSubscribeData && m.link.bufferedAmount <= this.limits.sendSoftLimitBytes) recipients.add(m);
     const id = this.nextId++;
-    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, acked: -1, ackTimer: null, lagging: new Map() };
+    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, acked: -1, ackTimer: null, activeAt: performance.now(), lagging: new Map() };
     this.streams.set(id, stream);
+    if (!this.idleTimer) {
+      // looked at a dozen times per idle time: a stream ends at most a twelfth of it late
+      this.idleTimer = setInterval(() => this.abortIdle(), Math.max(10, this.idleMs / 12));
+      this.idleTimer.unref();
+    }
     const { to: _to, ...meta } = params;
     const info: StreamInfo = { ...meta, streamId: id, from: sender.id, timestamp: Date.now() };
     const data = serialise({ type: 'event', name: 'stream.open', data: info });
@@ -101,6 +119,7 @@ export class StreamBoard {
       header.seq !== stream.nextSeq ? `chunk ${header.seq} arrived where ${stream.nextSeq} was due`
       : header.seq > stream.acked + this.limits.streamWindow ? `chunk ${header.seq} is more than ${this.limits.streamWindow} past the last acknowledgement (${stream.acked}): wait for stream.ack`
       : bytes > this.limits.streamChunkBytes ? `a chunk carries at most ${this.limits.streamChunkBytes} bytes`
+      : bytes === 0 ? 'a chunk carries at least one byte'
       : stream.received + bytes > stream.size ? 'more bytes than the stream announced'
       : null;
     if (problem) {
@@ -110,7 +129,14 @@ export class StreamBoard {
     }
     stream.received += bytes;
     stream.nextSeq++;
-    for (const m of stream.recipients) m.link.sendBinary(frame);
+    stream.activeAt = performance.now();
+    // a recipient this far behind is dropped from the stream before it could be cut as a slow
+    // consumer: eight streams aimed at a member on a slow link, each a window ahead, reached the cut
+    const dropAt = this.limits.maxBufferedBytes / 2;
+    for (const m of stream.recipients) {
+      if (m.link.bufferedAmount + frame.length > dropAt) this.drop(stream, m);
+      else m.link.sendBinary(frame);
+    }
     // the relay reads every byte even when nobody is left to receive it: that is paid for too
     sender.fanout.spend(frame.length, stream.recipients.size);
     stream.unacked = header.seq;
@@ -152,10 +178,7 @@ export class StreamBoard {
         waiting = true;
         continue;
       }
-      stream.recipients.delete(m);
-      stream.lagging.delete(m);
-      const error: WireError = { code: 'TIMEOUT', kind: 'Network', message: 'you did not keep up with this stream: it went on without you', reason: 'slow-recipient' };
-      m.link.send({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
+      this.drop(stream, m);
     }
     if (waiting) {
       stream.ackTimer = setTimeout(() => this.acknowledge(stream), ACK_RETRY_MS);
@@ -164,6 +187,39 @@ export class StreamBoard {
     stream.sender.link.send({ type: 'event', name: 'stream.ack', data: { streamId: stream.id, seq: stream.unacked } });
     stream.acked = stream.unacked;
     stream.unacked = -1;
+  }
+
+  /** A recipient that is not keeping up goes on without this stream; the others do not wait for it. */
+  private drop(stream: OpenStream, m: Member): void {
+    stream.recipients.delete(m);
+    stream.lagging.delete(m);
+    const error: WireError = { code: 'TIMEOUT', kind: 'Network', message: 'you did not keep up with this stream: it went on without you', reason: 'slow-recipient' };
+    m.link.send({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
+  }
+
+  /** A recipient wants no more of a stream (it stopped reading it): nothing more is sent to it. */
+  leave(member: Member, streamId: number): void {
+    const stream = this.streams.get(streamId);
+    if (!stream) return;
+    stream.recipients.delete(member);
+    stream.lagging.delete(member);
+  }
+
+  private get idleMs(): number {
+    return this.limits.streamIdleMs ?? STREAM_IDLE_MS;
+  }
+
+  /** Streams that carried nothing for the idle time end, for everyone. */
+  private abortIdle(): void {
+    const now = performance.now();
+    for (const stream of [...this.streams.values()]) {
+      if (now - stream.activeAt < this.idleMs) continue;
+      this.abort(stream, { code: 'TIMEOUT', kind: 'Network', message: `the stream carried nothing for ${this.idleMs / 1000} s`, reason: 'stream-idle' }, true);
+    }
+    if (this.streams.size === 0 && this.idleTimer) {
+      clearInterval(this.idleTimer);
+      this.idleTimer = null;
+    }
   }
 
   close(sender: Member, streamId: number): void {
@@ -208,6 +264,8 @@ export class StreamBoard {
 
   dispose(): void {
     this.disposed = true;
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    this.idleTimer = null;
     for (const stream of this.streams.values()) if (stream.ackTimer) clearTimeout(stream.ackTimer);
     this.streams.clear();
   }

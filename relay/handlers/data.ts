@@ -70,3 +70,9 @@ export function closeStream(scope: RequestScope, params: Params<'stream.close'>)
   scope.room.streams.close(scope.member, params.streamId);
   return {};
 }
+
+/** A recipient stops receiving a stream (its reader stopped, or it fell behind in the SDK): nobody's grant is needed. */
+export function leaveStream(scope: RequestScope, params: Params<'stream.leave'>): Result<'stream.leave'> {
+  scope.room.streams.leave(scope.member, params.streamId);
+  return {};
+}

@@ -1,7 +1,7 @@
 import type { Method, Params, Result } from '../../src/protocol/messages.ts';
 import type { RequestScope, Serialized } from '../context.ts';
 import { admitFromLobby, clearBoard, denyFromLobby, draw, requestUnpublish, shapes, startOutput, stopOutput } from './control.ts';
-import { closeStream, history, openStream, publish, subscribe, unsubscribe } from './data.ts';
+import { closeStream, history, leaveStream, openStream, publish, subscribe, unsubscribe } from './data.ts';
 import * as media from './media.ts';
 import { endRoom, leaveSession, removeParticipant } from './moderation.ts';
 import { listParticipants } from './participants.ts';
@@ -21,6 +21,7 @@ export const HANDLERS: { readonly [M in Method]: Handler<M> } = {
   'pubsub.history': history,
   'stream.open': openStream,
   'stream.close': closeStream,
+  'stream.leave': leaveStream,
   'lobby.admit': admitFromLobby,
   'lobby.deny': denyFromLobby,
   'participant.request-unpublish': requestUnpublish,

@@ -2,7 +2,7 @@ import type { Connection } from '../connection.ts';
 import { Emitter, type Listener } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
 import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, type StreamInfo, type StreamOpenParams, type ReceivedError } from '../protocol/messages.ts';
-import { IncomingStream } from './incoming-stream.ts';
+import { IncomingStream, MAX_UNREAD_BYTES, type IncomingOwner } from './incoming-stream.ts';
 
 /** Options of {@link DataStreams.send}. */
 export interface StreamSendOptions {
@@ -100,10 +100,18 @@ class Outgoing {
  * room.dataStream.on('stream', async (stream) => save(stream.name, await stream.readBlob()));
  * ```
  */
-export class DataStreams {
+export class DataStreams implements IncomingOwner {
   private readonly events = new Emitter<DataStreamEvents>();
   private readonly incoming = new Map<number, IncomingStream>();
   private readonly outgoing = new Map<number, Outgoing>();
+  /**
+   * Bytes incoming streams together may hold unread (64 MiB by default): a stream whose next
+   * chunk would pass it is given up (its reader gets `TIMEOUT`, `slow-recipient`) and the relay
+   * sends no more of it. Raise it for large files read slowly; streams read as they come never
+   * get near it.
+   */
+  maxUnreadBytes = MAX_UNREAD_BYTES;
+  private unread = 0;
 
   /** @internal */
   constructor(private readonly connection: Connection) {}
@@ -152,9 +160,32 @@ export class DataStreams {
   }
 
   /** @internal */
+  hold(bytes: number): boolean {
+    if (this.unread + bytes > this.maxUnreadBytes) return false;
+    this.unread += bytes;
+    return true;
+  }
+
+  /** @internal */
+  release(bytes: number): void {
+    this.unread = Math.max(0, this.unread - bytes);
+  }
+
+  /** @internal An incoming stream wants no more bytes: forgotten here, and the relay stops sending it. */
+  leave(stream: IncomingStream): void {
+    if (this.incoming.get(stream.id) !== stream) return;
+    this.incoming.delete(stream.id);
+    this.connection.request('stream.leave', { streamId: stream.id }).catch(() => undefined);
+  }
+
+  /** @internal */
   opened(info: StreamInfo): void {
-    if (!this.events.has('stream')) return;
-    const stream = new IncomingStream(info);
+    if (!this.events.has('stream')) {
+      // kept by nobody: the relay need not send its bytes here
+      if (info.size > 0) this.connection.request('stream.leave', { streamId: info.streamId }).catch(() => undefined);
+      return;
+    }
+    const stream = new IncomingStream(info, this);
     this.incoming.set(info.streamId, stream);
     this.events.emit('stream', stream);
     if (info.size === 0) this.ended(info.streamId);

@@ -1,13 +1,31 @@
 import { SdkError } from '../errors.ts';
 import type { StreamInfo } from '../protocol/messages.ts';
 
+/** Unread bytes all incoming streams together may hold by default (see `DataStreams.maxUnreadBytes`). */
+export const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
+
+/** What an incoming stream needs of its room's streams. */
+export interface IncomingOwner {
+  /** Take `bytes` more unread bytes from the room's allowance; false when that would pass it. */
+  hold(bytes: number): boolean;
+  /** Give back unread bytes (read, or let go). */
+  release(bytes: number): void;
+  /** It wants no more bytes (cancelled, not read, or broken): forget it and tell the relay. */
+  leave(stream: IncomingStream): void;
+}
+
 /**
  * A data stream arriving from another participant: its metadata at once, its bytes as they
- * come. Read it once, with `for await` or one of the `read*` helpers.
+ * come. Read it once, with `for await` or one of the `read*` helpers, or `cancel()` it. Bytes
+ * wait for their readers in memory up to `room.dataStream.maxUnreadBytes` for all streams
+ * together (64 MiB by default): a stream whose next chunk would pass that is given up (`TIMEOUT`,
+ * `slow-recipient`) and the relay sends no more of it, so a member cannot fill another's memory
+ * with streams it does not want.
  *
  * @example
  * ```ts
  * room.dataStream.on('stream', async (stream) => {
+ *   if (stream.topic !== 'files') return stream.cancel();
  *   if (stream.kind === 'text') console.log(stream.from, await stream.readText());
  *   else for await (const chunk of stream) progress(stream.received / stream.size);
  * });
@@ -29,7 +47,10 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   readonly timestamp: number;
   /** Bytes received so far. */
   received = 0;
-  private readonly queue: Uint8Array[] = [];
+  /** Chunks not read yet: `queue[head]` is the next (a head index: shifting a long array is quadratic). */
+  private queue: Uint8Array[] = [];
+  private head = 0;
+  private unread = 0;
   private done = false;
   private error: SdkError | null = null;
   private wake: (() => void) | null = null;
@@ -37,7 +58,10 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   private nextSeq = 0;
 
   /** @internal */
-  constructor(info: StreamInfo) {
+  constructor(
+    info: StreamInfo,
+    private readonly owner: IncomingOwner | null = null,
+  ) {
     this.id = info.streamId;
     this.from = info.from;
     this.size = info.size;
@@ -51,9 +75,16 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   /** @internal */
   push(seq: number, chunk: Uint8Array): void {
     if (this.done || this.error) return;
-    if (seq !== this.nextSeq) return this.fail(new SdkError('CONNECTION_LOST', `chunk ${seq} arrived where ${this.nextSeq} was due`, { reason: 'out-of-order' }));
+    if (seq !== this.nextSeq) return this.giveUp(new SdkError('CONNECTION_LOST', `chunk ${seq} arrived where ${this.nextSeq} was due`, { reason: 'out-of-order' }));
+    if (this.received + chunk.byteLength > this.size) {
+      return this.giveUp(new SdkError('INTERNAL_ERROR', `more than the ${this.size} bytes the stream announced`, { reason: 'bad-chunk' }));
+    }
+    if (this.owner && !this.owner.hold(chunk.byteLength)) {
+      return this.giveUp(new SdkError('TIMEOUT', `not read fast enough: incoming streams held maxUnreadBytes unread (this one ${this.unread} bytes)`, { reason: 'slow-recipient' }));
+    }
     this.nextSeq++;
     this.received += chunk.byteLength;
+    this.unread += chunk.byteLength;
     this.queue.push(chunk);
     this.signal();
   }
@@ -71,7 +102,34 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   fail(error: SdkError): void {
     if (this.done || this.error) return;
     this.error = error;
+    this.drop();
     this.signal();
+  }
+
+  /**
+   * Stop receiving this stream: what waits unread is let go, the relay sends no more of it, and
+   * a reader still running ends (without an error). For a stream you do not want, or stopped
+   * reading: breaking out of `for await` does the same.
+   */
+  cancel(): void {
+    if (this.done || this.error) return;
+    this.done = true;
+    this.drop();
+    this.owner?.leave(this);
+    this.signal();
+  }
+
+  /** Ends in `error` and tells the relay to send no more. */
+  private giveUp(error: SdkError): void {
+    this.fail(error);
+    this.owner?.leave(this);
+  }
+
+  private drop(): void {
+    this.owner?.release(this.unread);
+    this.queue = [];
+    this.head = 0;
+    this.unread = 0;
   }
 
   private signal(): void {
@@ -80,24 +138,48 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     wake?.();
   }
 
-  /** The chunks as they arrive (`for await`); throws the stream's error if it stops early. */
+  private next(): Uint8Array | undefined {
+    if (this.head >= this.queue.length) return undefined;
+    const chunk = this.queue[this.head]!;
+    this.queue[this.head++] = EMPTY;
+    this.unread -= chunk.byteLength;
+    this.owner?.release(chunk.byteLength);
+    if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    return chunk;
+  }
+
+  /** The chunks as they arrive (`for await`); throws the stream's error if it stops early. Leaving the loop early cancels the stream. */
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
     if (this.reading) throw new SdkError('INVALID_STATE', 'this stream is already being read', { reason: 'already-read' });
     this.reading = true;
-    for (;;) {
-      const chunk = this.queue.shift();
-      if (chunk) yield chunk;
-      else if (this.error) throw this.error;
-      else if (this.done) return;
-      else await new Promise<void>((resolve) => (this.wake = resolve));
+    try {
+      for (;;) {
+        const chunk = this.next();
+        if (chunk) yield chunk;
+        else if (this.error) throw this.error;
+        else if (this.done) return;
+        else await new Promise<void>((resolve) => (this.wake = resolve));
+      }
+    } finally {
+      // a reader that broke out (or threw) wants no more: nothing is kept for nobody
+      this.cancel();
     }
   }
 
-  /** All the bytes, once the stream has ended. */
+  /** All the bytes, once the stream has ended (gathered as they come, never the announced size ahead of them). */
   async readAll(): Promise<Uint8Array<ArrayBuffer>> {
-    const out = new Uint8Array(this.size);
-    let offset = 0;
+    const chunks: Uint8Array[] = [];
+    let total = 0;
     for await (const chunk of this) {
+      chunks.push(chunk);
+      total += chunk.byteLength;
+    }
+    const out = new Uint8Array(total);
+    let offset = 0;
+    for (const chunk of chunks) {
       out.set(chunk, offset);
       offset += chunk.byteLength;
     }
@@ -114,3 +196,5 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     return new Blob([await this.readAll()], this.mimeType ? { type: this.mimeType } : {});
   }
 }
+
+const EMPTY = new Uint8Array(0);

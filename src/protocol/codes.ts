@@ -114,7 +114,7 @@ export const ERROR_REASONS = [
   'rtmp-failed', 'rtmp-closed', 'ffmpeg-missing', 'ffmpeg-failed', 'asr-model-missing',
   // connections and streams (Network, NOT_CONNECTED)
   'resume-unknown', 'no-websocket', 'media-not-connected', 'connection-dropped', 'left', 'room-ended', 'connection-lost',
-  'server-shutdown', 'sender-left', 'slow-recipient', 'stream-incomplete', 'truncated', 'out-of-order',
+  'server-shutdown', 'sender-left', 'slow-recipient', 'stream-idle', 'stream-incomplete', 'truncated', 'out-of-order',
   // media in the browser
   'no-webrtc', 'no-devices', 'no-display-capture', 'no-track', 'no-sender', 'media-transport-failed', 'ended',
   'force-unpublished',

@@ -112,6 +112,7 @@ export interface Methods extends ControlMethods, MediaMethods {
   'pubsub.history': { params: { topic: string; limit?: number }; result: { messages: PubSubMessage[] } };
   'stream.open': { params: StreamOpenParams; result: { streamId: number; chunkBytes: number; window: number } };
   'stream.close': { params: { streamId: number }; result: Record<string, never> };
+  'stream.leave': { params: { streamId: number }; result: Record<string, never> };
 }
 /** The name of a request method. */
 export type Method = keyof Methods;

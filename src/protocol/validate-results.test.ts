@@ -58,6 +58,7 @@ const SAMPLES: { [M in Method]: Sample<M> } = {
   },
   'stream.open': { params: { size: 1, kind: 'bytes' }, result: { streamId: 1, chunkBytes: 65536, window: 8 }, malformed: { streamId: 1, chunkBytes: 65536 } },
   'stream.close': { params: { streamId: 1 }, result: {}, malformed: null },
+  'stream.leave': { params: { streamId: 1 }, result: {}, malformed: null },
 };
 
 const each = (fn: <M extends Method>(method: M, sample: Sample<M>) => void) => {

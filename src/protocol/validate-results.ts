@@ -75,6 +75,7 @@ const RESULTS: { [M in Method]: ResultParser<M> } = {
   'pubsub.history': listIn('messages', isPubSubMessage),
   'stream.open': record({ streamId: isNumber, chunkBytes: isNumber, window: isNumber }),
   'stream.close': empty,
+  'stream.leave': empty,
 };
 
 /** Validate the result of a request of `method` made with `params`. */

@@ -103,6 +103,7 @@ const PARAMS: { [M in Method]: ParamsParser<M> } = {
     });
   },
   'stream.close': (p) => (isUint32(p.streamId) ? ok({ streamId: p.streamId }) : bad('streamId must be a stream id')),
+  'stream.leave': (p) => (isUint32(p.streamId) ? ok({ streamId: p.streamId }) : bad('streamId must be a stream id')),
 };
 
 /**

@@ -1,0 +1,109 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { encodeChunk } from '../../src/protocol/messages.ts';
+import type { ServerFrame } from '../../src/protocol/messages.ts';
+import { Timeline } from '../rooms/timeline.ts';
+import type { Member } from '../rooms/types.ts';
+import { FanoutBudget } from './fanout-budget.ts';
+import { StreamBoard, type StreamLimits } from './streams.ts';
+
+const KiB = 1024;
+const LIMITS: StreamLimits = { sendSoftLimitBytes: 1024 * KiB, maxStreamBytes: 2 ** 32, streamChunkBytes: 64 * KiB, streamWindow: 16, streamHighWater: 1024 * KiB, maxBufferedBytes: 8192 * KiB };
+
+/** A member whose unsent bytes the test sets; what it was sent, as frames and chunks. */
+function member(id: string) {
+  const frames: ServerFrame[] = [];
+  const chunks: number[] = [];
+  const m = {
+    id,
+    grant: { canSubscribeData: true },
+    fanout: new FanoutBudget({ fanoutByteRate: 2 ** 40, fanoutByteBurst: 2 ** 40, broadcastByteRate: 2 ** 40, broadcastByteBurst: 2 ** 40 }),
+    link: {
+      bufferedAmount: 0,
+      send: (f: ServerFrame) => frames.push(f),
+      sendRaw: (d: Buffer) => frames.push(JSON.parse(String(d)) as ServerFrame),
+      sendBinary: (d: Uint8Array) => chunks.push(d.byteLength),
+    },
+  };
+  const aborts = () => frames.filter((f) => f.type === 'event' && f.name === 'stream.abort').map((f) => ((f as { data: { error: { reason: string } } }).data.error.reason));
+  return { m: m as unknown as Member, link: m.link, frames, chunks, aborts };
+}
+
+function board(members: ReturnType<typeof member>[], limits: Partial<StreamLimits> = {}) {
+  const all = members.map((x) => x.m);
+  return new StreamBoard({ ...LIMITS, ...limits }, () => all, (id) => all.find((m) => m.id === id), new Timeline());
+}
+
+const chunk = (streamId: number, seq: number, bytes: number) => Buffer.from(encodeChunk(streamId, seq, new Uint8Array(bytes)));
+
+describe('data streams at the relay', () => {
+  it('a recipient whose unsent bytes would pass half the slow-consumer cut is dropped from the stream (slow-recipient), never cut; the others get every chunk', () => {
+    const sender = member('s');
+    const slow = member('slow');
+    const fast = member('fast');
+    const streams = board([sender, slow, fast]);
+    const { streamId } = streams.open(sender.m, { size: 10 * 64 * KiB, kind: 'bytes' });
+    streams.chunk(sender.m, chunk(streamId, 0, 64 * KiB));
+    assert.equal(slow.chunks.length, 1);
+    slow.link.bufferedAmount = 4096 * KiB - 32 * KiB; // the next chunk would pass 4 MiB
+    streams.chunk(sender.m, chunk(streamId, 1, 64 * KiB));
+    assert.equal(slow.chunks.length, 1, 'not sent to it');
+    assert.deepEqual(slow.aborts(), ['slow-recipient']);
+    slow.link.bufferedAmount = 0;
+    streams.chunk(sender.m, chunk(streamId, 2, 64 * KiB));
+    assert.equal(slow.chunks.length, 1, 'dropped for good from this stream');
+    assert.equal(fast.chunks.length, 3);
+    assert.deepEqual(sender.aborts(), [], 'the stream goes on');
+  });
+
+  it('a sender more than a window past the last acknowledgement (held back by a recipient over the high-water mark) has its stream aborted', () => {
+    const sender = member('s');
+    const r = member('r');
+    const streams = board([sender, r]);
+    const { streamId } = streams.open(sender.m, { size: 100 * 64 * KiB, kind: 'bytes' });
+    r.link.bufferedAmount = 2048 * KiB; // over the high-water mark, under the drop
+    for (let seq = 0; seq <= LIMITS.streamWindow; seq++) streams.chunk(sender.m, chunk(streamId, seq, 64 * KiB));
+    const abort = sender.frames.find((f) => f.type === 'event' && f.name === 'stream.abort') as { data: { error: { message: string } } } | undefined;
+    assert.match(abort?.data.error.message ?? '', /past the last acknowledgement/);
+    assert.equal(r.chunks.length, LIMITS.streamWindow, 'the recipient got the window, not more');
+    streams.dispose();
+  });
+
+  it('a chunk without bytes aborts its stream (a one-byte stream of endless empty chunks filled its readers)', () => {
+    const sender = member('s');
+    const r = member('r');
+    const streams = board([sender, r]);
+    const { streamId } = streams.open(sender.m, { size: 1, kind: 'bytes' });
+    streams.chunk(sender.m, chunk(streamId, 0, 0));
+    assert.deepEqual(r.aborts(), ['bad-chunk']);
+    assert.deepEqual(sender.aborts(), ['bad-chunk']);
+    assert.equal(r.chunks.length, 0);
+  });
+
+  it('a recipient that leaves a stream is sent no more of it', () => {
+    const sender = member('s');
+    const r = member('r');
+    const other = member('o');
+    const streams = board([sender, r, other]);
+    const { streamId } = streams.open(sender.m, { size: 2, kind: 'bytes' });
+    streams.chunk(sender.m, chunk(streamId, 0, 1));
+    streams.leave(r.m, streamId);
+    streams.leave(r.m, 999); // unknown: nothing
+    streams.chunk(sender.m, chunk(streamId, 1, 1));
+    assert.deepEqual([r.chunks.length, other.chunks.length], [1, 2]);
+  });
+
+  it('a stream that carries nothing for the idle time is aborted for everyone (stream-idle)', async () => {
+    const sender = member('s');
+    const r = member('r');
+    const streams = board([sender, r], { streamIdleMs: 60 });
+    const { streamId } = streams.open(sender.m, { size: 100, kind: 'bytes' });
+    streams.chunk(sender.m, chunk(streamId, 0, 1));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.deepEqual(r.aborts(), []);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    assert.deepEqual(r.aborts(), ['stream-idle']);
+    assert.deepEqual(sender.aborts(), ['stream-idle']);
+    streams.dispose();
+  });
+});

@@ -1,0 +1,84 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import type { SdkError } from '../errors.ts';
+import { IncomingStream, type IncomingOwner } from './incoming-stream.ts';
+
+/** The room's side: an allowance of unread bytes, and who left. */
+function owner(max: number) {
+  let unread = 0;
+  const left: number[] = [];
+  const o: IncomingOwner & { left: number[]; unread: () => number } = {
+    hold: (n) => (unread + n > max ? false : ((unread += n), true)),
+    release: (n) => void (unread -= n),
+    leave: (s) => void left.push(s.id),
+    left,
+    unread: () => unread,
+  };
+  return o;
+}
+
+const info = (streamId: number, size: number) => ({ streamId, from: 'x', size, kind: 'bytes' as const, timestamp: 0 });
+const bytes = (n: number) => new Uint8Array(n);
+
+describe('incoming streams (SDK)', () => {
+  it('streams nobody reads are given up once the unread bytes of all of them would pass the allowance: the reader gets slow-recipient, the relay is told', async () => {
+    const room = owner(100);
+    const a = new IncomingStream(info(1, 1000), room);
+    const b = new IncomingStream(info(2, 1000), room);
+    a.push(0, bytes(60));
+    b.push(0, bytes(30));
+    b.push(1, bytes(30)); // would make 120
+    assert.deepEqual(room.left, [2]);
+    assert.equal(room.unread(), 60, 'what the given-up stream held is let go');
+    await assert.rejects(b.readAll(), (err: SdkError) => err.code === 'TIMEOUT' && err.reason === 'slow-recipient');
+    // a stream that is read as it comes never gets near it
+    const c = new IncomingStream(info(3, 300), room);
+    const read = c.readAll();
+    for (let i = 0; i < 10; i++) {
+      c.push(i, bytes(30));
+      await new Promise((r) => setImmediate(r));
+    }
+    c.end();
+    assert.equal((await read).byteLength, 300);
+  });
+
+  it('cancel, or leaving a for-await loop early, lets go of what waits and tells the relay; the loop ends without an error', async () => {
+    const room = owner(1000);
+    const s = new IncomingStream(info(7, 100), room);
+    s.push(0, bytes(10));
+    s.push(1, bytes(10));
+    for await (const chunk of s) {
+      assert.equal(chunk.byteLength, 10);
+      break;
+    }
+    assert.deepEqual(room.left, [7]);
+    assert.equal(room.unread(), 0);
+    s.push(2, bytes(10)); // late chunks are not kept
+    assert.equal(room.unread(), 0);
+    const t = new IncomingStream(info(8, 100), room);
+    const reading = (async () => {
+      let n = 0;
+      for await (const _ of t) n++;
+      return n;
+    })();
+    t.push(0, bytes(5));
+    await new Promise((r) => setImmediate(r));
+    t.cancel();
+    assert.equal(await reading, 1);
+    assert.deepEqual(room.left, [7, 8]);
+  });
+
+  it('more bytes than announced end the stream (bad-chunk); a hundred thousand chunks drain in order', async () => {
+    const room = owner(Infinity);
+    const s = new IncomingStream(info(1, 5), room);
+    s.push(0, bytes(5));
+    s.push(1, bytes(1));
+    await assert.rejects(s.readAll(), (err: SdkError) => err.reason === 'bad-chunk');
+    const many = new IncomingStream(info(2, 100_000), room);
+    for (let i = 0; i < 100_000; i++) many.push(i, Uint8Array.of(i & 0xff));
+    many.end();
+    const all = await many.readAll();
+    assert.equal(all.byteLength, 100_000);
+    assert.ok(all.every((v, i) => v === (i & 0xff)));
+  });
+});
