@@ -15,18 +15,12 @@ import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
 import { isId, isRecord } from '../../src/protocol/parse.ts';
+import { GuestTable, type Guest } from './guests.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
 /** How often a node that does not answer yet is asked again whether it lives (ms). */
 const ALIVE_WATCH_MS = 400;
-
-/** At the home, a member (or lobby joiner) whose connection is on another node. */
-interface Guest {
-  readonly link: RemoteLink;
-  port?: RoomPort;
-  place?: LobbyPlace;
-}
 
 /**
  * The room seam of a cluster node. Each room has one home node at a time, the holder of its
@@ -47,7 +41,7 @@ export class ClusterSeam implements RoomSeam {
   private readonly homes: RoomHomes;
   /** This node's connections to rooms homed elsewhere. */
   private readonly edges: ClusterEdges;
-  private readonly guests = new Map<string, Guest>();
+  private readonly guests: GuestTable;
   /** No node is declared dead before this time (ms since the epoch). */
   private judgeAfter = 0;
   /** Nodes found without a heartbeat at the last sweep: dead if still so at the next. */
@@ -61,6 +55,7 @@ export class ClusterSeam implements RoomSeam {
     private readonly observers: RoomObservers | null,
   ) {
     this.local = new LocalSeam(relay);
+    this.guests = new GuestTable(relay.frames);
     this.records = new RoomRecords(relay, bus, Math.max(30_000, relay.config.resumeGraceMs + 2 * LEASE_MS));
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
@@ -240,7 +235,7 @@ export class ClusterSeam implements RoomSeam {
 
   private guest(from: string, link: unknown): Guest | undefined {
     const id = str(link);
-    return id === null ? undefined : this.guests.get(`${from}\u0000${id}`);
+    return id === null ? undefined : this.guests.get(GuestTable.key(from, id));
   }
 
   /**
@@ -261,15 +256,25 @@ export class ClusterSeam implements RoomSeam {
     req: (from, { header: h }) => {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return;
-      const link = guest.link;
-      const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
-      guest.port.request(h.request as RequestFrame, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
+      const request = h.request as RequestFrame;
+      const queued = this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port, link }) => {
+        const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
+        port?.request(request, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
+      });
+      if (!queued && typeof request?.id === 'number') {
+        guest.link.send({ type: 'response', id: request.id, error: { code: 'RATE_LIMITED', kind: 'Request', message: "your token's requests are waiting at the room's node: slow down", reason: 'message-rate' } });
+      }
     },
     chunk: (from, { header: h, payload }) => {
       if (!payload) return;
-      this.guest(from, h.link)?.port?.chunk(Buffer.from(payload));
-      // taken off the bus, whoever it was for: the member's node may send its token more
-      if (typeof h.k === 'string') this.bus.send(from, { t: 'taken', k: h.k, bytes: payload.byteLength });
+      // taken once handled (in its token's turn), whoever it was for: the member's node may send its token more
+      const taken = () => {
+        if (typeof h.k === 'string') this.bus.send(from, { t: 'taken', k: h.k, bytes: payload.byteLength });
+      };
+      const guest = this.guest(from, h.link);
+      if (!guest?.port) return taken();
+      const bytes = Buffer.from(payload);
+      if (!this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port }) => port?.chunk(bytes), taken)) taken();
     },
     leave: (from, envelope) => this.guestLeft(from, envelope),
     hold: (from, envelope) => this.guestLeft(from, envelope),
@@ -406,7 +411,7 @@ export class ClusterSeam implements RoomSeam {
     const dead = new Set([...nodes].filter((n) => !alive.has(n) && this.missing.has(n)));
     this.missing = new Set([...nodes].filter((n) => !alive.has(n)));
     if (dead.size === 0) return;
-    for (const [key, guest] of [...this.guests]) {
+    for (const [key, guest] of this.guests.entries()) {
       if (!dead.has(guest.link.edge)) continue;
       this.guests.delete(key);
       // were it alive after all, its connection is cut, so that its client resumes and both agree
@@ -432,7 +437,7 @@ export class ClusterSeam implements RoomSeam {
       this.relay.seats.forget(member);
       return member.link;
     });
-    for (const [key, guest] of [...this.guests]) if (guest.port?.roomId === roomId && guest.port.member.project === project) this.guests.delete(key);
+    for (const [key, guest] of this.guests.entries()) if (guest.port?.roomId === roomId && guest.port.member.project === project) this.guests.delete(key);
     const quietly = this.observers ? this.observers.quietly.bind(this.observers) : <T>(fn: () => T) => fn();
     quietly(() => this.relay.rooms.delete(room));
     for (const link of links) if ('drop' in link && typeof link.drop === 'function') (link as MemberConnection).drop();
