@@ -655,6 +655,8 @@ function files(room) {
     list.append(h('li', {}, h('span', { textContent: `You shared ${file.name}` })));
   }));
   room.dataStream.on('stream', guard(async (stream) => {
+    // streams of other topics are not this page's: let them go (the relay sends no more of them)
+    if (stream.topic !== 'files') return stream.cancel();
     const item = h('li', {}, h('span', { textContent: `${stream.name ?? 'a file'} from ${room.remoteParticipants.get(stream.from)?.name ?? 'someone'} (${Math.ceil(stream.size / 1024)} KB)…` }));
     list.append(item);
     const blob = await stream.readBlob();
