@@ -16,8 +16,13 @@
  * Their scale: BENCH_PREAUTH, BENCH_ROOM_OPENERS, BENCH_TOPIC_VIEWERS, BENCH_CURSORS,
  * BENCH_CHURNERS, BENCH_AIMED, BENCH_PRESENCE; BENCH_VIEWERS for the normal room's audience. The relay runs with
  * what the `tessera-relay` command sets in V8 (`--heap-growth`); BENCH_HEAP_GROWTH=0 leaves V8's own.
+ * BENCH_SAMPLES=FILE writes every chat sample of both phases ([seconds into the phase, ms]) for a
+ * timeline. The table also says how long the relay's event loop waited for a core (its
+ * `/proc/PID/schedstat`: the machine's other processes, these clients, compete with it) and its
+ * own event-loop delay.
  */
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DEFAULTS } from '../relay/config.ts';
@@ -123,6 +128,10 @@ interface Phase {
   rssSeries: Array<[number, number]>;
   ipcTimeouts: number;
   cpu: number;
+  /** The relay's main thread runnable but waiting for a core (the run queue), a fraction of the phase. */
+  waited: number;
+  /** The relay's own event-loop delay over the phase (ms). */
+  relayLag: { p99: number; max: number };
   viewerChat: number;
   /** The chat's delay at each of the 1,000 viewers (publish → received), p50 / p99 / max. */
   viewerDelay: { p50: number; p99: number; max: number; n: number };
@@ -139,7 +148,7 @@ interface Phase {
   peaks: Map<string, number>;
 }
 const newPhase = (): Phase => ({
-  chat: [], floor: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0,
+  chat: [], floor: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0, waited: 0, relayLag: { p99: 0, max: 0 },
   viewerChat: 0, viewerDelay: { p50: 0, p99: 0, max: 0, n: 0 }, viewerFrames: 0, viewerBytes: 0, audienceCpu: 0, selfCpu: 0, selfLag: 0, audienceClosed: 0, sdkDisconnects: 0, victims: {}, peaks: new Map(),
 });
 const phases: Phase[] = [newPhase(), newPhase(), newPhase()]; // warm-up, alone, attack
@@ -212,8 +221,21 @@ async function audienceCounts() {
   return (await within(answer, 10_000))?.counts ?? null;
 }
 
-async function relayCpu(): Promise<{ cpu: { user: number; system: number }; at: number } | null> {
-  return within(ask<{ cpu: { user: number; system: number }; at: number }>(relay, { cmd: 'cpu' }), 10_000);
+/**
+ * Time the relay's main thread (its event loop) has spent runnable but waiting for a core, in ms:
+ * the second field of `/proc/PID/schedstat` (null where there is none). The machine's other
+ * processes (this one, the viewers', the hostile one) compete with it for two cores.
+ */
+function relayWaited(): number | null {
+  try {
+    return Number(readFileSync(`/proc/${relay.pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return null;
+  }
+}
+
+async function relayCpu(): Promise<{ cpu: { user: number; system: number }; at: number; lag: { p99: number; max: number } } | null> {
+  return within(ask<{ cpu: { user: number; system: number }; at: number; lag: { p99: number; max: number } }>(relay, { cmd: 'cpu' }), 10_000);
 }
 
 /** Run `fn` every `period` ms until `until` (ms since the epoch), at most `max` times. */
@@ -289,6 +311,7 @@ async function measure(index: number, seconds: number): Promise<void> {
   await audienceCounts(); // resets the viewers' counters
   const disconnectsBefore = sdkDisconnects;
   const cpuBefore = await relayCpu();
+  const waitedBefore = relayWaited();
   const selfBefore = process.cpuUsage();
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
@@ -358,7 +381,10 @@ async function measure(index: number, seconds: number): Promise<void> {
   phase.selfLag = lag.percentile(99) / 1e6;
   const self = process.cpuUsage(selfBefore);
   phase.selfCpu = (self.user + self.system) / 1000 / (performance.now() - startedAt);
+  const waitedAfter = relayWaited();
+  if (waitedBefore !== null && waitedAfter !== null) phase.waited = (waitedAfter - waitedBefore) / (performance.now() - startedAt);
   const cpuAfter = await relayCpu();
+  if (cpuAfter) phase.relayLag = cpuAfter.lag;
   if (cpuBefore && cpuAfter) phase.cpu = (cpuAfter.cpu.user + cpuAfter.cpu.system - cpuBefore.cpu.user - cpuBefore.cpu.system) / 1000 / (cpuAfter.at - cpuBefore.at);
   // late deliveries still count for the phase they were sent in
   await sleep(2000);
@@ -408,6 +434,8 @@ interface FloodStats {
 
 // ---- the table --------------------------------------------------------------------------
 const [, alone, attack] = phases as [Phase, Phase, Phase];
+// BENCH_SAMPLES=FILE: every chat sample ([seconds into the phase, round trip ms]) of both phases, for a timeline
+if (process.env.BENCH_SAMPLES) writeFileSync(process.env.BENCH_SAMPLES, JSON.stringify({ alone: alone.chatAt, attack: attack.chatAt }));
 const chatAlone = summary(alone.chat);
 const chatAttack = summary(attack.chat);
 const floorAlone = summary(alone.floor);
@@ -509,6 +537,8 @@ console.log(
       [`participants.list round trip, p99 (failed ${alone.listFailed} / ${attack.listFailed})`, ms(listAlone.p99), ms(listAttack.p99), `**${x(listAlone.p99, listAttack.p99)}**`, '≤ 2×'],
       [`relay event loop: IPC answer p50 / p99 (unanswered within 10 s: ${alone.ipcTimeouts} / ${attack.ipcTimeouts})`, `${ms(ipcAlone.p50)} / ${ms(ipcAlone.p99)}`, `${ms(ipcAttack.p50)} / ${ms(ipcAttack.p99)}`, x(ipcAlone.p99, ipcAttack.p99), ''],
       ['CPU, one core = 100 %: relay / viewers process / this process', cpuText(alone), cpuText(attack), '', ''],
+      ["the relay's event loop runnable but waiting for a core (another process had it), % of the time", pct(alone.waited), pct(attack.waited), '', ''],
+      ["the relay's own event-loop delay, p99 / max (5 ms resolution: a long synchronous block)", `${ms(alone.relayLag.p99)} / ${ms(alone.relayLag.max)}`, `${ms(attack.relayLag.p99)} / ${ms(attack.relayLag.max)}`, '', ''],
       ["this process's own event-loop delay, p99 (part of every round trip above)", ms(alone.selfLag), ms(attack.selfLag), '', ''],
       [
         `chat delay at every one of the ${int(VIEWERS)} viewers (the whole room, where the probes are the front of its fan-out; one process reads all their sockets, and its own delay is in this figure), p50 / p99 / max (samples)`,

@@ -3,6 +3,7 @@
  * answers one message per connection (`raw`, the floor), or every message (`echo`). Driven over IPC: `rss` reports memory
  * after a GC; `simulate` adds cheap in-process viewer members to a room (for paging at 100,000).
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { WebSocketServer } from 'ws';
 import { effectiveGrant } from '../src/protocol/grant.ts';
 import { parseCli } from '../relay/config.ts';
@@ -35,10 +36,16 @@ if (mode === 'relay') {
     ...(process.env.BENCH_RELAY_CONFIG ? (JSON.parse(process.env.BENCH_RELAY_CONFIG) as object) : {}),
   });
   const noop = { send() {}, sendRaw() {}, sendBinary() {}, close() {}, bufferedAmount: 0 };
+  // the relay's own event-loop delay since the last `cpu` question (a long synchronous block shows here)
+  const lag = monitorEventLoopDelay({ resolution: 5 });
+  lag.enable();
   process.on('message', (msg: { cmd: string; room?: string; count?: number; id?: number }) => {
     if (msg.cmd === 'exit') void relay.close().then(() => process.exit(0));
     if (msg.cmd === 'rss-now') send({ id: msg.id, rss: process.memoryUsage().rss });
-    if (msg.cmd === 'cpu') send({ id: msg.id, cpu: process.cpuUsage(), rss: process.memoryUsage().rss, at: performance.now() });
+    if (msg.cmd === 'cpu') {
+      send({ id: msg.id, cpu: process.cpuUsage(), rss: process.memoryUsage().rss, at: performance.now(), lag: { p99: lag.percentile(99) / 1e6, max: lag.max / 1e6 } });
+      lag.reset();
+    }
     if (msg.cmd === 'page-cost') {
       // the relay's own cost of a page of 100, without the network: walk the viewer tier
       const room = relay.context.rooms.get('default', msg.room!)!;
