@@ -7,9 +7,7 @@ import { RemotePort } from './links.ts';
 import { PressureWatch } from './pressure.ts';
 import { InputWindows } from './input-window.ts';
 import { presenceKey } from '../rooms/presence.ts';
-
-/** Tokens whose binary budget is remembered before the full ones are first forgotten. */
-const BINARY_PRUNE_AT = 1024;
+import { BucketMap } from '../data/bucket-map.ts';
 
 /** At this node, for a room homed elsewhere: one of its connections, by link id. */
 export interface Edge {
@@ -41,7 +39,7 @@ export class ClusterEdges {
    * signature, as the scheduler's flows): a hundred members of one shared token, each with a
    * budget of its own, pushed 280 MiB/s of frames no stream took through Redis.
    */
-  private readonly binary = new Map<string, TokenBucket>();
+  private readonly binary: BucketMap;
   private readonly messages: Record<string, EdgeMessage> = {
     taken: (from, { header: h }) => {
       if (typeof h.k === 'string' && typeof h.bytes === 'number' && h.bytes > 0) this.windows.taken(from, h.k, h.bytes);
@@ -75,6 +73,7 @@ export class ClusterEdges {
     private readonly relay: RelayContext,
     private readonly bus: NodeBus,
   ) {
+    this.binary = new BucketMap(() => new TokenBucket(relay.config.fanoutByteRate, relay.config.fanoutByteBurst));
     this.pressure = new PressureWatch(
       relay.config.streamHighWater,
       (home, link, bytes) => this.bus.send(home, { t: 'pressure', link, bytes }),
@@ -99,23 +98,10 @@ export class ClusterEdges {
     return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), this.binaryBudget(member), this.windows);
   }
 
-  /** The binary budget of the member's token, shared by its members here (the full ones are forgotten now and then). */
+  /** The binary budget of the member's token, shared by its members here. */
   private binaryBudget(member: PortMember): TokenBucket {
-    const key = presenceKey(member);
-    let bucket = this.binary.get(key);
-    if (!bucket) {
-      if (this.binary.size >= this.binaryPruneAt) {
-        for (const [k, b] of this.binary) if (b.full) this.binary.delete(k);
-        this.binaryPruneAt = Math.max(BINARY_PRUNE_AT, 2 * this.binary.size);
-      }
-      const { fanoutByteRate, fanoutByteBurst } = this.relay.config;
-      bucket = new TokenBucket(fanoutByteRate, fanoutByteBurst);
-      this.binary.set(key, bucket);
-    }
-    return bucket;
+    return this.binary.get(presenceKey(member));
   }
-
-  private binaryPruneAt = BINARY_PRUNE_AT;
 
   /** The nodes these connections' rooms are homed on. */
   homes(): Set<string> {

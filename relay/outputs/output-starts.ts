@@ -1,7 +1,5 @@
+import { BucketMap } from '../data/bucket-map.ts';
 import { TokenBucket } from '../data/token-bucket.ts';
-
-/** Rooms' outputs whose starts are remembered before the full ones are first forgotten. */
-const PRUNE_AT = 1024;
 
 /**
  * Starts of each output of each room, per minute (`--output-starts`), kept by the relay rather
@@ -11,15 +9,15 @@ const PRUNE_AT = 1024;
  * bounded by the outputs started within a minute.
  */
 export class OutputStarts {
-  private readonly buckets = new Map<string, TokenBucket>();
-  /** The size at which the full ones are next forgotten: twice what the last pass kept. */
-  private pruneAt = PRUNE_AT;
+  private readonly buckets: BucketMap;
 
   constructor(
     /** Starts a minute, and at most this many at once. */
     readonly perMinute: number,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
+    now: () => number = () => performance.now(),
+  ) {
+    this.buckets = new BucketMap(() => new TokenBucket(perMinute / 60, perMinute, now));
+  }
 
   /** Budgets remembered (for tests). */
   get size(): number {
@@ -28,18 +26,6 @@ export class OutputStarts {
 
   /** Take one start of `output` in the room; false when its budget is spent. */
   take(project: string, roomId: string, output: string): boolean {
-    const key = `${project}\u0000${roomId}\u0000${output}`;
-    let bucket = this.buckets.get(key);
-    if (!bucket) {
-      if (this.buckets.size >= this.pruneAt) this.prune();
-      bucket = new TokenBucket(this.perMinute / 60, this.perMinute, this.now);
-      this.buckets.set(key, bucket);
-    }
-    return bucket.take();
-  }
-
-  private prune(): void {
-    for (const [key, bucket] of this.buckets) if (bucket.full) this.buckets.delete(key);
-    this.pruneAt = Math.max(PRUNE_AT, 2 * this.buckets.size);
+    return this.buckets.get(`${project}\u0000${roomId}\u0000${output}`).take();
   }
 }

@@ -1,9 +1,8 @@
 import { TokenBucket } from '../data/token-bucket.ts';
+import { BucketMap } from '../data/bucket-map.ts';
 // an arrival or departure told to a member is charged as any room-wide event is
 import { BROADCAST_CHARGED_MEMBERS, BROADCAST_EVENT_BYTES } from '../data/fanout-budget.ts';
 
-/** Tokens whose budget is remembered before the full ones are first forgotten. */
-const PRUNE_AT = 4096;
 
 /** The key a member's token is known by in {@link PresenceBudgets}: its project and signature. */
 export function presenceKey(member: { readonly project: string; readonly tokenKey: string }): string {
@@ -29,14 +28,11 @@ export interface PresenceLimits {
  * left within a refill's time.
  */
 export class PresenceBudgets {
-  private readonly buckets = new Map<string, TokenBucket>();
-  /** The size at which the full ones are next forgotten: twice what the last pass kept, so a pass is paid for by as many joins. */
-  private pruneAt = PRUNE_AT;
+  private readonly buckets: BucketMap;
 
-  constructor(
-    private readonly limits: PresenceLimits,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
+  constructor(limits: PresenceLimits, now: () => number = () => performance.now()) {
+    this.buckets = new BucketMap(() => new TokenBucket(limits.presenceByteRate, limits.presenceByteBurst, now), 4096);
+  }
 
   /** Tokens remembered (for tests and metrics). */
   get size(): number {
@@ -45,12 +41,12 @@ export class PresenceBudgets {
 
   /** Whether a member of token `key` may arrive on stage now: false while its announcements are in debt. */
   mayAnnounce(key: string): boolean {
-    return this.buckets.get(key)?.hasCredit() ?? true;
+    return this.buckets.peek(key)?.hasCredit() ?? true;
   }
 
   /** Milliseconds until token `key` may announce again (0: now). */
   msUntilCredit(key: string): number {
-    return this.buckets.get(key)?.msUntilToken(0) ?? 0;
+    return this.buckets.peek(key)?.msUntilToken(0) ?? 0;
   }
 
   /**
@@ -60,18 +56,6 @@ export class PresenceBudgets {
   charge(key: string, bytes: readonly number[], recipients: number): void {
     let each = 0;
     for (const n of bytes) each += Math.max(BROADCAST_EVENT_BYTES, n);
-    let bucket = this.buckets.get(key);
-    if (!bucket) {
-      if (this.buckets.size >= this.pruneAt) this.prune();
-      bucket = new TokenBucket(this.limits.presenceByteRate, this.limits.presenceByteBurst, this.now);
-      this.buckets.set(key, bucket);
-    }
-    bucket.spend(each * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
-  }
-
-  /** Forget the tokens whose budget is whole again: a new bucket would be the same. */
-  private prune(): void {
-    for (const [key, bucket] of this.buckets) if (bucket.full) this.buckets.delete(key);
-    this.pruneAt = Math.max(PRUNE_AT, 2 * this.buckets.size);
+    this.buckets.get(key).spend(each * Math.min(Math.max(1, recipients), BROADCAST_CHARGED_MEMBERS));
   }
 }
