@@ -175,6 +175,32 @@ describe('issue 14: three relay nodes on one Redis', () => {
       await fresh.close();
     }
   });
+  it("a shared token's members on another node get what they would get at the home: each its own frame budget, not a share of one queue (120 publishes each, at once)", async () => {
+    const host = await rawJoin(nodes[0]!.url, token({ roomId: 'quiz', participantId: 'host', grant: { canSubscribeData: true } }), { participantId: 'host' });
+    await host.request('pubsub.subscribe', { topic: 'answers' });
+    // an audience at the home, so that each publish is work and the home is busy while they arrive
+    const audienceToken = token({ roomId: 'quiz', isViewer: true, grant: { canSubscribeData: true } });
+    const audience = await Promise.all(Array.from({ length: 100 }, () => rawJoin(nodes[0]!.url, audienceToken)));
+    await Promise.all(audience.map((a) => a.request('pubsub.subscribe', { topic: 'answers' })));
+    const shared = token({ roomId: 'quiz', grant: { canPublishData: true } });
+    const members = await Promise.all([0, 1, 2].map(() => rawJoin(nodes[1]!.url, shared)));
+    const ids: Array<[(typeof members)[number], number]> = [];
+    let id = 1000;
+    for (const m of members) {
+      for (let i = 0; i < 120; i++) {
+        m.send({ type: 'request', id, method: 'pubsub.publish', params: { topic: 'answers', payload: 'x'.repeat(500) } });
+        ids.push([m, id++]);
+      }
+    }
+    const refused: string[] = [];
+    for (const [m, rid] of ids) {
+      const answer = (await m.next((f) => f.type === 'response' && f.id === rid, 10_000)) as { error?: { reason?: string } };
+      if (answer.error) refused.push(answer.error.reason ?? '?');
+    }
+    assert.deepEqual(refused, [], 'every publish taken');
+    for (const c of [host, ...members, ...audience]) c.ws.close();
+  });
+
   it('a malformed message on the bus (an entry without its verdict, a resume without its frame, a type that is an object) is refused or logged, it never ends the node', async () => {
     const failures: unknown[] = [];
     const record = (err: unknown) => void failures.push(err);

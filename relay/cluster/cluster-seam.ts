@@ -262,7 +262,7 @@ export class ClusterSeam implements RoomSeam {
         port?.request(request, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
       });
       if (!queued && typeof request?.id === 'number') {
-        guest.link.send({ type: 'response', id: request.id, error: { code: 'RATE_LIMITED', kind: 'Request', message: "your token's requests are waiting at the room's node: slow down", reason: 'message-rate' } });
+        guest.link.send({ type: 'response', id: request.id, error: { code: 'RATE_LIMITED', kind: 'Request', message: "your requests are waiting at the room's node: slow down", reason: 'message-rate' } });
       }
     },
     chunk: (from, { header: h, payload }) => {
@@ -274,7 +274,8 @@ export class ClusterSeam implements RoomSeam {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return taken();
       const bytes = Buffer.from(payload);
-      if (!this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port }) => port?.chunk(bytes), taken)) taken();
+      // never refused: its node's input window bounds what waits
+      this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port }) => port?.chunk(bytes), taken, false);
     },
     leave: (from, envelope) => this.guestLeft(from, envelope),
     hold: (from, envelope) => this.guestLeft(from, envelope),

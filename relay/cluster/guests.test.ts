@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { FrameScheduler } from '../scheduler.ts';
 import type { RoomPort } from '../seam.ts';
-import { GuestTable, MAX_GUEST_TURNS, type Guest } from './guests.ts';
+import { GuestTable, MAX_GUEST_WAITING, type Guest } from './guests.ts';
 import type { RemoteLink } from './links.ts';
 
 const port = (tokenKey: string) => ({ member: { id: 'm', tier: 'viewer', project: 'p', tokenKey } }) as unknown as RoomPort;
@@ -16,7 +16,7 @@ describe('guests at a room\'s home', () => {
     table.set('b', guest('t1'));
     table.set('c', guest(null)); // a lobby joiner: no seat, no flow
     assert.equal(scheduler.flowCount, 1);
-    assert.equal(table.get('a')!.flow, table.get('b')!.flow);
+    assert.equal(table.get('a')!.turn!.flow, table.get('b')!.turn!.flow);
     table.delete('a');
     assert.equal(scheduler.flowCount, 1);
     table.set('b', guest('t2')); // replaced: the old one's flow is left
@@ -26,21 +26,25 @@ describe('guests at a room\'s home', () => {
     assert.equal(scheduler.flowCount, 0);
   });
 
-  it('work of a guest that left before its turn is not run (after still is); past MAX_GUEST_TURNS waiting, nothing is queued', async () => {
+  it('work of a guest that left before its turn is not run (after still is); past MAX_GUEST_WAITING of its own, requests are not queued, another guest of its token is not held back', async () => {
     const ran: string[] = [];
     const scheduler = new FrameScheduler({ defer: (fn) => void setImmediate(fn) });
     const table = new GuestTable(scheduler);
     const g = guest('t');
+    const h = guest('t');
     table.set('g', g);
+    table.set('h', h);
     // something waits: the scheduler is not open, work waits in its flow
     const other = scheduler.join('busy');
     scheduler.enqueue({ flow: other, queued: false, step: () => false });
     assert.equal(table.run('g', g, () => ran.push('first'), () => ran.push('after first')), true);
     let refused = 0;
-    for (let i = 0; i < MAX_GUEST_TURNS - 1 + 10; i++) if (!table.run('g', g, () => ran.push('more'))) refused++;
+    for (let i = 0; i < MAX_GUEST_WAITING - 1 + 10; i++) if (!table.run('g', g, () => ran.push('more'))) refused++;
     assert.equal(refused, 10, 'the rest refused at once');
+    assert.equal(table.run('g', g, () => ran.push('chunk'), undefined, false), true, 'unbounded work (chunks, bounded by their window) still waits its turn');
+    assert.equal(table.run('h', h, () => ran.push('h')), true, 'the same token\'s other guest has its own queue');
     table.delete('g');
     await new Promise((r) => setTimeout(r, 50));
-    assert.deepEqual(ran, ['after first'], 'the guest left before its turns: only after ran');
+    assert.deepEqual(ran, ['after first', 'h'], 'g left before its turns: only after ran; h ran');
   });
 });

@@ -2,7 +2,7 @@ import type { Connection } from '../connection.ts';
 import { Emitter, type Listener } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
 import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, type StreamInfo, type StreamOpenParams, type ReceivedError } from '../protocol/messages.ts';
-import { IncomingStream, MAX_UNREAD_BYTES, type IncomingOwner } from './incoming-stream.ts';
+import { IncomingStream, MAX_UNREAD_BYTES } from './incoming-stream.ts';
 
 /** Options of {@link DataStreams.send}. */
 export interface StreamSendOptions {
@@ -100,7 +100,7 @@ class Outgoing {
  * room.dataStream.on('stream', async (stream) => save(stream.name, await stream.readBlob()));
  * ```
  */
-export class DataStreams implements IncomingOwner {
+export class DataStreams {
   private readonly events = new Emitter<DataStreamEvents>();
   private readonly incoming = new Map<number, IncomingStream>();
   private readonly outgoing = new Map<number, Outgoing>();
@@ -112,6 +112,8 @@ export class DataStreams implements IncomingOwner {
    */
   maxUnreadBytes = MAX_UNREAD_BYTES;
   private unread = 0;
+  /** Streams the app let go of unread (garbage-collected) give their bytes back. */
+  private readonly unheld = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<{ unread: number }>((account) => this.release(account.unread)) : null;
 
   /** @internal */
   constructor(private readonly connection: Connection) {}
@@ -185,7 +187,9 @@ export class DataStreams implements IncomingOwner {
       if (info.size > 0) this.connection.request('stream.leave', { streamId: info.streamId }).catch(() => undefined);
       return;
     }
-    const stream = new IncomingStream(info, this);
+    const account = { unread: 0 };
+    const stream = new IncomingStream(info, this, account);
+    this.unheld?.register(stream, account);
     this.incoming.set(info.streamId, stream);
     this.events.emit('stream', stream);
     if (info.size === 0) this.ended(info.streamId);

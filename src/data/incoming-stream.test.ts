@@ -1,6 +1,10 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import type { SdkError } from '../errors.ts';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { encodeChunk } from '../protocol/messages.ts';
+import { DataStreams } from './data-stream.ts';
 import { IncomingStream, type IncomingOwner } from './incoming-stream.ts';
 
 /** The room's side: an allowance of unread bytes, and who left. */
@@ -80,5 +84,38 @@ describe('incoming streams (SDK)', () => {
     const all = await many.readAll();
     assert.equal(all.byteLength, 100_000);
     assert.ok(all.every((v, i) => v === (i & 0xff)));
+  });
+
+  it('a stream that ended unread gives its bytes back when cancelled or left early, and when the app lets go of it unread (garbage-collected)', async () => {
+    const room = owner(1000);
+    const ended = new IncomingStream(info(1, 20), room);
+    ended.push(0, bytes(10));
+    ended.push(1, bytes(10));
+    ended.end();
+    assert.equal(room.unread(), 20);
+    ended.cancel();
+    assert.equal(room.unread(), 0, 'cancelled after it ended');
+    const left = new IncomingStream(info(2, 20), room);
+    left.push(0, bytes(10));
+    left.push(1, bytes(10));
+    left.end();
+    for await (const _ of left) break;
+    assert.equal(room.unread(), 0, 'left early after it ended');
+    // the room's streams, with a stream the app never keeps
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const connection = { request: async () => ({}) } as unknown as ConstructorParameters<typeof DataStreams>[0];
+    const streams = new DataStreams(connection);
+    streams.on('stream', () => undefined);
+    streams.opened({ streamId: 9, from: 'x', size: 10, kind: 'bytes', timestamp: 0 });
+    streams.chunk(encodeChunk(9, 0, bytes(10)));
+    streams.ended(9);
+    const unread = () => (streams as unknown as { unread: number }).unread;
+    assert.equal(unread(), 10);
+    for (let i = 0; i < 20 && unread() > 0; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(unread(), 0, 'given back once the stream was collected');
   });
 });

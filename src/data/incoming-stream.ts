@@ -50,17 +50,21 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   /** Chunks not read yet: `queue[head]` is the next (a head index: shifting a long array is quadratic). */
   private queue: Uint8Array[] = [];
   private head = 0;
-  private unread = 0;
   private done = false;
   private error: SdkError | null = null;
   private wake: (() => void) | null = null;
   private reading = false;
   private nextSeq = 0;
 
-  /** @internal */
+  /**
+   * @internal
+   * @param account its unread bytes, shared with the owner: given back if the stream is dropped
+   *   by the app unread (garbage-collected), not only when it is read, cancelled or fails
+   */
   constructor(
     info: StreamInfo,
     private readonly owner: IncomingOwner | null = null,
+    private readonly account: { unread: number } = { unread: 0 },
   ) {
     this.id = info.streamId;
     this.from = info.from;
@@ -80,11 +84,11 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
       return this.giveUp(new SdkError('INTERNAL_ERROR', `more than the ${this.size} bytes the stream announced`, { reason: 'bad-chunk' }));
     }
     if (this.owner && !this.owner.hold(chunk.byteLength)) {
-      return this.giveUp(new SdkError('TIMEOUT', `not read fast enough: incoming streams held maxUnreadBytes unread (this one ${this.unread} bytes)`, { reason: 'slow-recipient' }));
+      return this.giveUp(new SdkError('TIMEOUT', `not read fast enough: incoming streams held maxUnreadBytes unread (this one ${this.account.unread} bytes)`, { reason: 'slow-recipient' }));
     }
     this.nextSeq++;
     this.received += chunk.byteLength;
-    this.unread += chunk.byteLength;
+    this.account.unread += chunk.byteLength;
     this.queue.push(chunk);
     this.signal();
   }
@@ -112,9 +116,10 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
    * reading: breaking out of `for await` does the same.
    */
   cancel(): void {
+    // an ended stream may still hold its bytes unread: they are let go all the same
+    this.drop();
     if (this.done || this.error) return;
     this.done = true;
-    this.drop();
     this.owner?.leave(this);
     this.signal();
   }
@@ -126,10 +131,10 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   }
 
   private drop(): void {
-    this.owner?.release(this.unread);
+    this.owner?.release(this.account.unread);
     this.queue = [];
     this.head = 0;
-    this.unread = 0;
+    this.account.unread = 0;
   }
 
   private signal(): void {
@@ -142,7 +147,7 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     if (this.head >= this.queue.length) return undefined;
     const chunk = this.queue[this.head]!;
     this.queue[this.head++] = EMPTY;
-    this.unread -= chunk.byteLength;
+    this.account.unread -= chunk.byteLength;
     this.owner?.release(chunk.byteLength);
     if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
       this.queue = this.queue.slice(this.head);
