@@ -1,6 +1,7 @@
 import { PresenceBudgets, type PresenceLimits } from './rooms/presence.ts';
 import { UnfinishedBudget } from './unfinished.ts';
 import { OutputStarts } from './outputs/output-starts.ts';
+import { TokenBucket } from './data/token-bucket.ts';
 
 /**
  * A quantity the relay holds on someone's behalf (bytes of history, subscriptions, lobby
@@ -55,6 +56,14 @@ export interface DomainBudgets {
   readonly subscriptions: Budget;
   /** Joiners with a domain-wide token waiting in lobbies. */
   readonly lobby: Budget;
+  /**
+   * Data bytes a second (pubsub payloads, shapes, answers: what each member's data budget
+   * counts) of all members that joined with a domain-wide token: however many connections a
+   * shared audience token has, or however many such tokens leaked, together they have this.
+   */
+  readonly bytes: TokenBucket;
+  /** Text bytes a second those members' connections are read and parsed at, together (the same rate). */
+  readonly text: TokenBucket;
 }
 
 /** The relay-wide ceilings, shared by every room. */
@@ -91,6 +100,7 @@ export interface BudgetLimits extends PresenceLimits {
   domainHistoryBytes: number;
   domainSubscriptions: number;
   domainLobby: number;
+  domainDataByteRate: number;
   outputStarts: number;
 }
 
@@ -115,6 +125,8 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
           history: new Budget(config.domainHistoryBytes, history),
           subscriptions: new Budget(config.domainSubscriptions, subscriptions),
           lobby: new Budget(config.domainLobby, lobby),
+          bytes: new TokenBucket(config.domainDataByteRate, 2 * config.domainDataByteRate),
+          text: new TokenBucket(config.domainDataByteRate, 2 * config.domainDataByteRate),
         };
         domains.set(project, part);
       }

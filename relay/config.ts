@@ -168,6 +168,8 @@ export interface RelayConfig {
   maxDomainRoomsPerProject: number;
   /** Bytes of history all rooms opened by one project's domain-wide tokens keep together. */
   domainHistoryBytes: number;
+  /** Data bytes a second of all members of one project that joined with domain-wide tokens (burst: twice). */
+  domainDataByteRate: number;
   /** Topic subscriptions all members of one project's domain-wide tokens hold together. */
   domainSubscriptions: number;
   /** Joiners with one project's domain-wide tokens all lobbies hold together. */
@@ -259,6 +261,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   maxDomainRoomsPerProject: 100,
   // half of each relay-wide pool: one project's leaked domain-wide token leaves the other half
   domainHistoryBytes: 128 * 1024 * 1024,
+  domainDataByteRate: 16 * 1024 * 1024,
   domainSubscriptions: 250_000,
   domainLobby: 5_000,
   maxTtlAdmin: 600,
@@ -424,6 +427,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--downloads-per-address', env: 'TESSERA_DOWNLOADS_PER_ADDRESS', help: `downloads one client address may have at once in each pool, 0 for no share (default ${DEFAULTS.downloadsPerAddress})`, apply: (c, v) => void (c.downloadsPerAddress = integer('--downloads-per-address', v, 0)) },
   { flag: '--download-min-rate', env: 'TESSERA_DOWNLOAD_MIN_RATE', help: `bytes/s a download must average after the HTTP idle time, or it is cut (default ${DEFAULTS.downloadMinRate})`, apply: (c, v) => void (c.downloadMinRate = integer('--download-min-rate', v, 1024)) },
   { flag: '--domain-history-bytes', env: 'TESSERA_DOMAIN_HISTORY_BYTES', help: `bytes of history in all rooms one project's domain-wide tokens opened (default ${DEFAULTS.domainHistoryBytes})`, apply: (c, v) => void (c.domainHistoryBytes = integer('--domain-history-bytes', v, 0)) },
+  { flag: '--domain-data-byte-rate', env: 'TESSERA_DOMAIN_DATA_BYTE_RATE', help: `data bytes/s of all members of one project that joined with domain-wide tokens, twice that in a burst (default ${DEFAULTS.domainDataByteRate})`, apply: (c, v) => void (c.domainDataByteRate = integer('--domain-data-byte-rate', v, 1024)) },
   { flag: '--domain-subscriptions', env: 'TESSERA_DOMAIN_SUBSCRIPTIONS', help: `topic subscriptions of all members of one project's domain-wide tokens (default ${DEFAULTS.domainSubscriptions})`, apply: (c, v) => void (c.domainSubscriptions = integer('--domain-subscriptions', v, 1)) },
   { flag: '--domain-lobby', env: 'TESSERA_DOMAIN_LOBBY', help: `joiners with one project's domain-wide tokens in all lobbies (default ${DEFAULTS.domainLobby})`, apply: (c, v) => void (c.domainLobby = integer('--domain-lobby', v, 1)) },
   { flag: '--max-domain-rooms', env: 'TESSERA_MAX_DOMAIN_ROOMS', help: `rooms per project that domain-wide tokens may open (default ${DEFAULTS.maxDomainRoomsPerProject})`, apply: (c, v) => void (c.maxDomainRoomsPerProject = integer('--max-domain-rooms', v, 0)) },

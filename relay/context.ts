@@ -111,6 +111,11 @@ export function spendBytes(scope: RequestScope, n: number): void {
     const { dataByteRate, dataByteBurst } = scope.relay.config;
     throw new RelayError('RATE_LIMITED', `at most ${dataByteRate} bytes of data per second (burst ${dataByteBurst})`, 'byte-rate');
   }
+  // a domain-wide token's members share their project's part, however many they are
+  if (scope.member.domainWide && !scope.relay.budgets.domain(scope.member.project).bytes.take(n)) {
+    scope.flooding();
+    throw new RelayError('RATE_LIMITED', `members of this project's domain-wide tokens together send at most ${scope.relay.config.domainDataByteRate} bytes of data per second`, 'byte-rate');
+  }
 }
 
 /**

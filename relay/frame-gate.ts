@@ -39,6 +39,8 @@ export function rawLength(data: RawData): number {
 export class FrameGate implements Turn {
   private readonly text: TokenBucket;
   private readonly textBytes: TokenBucket;
+  /** Text bytes shared with other connections (a project's domain-wide tokens), if any. */
+  private sharedText: TokenBucket | null = null;
   private readonly binary: TokenBucket;
   private held: Array<{ data: RawData; isBinary: boolean; bytes: number }> = [];
   private heldBytes = 0;
@@ -81,15 +83,25 @@ export class FrameGate implements Turn {
     this.flow = this.scheduler.join(key);
   }
 
+  /**
+   * From now on this connection's text bytes also spend `bucket`, shared with other connections
+   * (a project's domain-wide tokens): a crowd of them, each within its own rate, together are
+   * parsed at that rate, the rest waiting unread.
+   */
+  shareText(bucket: TokenBucket): void {
+    this.sharedText = bucket;
+  }
+
   /** Take what a frame costs: a frame token, and for text (parsed as JSON) its bytes. */
   private admit(isBinary: boolean, bytes: number): boolean {
     if (isBinary) return this.binaryDebtMs() <= 0 && this.binary.take();
-    if (this.text.msUntilToken() > 0 || this.textBytes.msUntilToken(bytes) > 0) return false;
+    if (this.text.msUntilToken() > 0 || this.textBytes.msUntilToken(bytes) > 0 || (this.sharedText?.msUntilToken(bytes) ?? 0) > 0) return false;
+    this.sharedText?.take(bytes);
     return this.text.take() && this.textBytes.take(bytes);
   }
 
   private wait(isBinary: boolean, bytes: number): number {
-    return isBinary ? Math.max(this.binaryDebtMs(), this.binary.msUntilToken()) : Math.max(this.text.msUntilToken(), this.textBytes.msUntilToken(bytes));
+    return isBinary ? Math.max(this.binaryDebtMs(), this.binary.msUntilToken()) : Math.max(this.text.msUntilToken(), this.textBytes.msUntilToken(bytes), this.sharedText?.msUntilToken(bytes) ?? 0);
   }
 
   /** A frame arrived from the parser. */

@@ -19,7 +19,7 @@ export interface MemberConnection extends MemberLink {
 }
 
 /** Who a port speaks for. */
-export type PortMember = Pick<Member, 'id' | 'tier' | 'project' | 'tokenKey'>;
+export type PortMember = Pick<Member, 'id' | 'tier' | 'project' | 'tokenKey' | 'domainWide'>;
 
 /** What a connection holds of the room it joined, wherever the room lives. */
 export interface RoomPort {

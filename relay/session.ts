@@ -256,6 +256,8 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     this.setState('joined');
     // its frames now use its token's share of the relay: every connection of one token shares one
     this.authenticated(`${port.member.project}\n${port.member.tokenKey}`);
+    // and a domain-wide token's are read at its project's shared rate
+    if (port.member.domainWide) this.gate.shareText(this.relay.budgets.domain(port.member.project).text);
     if (how === 'joined') {
       this.relay.counters.joins++;
       this.relay.log.info('joined', { participant: port.member.id, room: port.roomId, project: port.member.project, tier: port.member.tier });

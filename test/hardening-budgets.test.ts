@@ -333,4 +333,29 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     await room.pubsub.publish('t', 'still here');
     await room.leave();
   });
+
+  it("item 10: the members of one project's domain-wide tokens share one rate, however many connections or tokens (each connection's own budgets multiplied by a shared token's connections): their frames are read at it; a room-scoped token keeps its own", async () => {
+    const small = await startTestRelay({ domainDataByteRate: 64 * KiB });
+    try {
+      const shared = small.token({ grant: { canPublishData: true } }); // no roomId: domain-wide
+      const other = small.token({ grant: { canPublishData: true } }); // another domain-wide token of the project
+      const members = await Promise.all([shared, shared, shared, other].map((tok) => rawJoin(small.url, tok, { roomId: 'shared-rate' })));
+      const roomScoped = await rawJoin(small.url, small.token({ roomId: 'shared-rate', grant: { canPublishData: true } }));
+      const payload = 'x'.repeat(16 * KiB);
+      const began = performance.now();
+      // 4 × 4 × 16 KiB = 256 KiB: 128 KiB of burst, the rest at 64 KiB/s, whatever each connection's own 2 MiB burst
+      const answers = Promise.all(members.flatMap((m) => [0, 1, 2, 3].map(() => m.request('pubsub.publish', { topic: 't', payload }))));
+      await new Promise((r) => setTimeout(r, 200));
+      const mine = await roomScoped.request('pubsub.publish', { topic: 't', payload });
+      assert.equal(mine.error, undefined, 'a room-scoped token is not held back by them');
+      assert.ok(performance.now() - began < 1500, 'and is answered while they wait');
+      const all = await answers;
+      const took = performance.now() - began;
+      assert.ok(took >= 1500, `their 256 KiB took ${Math.round(took)} ms (at 64 KiB/s after the burst: about 2 s)`);
+      assert.equal(all.filter((a) => a.error).length, 0, 'waited, not refused');
+      for (const c of [...members, roomScoped]) c.ws.close();
+    } finally {
+      await small.close();
+    }
+  });
 });

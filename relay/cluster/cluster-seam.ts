@@ -491,6 +491,6 @@ function isResumeFrame(v: unknown): v is ResumeFrame {
 }
 
 function memberOf(port: RoomPort): PortMember {
-  const { id, tier, project, tokenKey } = port.member;
-  return { id, tier, project, tokenKey };
+  const { id, tier, project, tokenKey, domainWide } = port.member;
+  return { id, tier, project, tokenKey, domainWide };
 }
