@@ -1,14 +1,18 @@
 /**
  * Stream pressure at a member's node: a stream's chunks for a connection here that fill it past
- * the high-water mark are reported to its room's home (once), and reported again when it has
- * drained, so that the home holds the stream back for that member as for one of its own, instead
- * of this node cutting it as a slow consumer (a stream aimed at a member that does not read would
- * otherwise get it cut).
+ * the high-water mark are reported to its room's home, again at each further {@link REPORT_STEP}
+ * it fills, and when it has drained, so that the home holds the stream back for that member, and
+ * drops it from streams before its unsent data nears the slow-consumer cut, as for one of its
+ * own, instead of this node cutting it (streams aimed at a member that does not read, or reads
+ * slowly, would otherwise get it cut: eight streams each a window ahead pass 8 MiB before the
+ * home's one-second rule drops it).
  */
 import type { MemberConnection } from '../seam.ts';
 
 /** How often connections reported full are looked at again (ms). */
 const PRESSURE_CHECK_MS = 100;
+/** A full connection's unsent bytes are reported again each time they grow by this much. */
+export const REPORT_STEP = 1024 * 1024;
 
 /** A connection here of a room homed elsewhere. */
 export interface PressuredEdge {
@@ -19,7 +23,8 @@ export interface PressuredEdge {
 
 /** The connections of this node that a stream filled, until they drain. */
 export class PressureWatch {
-  private readonly full = new Map<string, PressuredEdge>();
+  /** The connections reported full, with the bytes last reported. */
+  private readonly full = new Map<string, { edge: PressuredEdge; reported: number }>();
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
@@ -32,15 +37,24 @@ export class PressureWatch {
 
   /** A chunk went to `edge`'s connection: report it if that filled it. */
   check(link: string, edge: PressuredEdge): void {
-    if (this.full.has(link) || edge.conn.bufferedAmount <= this.highWater) return;
-    this.full.set(link, edge);
-    this.report(edge.home, link, edge.conn.bufferedAmount);
+    const bytes = edge.conn.bufferedAmount;
+    const known = this.full.get(link);
+    if (known) {
+      if (known.edge === edge && bytes >= known.reported + REPORT_STEP) {
+        known.reported = bytes;
+        this.report(edge.home, link, bytes);
+      }
+      return;
+    }
+    if (bytes <= this.highWater) return;
+    this.full.set(link, { edge, reported: bytes });
+    this.report(edge.home, link, bytes);
     this.timer ??= setInterval(() => this.recheck(), PRESSURE_CHECK_MS);
     this.timer.unref();
   }
 
   private recheck(): void {
-    for (const [link, edge] of this.full) {
+    for (const [link, { edge }] of this.full) {
       const still = this.edgeOf(link) === edge;
       if (still && edge.conn.bufferedAmount > this.highWater) continue;
       this.full.delete(link);
