@@ -344,7 +344,13 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
       const payload = 'x'.repeat(16 * KiB);
       const began = performance.now();
       // 4 × 4 × 16 KiB = 256 KiB: 128 KiB of burst, the rest at 64 KiB/s, whatever each connection's own 2 MiB burst
-      const answers = Promise.all(members.flatMap((m) => [0, 1, 2, 3].map(() => m.request('pubsub.publish', { topic: 't', payload }))));
+      let id = 1000;
+      const publish = (m: RawClient) => {
+        const rid = id++;
+        m.send({ type: 'request', id: rid, method: 'pubsub.publish', params: { topic: 't', payload } });
+        return m.next((f) => f.type === 'response' && f.id === rid, 15_000);
+      };
+      const answers = Promise.all(members.flatMap((m) => [0, 1, 2, 3].map(() => publish(m))));
       await new Promise((r) => setTimeout(r, 200));
       const mine = await roomScoped.request('pubsub.publish', { topic: 't', payload });
       assert.equal(mine.error, undefined, 'a room-scoped token is not held back by them');
