@@ -56,6 +56,17 @@ export abstract class Connection implements MemberLink {
   private readonly countUnfinished = () => this.recountUnfinished();
   /** Cleared by each heartbeat, set by each frame and pong. */
   alive = true;
+  /**
+   * Whether the socket holds this turn's writes for one write at its end: the answers to a
+   * connection's frames handled in one turn of the event loop (a member's frames read in one
+   * chunk, handled in one slice of the scheduler) go out in one syscall, not one each; a flood
+   * of cheap requests cost the relay a syscall per answer, as much as a room of a thousand's chat.
+   */
+  private corked = false;
+  private readonly uncork = () => {
+    this.corked = false;
+    this.socket.uncork();
+  };
 
   /** @param owes how long until the member it speaks for has paid for its binary frames (see {@link FrameGate}) */
   constructor(
@@ -66,7 +77,7 @@ export abstract class Connection implements MemberLink {
   ) {
     const { config } = relay;
     const budget = { ...config, textByteBurst: Math.max(config.textByteBurst, config.maxFrameBytes * OVERSIZE_FACTOR) };
-    this.outbox = new Outbox(relay.delivery, (frames) => this.write(frames));
+    this.outbox = new Outbox(relay.delivery, (frames, own) => this.write(frames, own));
     this.gate = new FrameGate(ws, budget, (data, isBinary) => this.onFrame(data, isBinary), () => this.cut(CloseCode.FLOODING, 'flooding'), relay.budgets.held, relay.frames, owes);
     limitPayload(ws, config.maxJoinFrameBytes);
     // the budget before authentication is kept on the socket itself: frames, pings, partial frames alike
@@ -180,8 +191,14 @@ export abstract class Connection implements MemberLink {
    * Blob (the relay sends none), so none of its frames waits to be written after ours
    * (`ws-frame.test.ts` pins this).
    */
-  private write(frames: readonly OutFrame[]): void {
-    if (this.ws.readyState === this.ws.OPEN) writeFrames(this.socket, frames);
+  private write(frames: readonly OutFrame[], own: boolean): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    if (own && !this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(this.uncork);
+    }
+    writeFrames(this.socket, frames);
   }
 
   /**

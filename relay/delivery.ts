@@ -77,11 +77,12 @@ export class Outbox {
   held = false;
 
   /**
-   * @param write writes frames to the connection, in order, at once (one batch: it may cork the socket)
+   * @param write writes frames to the connection, in order, at once (one batch: it may cork the
+   *   socket); `own` when they end with a frame for this connection alone (see {@link send})
    */
   constructor(
     private readonly delivery: Delivery,
-    readonly write: (frames: readonly OutFrame[]) => void,
+    readonly write: (frames: readonly OutFrame[], own: boolean) => void,
   ) {}
 
   /** Bytes queued here and not yet handed to the socket. */
@@ -104,7 +105,7 @@ export class Outbox {
   send(data: Uint8Array, binary: boolean, fanout: boolean, lazy = false): void {
     if (fanout) return this.delivery.copy(this, data, binary, lazy);
     const framed = frame(data, binary);
-    if (this.idle) return this.writeNow(framed);
+    if (this.idle) return this.writeNow(framed, true);
     this.queue(framed);
   }
 
@@ -135,15 +136,15 @@ export class Outbox {
     return !this.scheduled && this.bytes <= LIGHT_BYTES;
   }
 
-  /** Write `frame` now, after what is held (see {@link idle}): one write. */
-  writeNow(frame: OutFrame): void {
-    if (!this.waiting) return this.write([frame]);
+  /** Write `frame` now, after what is held (see {@link idle}): one write. `own`: see the constructor. */
+  writeNow(frame: OutFrame, own = false): void {
+    if (!this.waiting) return this.write([frame], own);
     const batch = this.head ? this.frames.slice(this.head) : this.frames;
     batch.push(frame);
     this.frames = [];
     this.head = 0;
     this.bytes = 0;
-    this.write(batch);
+    this.write(batch, own);
   }
 
   /** Write everything queued now, in order (before a close frame). */
@@ -177,7 +178,7 @@ export class Outbox {
       }
     }
     this.bytes -= taken;
-    this.write(batch);
+    this.write(batch, false);
     return this.waiting;
   }
 

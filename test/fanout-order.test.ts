@@ -6,6 +6,8 @@
  * response never before a broadcast sent ahead of it, and `joined` comes first.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Delivery } from '../relay/delivery.ts';
 import { FrameScheduler } from '../relay/scheduler.ts';
@@ -95,5 +97,35 @@ describe('issue 11: in a crowded room, arrivals, departures and counts share the
     // the count of the crowd (coalesced) reaches every viewer too
     await until(() => members.slice(1).every((m) => m.frames.some((f) => f.type === 'event' && f.name === 'participant-count-changed')), 5000, 'the counts');
     for (const m of members) m.ws.close();
+  });
+});
+
+/** This process's write syscalls so far (Linux): the relay under test runs here. */
+function writeSyscalls(): number {
+  return Number(/^syscw:\s*(\d+)/m.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
+}
+
+describe('issue 11: the answers to a connection\'s frames handled in one turn share one write', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay();
+  });
+  after(() => t.close());
+
+  it('300 pings arriving at once are answered in a few writes, not a syscall each (a flood of cheap requests cost as many syscalls as a room\'s chat)', async () => {
+    const m = await rawJoin(t.url, t.token({ roomId: 'answers', isViewer: true, grant: {} }), { participantId: 'asker' });
+    const PINGS = 300;
+    const pongs = () => m.frames.filter((f) => f.type === 'pong').length;
+    const socket = (m.ws as unknown as { _socket: Socket })._socket;
+    const before = writeSyscalls();
+    // the pings in one write of the client, so that the relay reads them together
+    socket.cork();
+    for (let i = 0; i < PINGS; i++) m.send({ type: 'ping' });
+    socket.uncork();
+    await until(() => pongs() >= PINGS, 10_000, 'every pong');
+    const writes = writeSyscalls() - before;
+    assert.equal(pongs(), PINGS);
+    assert.ok(writes < PINGS / 10, `${writes} write syscalls for ${PINGS} answers`);
+    m.ws.close();
   });
 });
