@@ -3,7 +3,8 @@
  * answers one message per connection (`raw`, the floor), or every message (`echo`). Driven over IPC: `rss` reports memory
  * after a GC; `simulate` adds cheap in-process viewer members to a room (for paging at 100,000).
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { writeFileSync } from 'node:fs';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { WebSocketServer } from 'ws';
 import { effectiveGrant } from '../src/protocol/grant.ts';
 import { parseCli } from '../relay/config.ts';
@@ -12,10 +13,17 @@ import { startRelay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import type { Member } from '../relay/rooms/types.ts';
 import { FanoutBudget } from '../relay/data/fanout-budget.ts';
+import { Delivery } from '../relay/delivery.ts';
+import { FrameScheduler, type SchedulerOptions } from '../relay/scheduler.ts';
 
 const mode = process.argv[2];
 const send = (msg: unknown) => process.send!(msg);
 const gc = (globalThis as { gc?: () => void }).gc;
+
+function schedulerOptions(o: SchedulerOptions & { directMs?: number; holdMs?: number }) {
+  const frames = new FrameScheduler(o);
+  return { frames, delivery: new Delivery(frames, { ...(o.directMs !== undefined ? { directMs: o.directMs } : {}), ...(o.holdMs !== undefined ? { holdMs: o.holdMs } : {}) }) };
+}
 
 function memory() {
   gc?.();
@@ -34,13 +42,25 @@ if (mode === 'relay') {
     countIntervalMs: 500,
     joinTimeoutMs: 60_000,
     ...(process.env.BENCH_RELAY_CONFIG ? (JSON.parse(process.env.BENCH_RELAY_CONFIG) as object) : {}),
+    // BENCH_SCHEDULER='{"sliceMs":2}': the scheduler's and the delivery's tunables, for experiments
+    ...(process.env.BENCH_SCHEDULER ? schedulerOptions(JSON.parse(process.env.BENCH_SCHEDULER) as SchedulerOptions & { directMs?: number; holdMs?: number }) : {}),
   });
   const noop = { send() {}, sendRaw() {}, sendBinary() {}, close() {}, bufferedAmount: 0 };
   // the relay's own event-loop delay since the last `cpu` question (a long synchronous block shows here)
   const lag = monitorEventLoopDelay({ resolution: 5 });
   lag.enable();
+  // BENCH_GC_LOG=FILE: every garbage collection's pause ([wall-clock ms, ms, kind]), written at exit
+  const gcLog: Array<[number, number, number]> = [];
+  if (process.env.BENCH_GC_LOG) {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) gcLog.push([performance.timeOrigin + e.startTime, e.duration, ((e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0)]);
+    }).observe({ entryTypes: ['gc'] });
+  }
   process.on('message', (msg: { cmd: string; room?: string; count?: number; id?: number }) => {
-    if (msg.cmd === 'exit') void relay.close().then(() => process.exit(0));
+    if (msg.cmd === 'exit') {
+      if (process.env.BENCH_GC_LOG) writeFileSync(process.env.BENCH_GC_LOG, JSON.stringify(gcLog));
+      void relay.close().then(() => process.exit(0));
+    }
     if (msg.cmd === 'rss-now') send({ id: msg.id, rss: process.memoryUsage().rss });
     if (msg.cmd === 'cpu') {
       send({ id: msg.id, cpu: process.cpuUsage(), rss: process.memoryUsage().rss, at: performance.now(), lag: { p99: lag.percentile(99) / 1e6, max: lag.max / 1e6 } });
