@@ -106,6 +106,8 @@ export interface RelayConfig {
   outputStarts: number;
   /** Free bytes the media outputs leave on the disks they write to (0: no reserve). */
   diskMinFree: number;
+  /** Bytes one project's recordings and HLS may take on this relay's disks (0: no quota). */
+  diskQuota: number;
   /** Most open connections, joined or not. */
   maxConnections: number;
   /** Most connections that have not yet sent their join frame. */
@@ -233,6 +235,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   outputStartTimeoutMs: 15_000,
   outputStarts: 20,
   diskMinFree: 1024 * 1024 * 1024,
+  diskQuota: 16 * 1024 * 1024 * 1024,
   maxConnections: 50_000,
   maxPendingConnections: 2048,
   listenBacklog: 511,
@@ -397,6 +400,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--output-start-timeout', env: 'TESSERA_OUTPUT_START_TIMEOUT', help: `ms an output may take to start before it fails (default ${DEFAULTS.outputStartTimeoutMs})`, apply: (c, v) => void (c.outputStartTimeoutMs = integer('--output-start-timeout', v, 100)) },
   { flag: '--output-starts', env: 'TESSERA_OUTPUT_STARTS', help: `starts of one output of one room per minute, at most this many at once (default ${DEFAULTS.outputStarts})`, apply: (c, v) => void (c.outputStarts = integer('--output-starts', v, 1)) },
   { flag: '--disk-min-free', env: 'TESSERA_DISK_MIN_FREE', help: `bytes recordings and HLS leave free on their disks; 0 for none (default ${DEFAULTS.diskMinFree})`, apply: (c, v) => void (c.diskMinFree = integer('--disk-min-free', v, 0)) },
+  { flag: '--disk-quota', env: 'TESSERA_DISK_QUOTA', help: `bytes one project's recordings and HLS may take on this relay's disks; 0 for no quota (default ${DEFAULTS.diskQuota})`, apply: (c, v) => void (c.diskQuota = integer('--disk-quota', v, 0)) },
   { flag: '--max-connections', env: 'TESSERA_MAX_CONNECTIONS', help: `most open connections (default ${DEFAULTS.maxConnections})`, apply: (c, v) => void (c.maxConnections = integer('--max-connections', v, 1)) },
   { flag: '--max-pending', env: 'TESSERA_MAX_PENDING', help: `most connections not yet joined (default ${DEFAULTS.maxPendingConnections})`, apply: (c, v) => void (c.maxPendingConnections = integer('--max-pending', v, 1)) },
   { flag: '--listen-backlog', env: 'TESSERA_LISTEN_BACKLOG', help: `connections the kernel queues before the relay accepts them (default ${DEFAULTS.listenBacklog}; the OS may cap it)`, apply: (c, v) => void (c.listenBacklog = integer('--listen-backlog', v, 1)) },

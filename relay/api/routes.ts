@@ -16,6 +16,7 @@ import { pageBytes, tierPage } from '../handlers/participants.ts';
 import type { Room } from '../rooms/types.ts';
 import type { Caller } from './auth.ts';
 import type { BodyRule } from './body.ts';
+import { deleteRecordingHere } from './recordings.ts';
 
 /** The parameters of a path template: `rooms/:room` → `{ room: string }`. */
 export type PathParams<P extends string> = P extends `${infer A}/${infer B}` ? PathParams<A> & PathParams<B> : P extends `:${infer N}` ? { [K in N]: string } : {};
@@ -164,6 +165,16 @@ function publishData(call: ApiCall<'rooms/:room/data'>): PublishResult {
 }
 
 /**
+ * The route of one recording's files. On a cluster it runs at the node that wrote them (as
+ * downloads are served there), not at the room's home.
+ */
+export const RECORDING_ROUTE = 'rooms/:room/recordings/:recording';
+
+function deleteRecording(call: ApiCall<typeof RECORDING_ROUTE>): Promise<Record<string, never>> {
+  return deleteRecordingHere(call.relay, call.caller.project, call.params.room, call.params.recording);
+}
+
+/**
  * Where a route runs once its call is authorized and read: here (a single relay), or where its
  * room lives (a cluster node forwards it to the room's home).
  */
@@ -182,6 +193,7 @@ export const ROUTES: readonly Route[] = [
   route('POST', 'rooms/:room/outputs/:output/start', 'json', startOutput),
   route('POST', 'rooms/:room/outputs/:output/stop', 'none', stopOutput),
   route('POST', 'rooms/:room/data', 'json', publishData),
+  route('DELETE', RECORDING_ROUTE, 'none', deleteRecording),
 ];
 
 /**

@@ -8,10 +8,12 @@ import type { WireError } from '../../src/protocol/codes.ts';
 import { isId } from '../../src/protocol/parse.ts';
 import type { RoomPage, RoomSummary } from '../../src/protocol/server-api.ts';
 import { apiBudgets } from '../api/index.ts';
-import { ROUTES, roomsPage, roomsPageQuery, summariesHere, type ApiCall, type Route } from '../api/routes.ts';
+import { RECORDING_ROUTE, ROUTES, roomsPage, roomsPageQuery, summariesHere, type ApiCall, type Route } from '../api/routes.ts';
 import type { RelayContext } from '../context.ts';
 import { RelayError, toWireError } from '../errors.ts';
+import { RECORDING_ID } from '../outputs/storage.ts';
 import { clusterKey, type Envelope, type NodeBus } from './bus.ts';
+import { placeKey } from './node-files.ts';
 
 /** How long a forwarded call may take at the home: an output's start waits for its server (ms). */
 const FORWARD_TIMEOUT_MS = 15_000;
@@ -44,24 +46,44 @@ export class ClusterApi {
   /** Run a call where its room lives. */
   async run(route: Route, call: ApiCall<string>): Promise<unknown> {
     if (route.path === 'rooms') return this.listRooms(call);
+    if (route.path === RECORDING_ROUTE) return this.runAtWriter(route, call);
     const roomId = (call.params as { room?: unknown }).room;
     const { project } = call.caller;
     if (typeof roomId !== 'string' || !isId(roomId) || this.homeHere(project, roomId)) return route.handle(call);
     for (let attempt = 0; attempt < 2; attempt++) {
       const home = await this.bus.redis.get(clusterKey('home', project, roomId));
       if (home === null || home === this.bus.node) return route.handle(call);
-      let answer: Envelope;
-      try {
-        answer = await this.bus.call(home, { t: 'api', method: route.method, path: route.path, params: call.params, query: call.query.toString(), body: call.body, project, apiKey: call.caller.apiKey }, null, FORWARD_TIMEOUT_MS);
-      } catch {
-        throw new RelayError('INTERNAL_ERROR', "the node of this room did not answer: try again", 'internal');
-      }
-      const { result, error, notHome } = answer.header as { result?: unknown; error?: WireError; notHome?: boolean };
-      if (notHome === true) continue;
-      if (error) throw new RelayError(error.code, error.message, error.reason);
+      const { result, notHome } = await this.forward(home, route, call);
+      if (notHome) continue;
       return result;
     }
     return route.handle(call);
+  }
+
+  /**
+   * A call about a recording's files runs at the node that wrote them, as Redis names it for
+   * downloads (`node-files.ts`); here when Redis names none or this node.
+   */
+  private async runAtWriter(route: Route, call: ApiCall<string>): Promise<unknown> {
+    const id = (call.params as { recording?: unknown }).recording;
+    const node = typeof id === 'string' && RECORDING_ID.test(id) ? await this.bus.redis.get(placeKey('recording', id)) : null;
+    if (node === null || node === this.bus.node) return route.handle(call);
+    if (!(await this.bus.alive([node])).has(node)) throw new RelayError('INTERNAL_ERROR', 'the node that holds this recording is not running: try again once it is back', 'unreachable');
+    return (await this.forward(node, route, call)).result;
+  }
+
+  /** Run a call at another node: its result, or `notHome` when that node no longer holds the room. */
+  private async forward(node: string, route: Route, call: ApiCall<string>): Promise<{ result?: unknown; notHome: boolean }> {
+    let answer: Envelope;
+    try {
+      answer = await this.bus.call(node, { t: 'api', method: route.method, path: route.path, params: call.params, query: call.query.toString(), body: call.body, project: call.caller.project, apiKey: call.caller.apiKey }, null, FORWARD_TIMEOUT_MS);
+    } catch {
+      throw new RelayError('INTERNAL_ERROR', "the node of this room did not answer: try again", 'internal');
+    }
+    const { result, error, notHome } = answer.header as { result?: unknown; error?: WireError; notHome?: boolean };
+    if (notHome === true) return { notHome: true };
+    if (error) throw new RelayError(error.code, error.message, error.reason);
+    return { result, notHome: false };
   }
 
   /** The project's rooms in id order, wherever they live. */
@@ -120,7 +142,8 @@ export class ClusterApi {
     const route = ROUTES.find((r) => r.method === h.method && r.path === h.path);
     const params = h.params as Record<string, string> | undefined;
     if (!route || typeof h.apiKey !== 'string' || typeof params?.room !== 'string') return;
-    if (!this.homeHere(project, params.room)) return this.bus.answer(envelope, { notHome: true });
+    // a recording's files are where they were written, whatever the room's home
+    if (route.path !== RECORDING_ROUTE && !this.homeHere(project, params.room)) return this.bus.answer(envelope, { notHome: true });
     const call: ApiCall<string> = {
       relay: this.relay,
       caller: { project, apiKey: h.apiKey, budget: apiBudgets(this.relay).of(h.apiKey) },

@@ -14,7 +14,8 @@ const NODES_FRESH_MS = 1000;
 /** How long an HLS run's place is kept (s): a run is replaced at the room's next start, and old ones are the operator's. */
 const HLS_PLACE_S = 7 * 24 * 3600;
 const HTTP_KEY = clusterKey('http');
-const placeKey = (kind: FileKind, id: string) => clusterKey('file', kind, id);
+/** The Redis key naming the node that wrote a recording or an HLS run. */
+export const placeKey = (kind: FileKind, id: string) => clusterKey('file', kind, id);
 
 /** The cluster's view of its nodes' HTTP sides and of which node wrote which output files. */
 export class ClusterFiles implements PeerFiles, RoomObserver {

@@ -10,6 +10,8 @@ import { HlsRun } from './hls-run.ts';
 import { DEFAULT_COMPOSITE, finishAgain, requireFfmpeg, roomComposite, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
 import { mediaOutputStarted } from './media-stops.ts';
 import { diskFull, type DiskReserve } from './disk-reserve.ts';
+import { overQuota, type DiskQuota, type QuotaWatch } from './disk-quota.ts';
+import { diskUsage } from './disk-usage.ts';
 import { createRunDir, removeRunDir, UnsafeStorageError } from './storage.ts';
 
 /** The files of a run that `/hls` serves: the playlists and their segments (see `HLS_NAMES`). */
@@ -69,6 +71,8 @@ export interface HlsMedia {
   owner: object;
   /** The disk space the relay keeps free: no start below it, and a running HLS fails at it. */
   disk?: DiskReserve;
+  /** The disk space each project may take: no start at it, and a running HLS fails past it. */
+  quota?: DiskQuota;
 }
 
 /** How often the segment lists are read (ms): a segment reaches the playlist at most this late. */
@@ -90,6 +94,7 @@ export class HlsProvider implements OutputProvider {
   private off: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
   private offDisk: (() => void) | null = null;
+  private quotaWatch: QuotaWatch | null = null;
   private release: (() => void) | null = null;
   /** While `start` runs: a stop meanwhile leaves the relay's count of running outputs to the start's own cleanup. */
   private starting = false;
@@ -124,9 +129,11 @@ export class HlsProvider implements OutputProvider {
 
   private async begin(ffmpeg: string, seconds: number): Promise<OutputInfo['hls']> {
     await this.media.disk?.check(this.root, 'hls');
+    const quota = this.media.quota;
+    await quota?.check(this.ctx.project, 'hls');
     let dir: { runId: string; path: string };
     try {
-      dir = await createRunDir(this.root);
+      dir = await createRunDir(this.root, this.ctx.project);
     } catch (err) {
       if (err instanceof UnsafeStorageError) {
         this.ctx.log.error('HLS directory refused', { error: err.message });
@@ -134,10 +141,11 @@ export class HlsProvider implements OutputProvider {
       }
       throw err;
     }
+    this.quotaWatch = quota?.watch(this.ctx.project, dir.path, (used) => this.failed(overQuota('hls', used, quota.limit).toWire())) ?? null;
     const key = `${this.root}\u0000${this.ctx.project}\u0000${this.ctx.roomId}`;
     const previous = latestRun.get(key);
     latestRun.set(key, dir.path);
-    if (previous) await removeRunDir(previous).catch((err: Error) => this.ctx.log.warn('could not delete the previous HLS run', { error: err.message }));
+    if (previous) await this.removePrevious(previous);
     this.scratch = await scratchDir('hls');
     if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
     const size = this.media.size ?? DEFAULT_COMPOSITE;
@@ -174,6 +182,16 @@ export class HlsProvider implements OutputProvider {
     return { playlist: `/hls/${dir.runId}/index.m3u8` };
   }
 
+  /** Delete the room's previous run (one this process made), and give its bytes back to the project's quota. */
+  private async removePrevious(previous: string): Promise<void> {
+    try {
+      const { bytes } = await diskUsage([previous], { maxEntries: 10_000, maxDepth: 2 });
+      if (await removeRunDir(previous)) this.media.quota?.freed(this.ctx.project, bytes);
+    } catch (err) {
+      this.ctx.log.warn('could not delete the previous HLS run', { error: (err as Error).message });
+    }
+  }
+
   /** Stop the composite, list its last segments and end the playlists (`#EXT-X-ENDLIST`). */
   stop(): Promise<void> {
     this.stopping ??= this.finish();
@@ -186,6 +204,7 @@ export class HlsProvider implements OutputProvider {
       this.timer = null;
       this.offDisk?.();
       this.offDisk = null;
+      this.quotaWatch?.quiet();
       const composite = this.composite;
       this.composite = null;
       await composite?.stop();
@@ -196,7 +215,11 @@ export class HlsProvider implements OutputProvider {
       await this.scratch?.release().catch(() => undefined);
       this.scratch = null;
       // a stop during the start: the start's cleanup, which runs this again, gives the place back
+      // and says the files are final (the project's quota counts them as kept)
       if (!this.starting) {
+        const watch = this.quotaWatch;
+        this.quotaWatch = null;
+        await watch?.settle().catch(() => undefined);
         this.release?.();
         this.release = null;
       }

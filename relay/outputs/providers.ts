@@ -9,6 +9,8 @@ import { WhiteboardProvider } from './whiteboard.ts';
 import { Budget } from '../budget.ts';
 import type { CompositeSize } from './media-output.ts';
 import { DiskReserve } from './disk-reserve.ts';
+import { DiskQuota, setDiskQuota } from './disk-quota.ts';
+import { projectRecordingsDir, projectRuns } from './storage.ts';
 
 /** Where the local providers put what they produce. */
 export interface ProviderSettings {
@@ -34,15 +36,32 @@ export interface ProviderSettings {
   outputStartTimeoutMs?: number;
   /** Free bytes recordings and HLS leave on their disks (`--disk-min-free`, read at each look). */
   diskMinFree?: number;
+  /** Bytes one project's recordings and HLS may take on this relay's disks (`--disk-quota`, read at each look; 0: no quota). */
+  diskQuota?: number;
+}
+
+/** The per-project quota of recordings and HLS under these settings' directories. */
+function projectQuota(settings: ProviderSettings): DiskQuota {
+  const quota = new DiskQuota(
+    () => settings.diskQuota ?? DEFAULTS.diskQuota,
+    async (project) => {
+      const recordings = await projectRecordingsDir(settings.recordingsDir, project);
+      return [...(recordings === null ? [] : [recordings]), ...projectRuns(settings.hlsDir, project)];
+    },
+  );
+  // the server API's deletions give the bytes back
+  setDiskQuota(settings, quota);
+  return quota;
 }
 
 /** The relay's provider of each output. Replace an entry to plug in another implementation. */
 export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): ProviderFactories {
   const recognisers = new RecogniserPool(settings.transcriptionLimits);
   const disk = new DiskReserve(() => settings.diskMinFree ?? DEFAULTS.diskMinFree);
+  const quota = projectQuota(settings);
   return {
-    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, { ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings, disk }, settings.recordingTimelineBytes),
-    hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, failed, { segmentSeconds: settings.hlsSegmentSeconds, ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings, disk }),
+    recording: (ctx, failed) => new RecordingProvider(ctx, settings.recordingsDir, failed, { ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings, disk, quota }, settings.recordingTimelineBytes),
+    hls: (ctx, failed) => new HlsProvider(ctx, settings.hlsDir, failed, { segmentSeconds: settings.hlsSegmentSeconds, ffmpeg: settings.ffmpeg, size: settings.composite, owner: settings, disk, quota }),
     livestream: (ctx, failed) =>
       new LivestreamProvider(ctx, failed, {
         allowPrivateRtmp: settings.allowPrivateRtmp ?? false,

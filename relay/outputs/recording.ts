@@ -8,8 +8,9 @@ import type { TimedEvent } from '../rooms/timeline.ts';
 import { DEFAULT_COMPOSITE, finishAgain, requireFfmpeg, scratchDir, type CompositeSize, type ScratchDir } from './media-output.ts';
 import { mediaOutputStarted } from './media-stops.ts';
 import { diskFull, type DiskReserve } from './disk-reserve.ts';
+import { overQuota, type DiskQuota, type QuotaWatch } from './disk-quota.ts';
 import { CompositeRecording } from './recording-composite.ts';
-import { COMPOSITE_FILE, createExclusive, createRecordingDir, isRecordingFile, newRecordingId, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
+import { COMPOSITE_FILE, createExclusive, createRecordingDir, isRecordingFile, newRecordingId, recordingWritten, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
 
 /** The URL path of a file of a recording (served with a token of the room, see `relay/http.ts`). */
 export const recordingUrl = (recording: string, file: string) => `/recordings/${recording}/${file}`;
@@ -27,6 +28,8 @@ export interface RecordingMedia {
   owner: object;
   /** The disk space the relay keeps free: no start below it, and a running recording fails at it. */
   disk?: DiskReserve;
+  /** The disk space each project may take: no start at it, and a running recording fails past it. */
+  quota?: DiskQuota;
 }
 
 /** What a file of a recording is, by its name. */
@@ -47,6 +50,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
   private off: (() => void) | null = null;
   private offMedia: (() => void) | null = null;
   private offDisk: (() => void) | null = null;
+  private quotaWatch: QuotaWatch | null = null;
   private readonly recorders = new Set<Promise<{ stop(): Promise<void> }>>();
   /** Publications per participant and source, for the `--N` of a name. */
   private readonly published = new Map<string, number>();
@@ -114,6 +118,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
 
   private async begin(ffmpeg: string): Promise<OutputInfo['recording']> {
     await this.media.disk?.check(this.dir, 'recording');
+    await this.media.quota?.check(this.ctx.project, 'recording');
     const id = newRecordingId();
     let path: string;
     try {
@@ -125,6 +130,9 @@ export class RecordingProvider implements OutputProvider<'recording'> {
       }
       throw err;
     }
+    this.path = path;
+    const quota = this.media.quota;
+    this.quotaWatch = quota?.watch(this.ctx.project, path, (used) => this.failed(overQuota('recording', used, quota.limit).toWire())) ?? null;
     const timeline = join(path, TIMELINE_FILE);
     const out = (await createExclusive(timeline)).createWriteStream();
     out.on('error', (err) => this.failed({ code: 'INTERNAL_ERROR', kind: 'Network', message: `recording: ${err.message}`, reason: 'write-failed' }));
@@ -148,7 +156,6 @@ export class RecordingProvider implements OutputProvider<'recording'> {
         void recorder.then((r) => r.stop()).catch(() => undefined);
       };
     });
-    this.path = path;
     this.info = { recording: id, file: TIMELINE_FILE, url: recordingUrl(id, TIMELINE_FILE) };
     this.offDisk = this.media.disk?.watch(this.dir, (free) => this.failed(diskFull('recording', free, this.media.disk!.reserve).toWire())) ?? null;
     this.scratch = await scratchDir('recording');
@@ -176,6 +183,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
     try {
       this.offDisk?.();
       this.offDisk = null;
+      this.quotaWatch?.quiet();
       this.offMedia?.();
       this.offMedia = null;
       const recorders = [...this.recorders];
@@ -201,7 +209,12 @@ export class RecordingProvider implements OutputProvider<'recording'> {
       await this.scratch?.release().catch(() => undefined);
       this.scratch = null;
       // a stop during the start: the start's cleanup, which runs this again, gives the place back
+      // and says the files are final (the project's quota counts them as kept; they may be deleted)
       if (!this.starting) {
+        const watch = this.quotaWatch;
+        this.quotaWatch = null;
+        await watch?.settle().catch(() => undefined);
+        if (this.path) recordingWritten(this.path);
         this.release?.();
         this.release = null;
       }

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { BLOCK, diskUsage } from './disk-usage.ts';
 
 /** A storage root or directory that is not safe to use (a link, someone else's, writable by others). */
 export class UnsafeStorageError extends Error {}
@@ -214,14 +215,64 @@ export function roomSegments(project: string, roomId: string): [string, string] 
   return [encodeId(project), encodeId(roomId)];
 }
 
-/** Create (privately) the directory of a new recording: `<root>/<project>/<room>/<id>`. */
+/** Recording directories this process is writing: they cannot be deleted until {@link recordingWritten}. */
+const writingRecordings = new Set<string>();
+
+/**
+ * Create (privately) the directory of a new recording: `<root>/<project>/<room>/<id>`. It is
+ * being written from then on, until {@link recordingWritten}.
+ */
 export async function createRecordingDir(root: string, project: string, roomId: string, id: string): Promise<string> {
   let dir = (await privateRoot(root))!;
   for (const segment of roomSegments(project, roomId)) dir = await privateSubdir(dir, segment);
   const path = join(dir, id);
   await fsp.mkdir(path, { mode: 0o700 });
-  checkOwn(path, await fsp.lstat(path));
+  writingRecordings.add(path);
+  try {
+    checkOwn(path, await fsp.lstat(path));
+  } catch (err) {
+    writingRecordings.delete(path);
+    throw err;
+  }
   return path;
+}
+
+/** The recording of `path` has written its last file (or failed): it may be deleted now. */
+export function recordingWritten(path: string): void {
+  writingRecordings.delete(path);
+}
+
+/** The directory of a project's recordings, `<root>/<project>`, if it is there and the relay's own. */
+export async function projectRecordingsDir(root: string, project: string): Promise<string | null> {
+  const base = await privateRoot(root, false);
+  return base === null ? null : existingSubdir(base, encodeId(project));
+}
+
+/** What {@link deleteRecording} did. */
+export type RecordingDeletion = { deleted: true; bytes: number } | { deleted: false; why: 'missing' | 'writing' };
+
+/**
+ * Delete one finished recording of exactly this project and room: its directory, found level
+ * by level as {@link recordingDir} finds it (never a link, only the relay's own directories;
+ * `fs.rm` removes links inside without following them). A recording this process is still
+ * writing is left alone. `bytes`: what its files took, measured before (for the project's quota).
+ */
+export async function deleteRecording(root: string, project: string, roomId: string, id: string): Promise<RecordingDeletion> {
+  const dir = await recordingDir(root, project, roomId, id);
+  if (dir === null) return { deleted: false, why: 'missing' };
+  if (writingRecordings.has(dir)) return { deleted: false, why: 'writing' };
+  const { bytes } = await diskUsage([dir], { maxEntries: 10_000, maxDepth: 2 });
+  // the name goes first, so that a download or a second deletion finds nothing half-deleted
+  const doomed = join(dirname(dir), `.deleting-${randomBytes(8).toString('hex')}`);
+  try {
+    await fsp.rename(dir, doomed);
+  } catch (err) {
+    // another deletion took it first
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { deleted: false, why: 'missing' };
+    throw err;
+  }
+  await fsp.rm(doomed, { recursive: true, force: true });
+  return { deleted: true, bytes: bytes + BLOCK };
 }
 
 /**
@@ -277,18 +328,36 @@ export async function listRecordingFiles(root: string, project: string, roomId: 
 /** An HLS run id: 128 random bits as hex. */
 export const RUN_ID = /^[0-9a-f]{32}$/;
 
-/** Run directories this process created: the only ones it may ever delete. */
-const createdRuns = new Set<string>();
+/** Run directories this process created, with their project: the only ones it may ever delete. */
+const createdRuns = new Map<string, string>();
+/** The runs of each project, by storage root and project (what its quota counts). */
+const projectRunDirs = new Map<string, Set<string>>();
+const runsKey = (root: string, project: string) => `${resolve(root)}\u0000${project}`;
 
-/** Create the private directory of a new HLS run, `<root>/<runId>`. */
-export async function createRunDir(root: string): Promise<{ runId: string; path: string }> {
+/**
+ * Create the private directory of a new HLS run of `project`, `<root>/<runId>`. The run's URL
+ * carries only its id, so the project it belongs to is known to the process that made it.
+ */
+export async function createRunDir(root: string, project: string): Promise<{ runId: string; path: string }> {
   const base = (await privateRoot(root))!;
   const runId = randomBytes(16).toString('hex');
   const path = join(base, runId);
   await fsp.mkdir(path, { mode: 0o700 });
   checkOwn(path, await fsp.lstat(path));
-  createdRuns.add(path);
+  const key = runsKey(root, project);
+  createdRuns.set(path, key);
+  let runs = projectRunDirs.get(key);
+  if (!runs) projectRunDirs.set(key, (runs = new Set()));
+  runs.add(path);
   return { runId, path };
+}
+
+/**
+ * The HLS run directories of `project` under `root` that this process created and has not
+ * deleted (runs of an earlier process are not known to belong to anyone, and never deleted).
+ */
+export function projectRuns(root: string, project: string): string[] {
+  return [...(projectRunDirs.get(runsKey(root, project)) ?? [])];
 }
 
 /** The directory of an HLS run, if it is the relay's own; `null` otherwise. */
@@ -303,8 +372,11 @@ export async function runDir(root: string, runId: string): Promise<string | null
  * directory of ours (a link put in its place is left alone). Returns whether it deleted.
  */
 export async function removeRunDir(path: string): Promise<boolean> {
-  if (!createdRuns.has(path)) return false;
+  const key = createdRuns.get(path);
+  if (key === undefined) return false;
   createdRuns.delete(path);
+  projectRunDirs.get(key)?.delete(path);
+  if (projectRunDirs.get(key)?.size === 0) projectRunDirs.delete(key);
   const st = await lstatOrNull(path);
   if (!st) return false;
   try {

@@ -100,15 +100,15 @@ export const ERROR_REASONS = [
   'denied', 'ttl', 'aborted', 'replaced', 'not-waiting', 'lobby-full', 'lobby-cooldown',
   // budgets (RATE_LIMITED, PAYLOAD_TOO_LARGE)
   'message-rate', 'byte-rate', 'fanout-rate', 'join-rate', 'too-many-rooms', 'room-full', 'stage-full', 'too-many-topics', 'too-many-subscriptions',
-  'subscriptions-full', 'media-full', 'too-many-streams', 'history-budget', 'history-full', 'board-full', 'whiteboards-full', 'disk-full', 'output-rate',
+  'subscriptions-full', 'media-full', 'too-many-streams', 'history-budget', 'history-full', 'board-full', 'whiteboards-full', 'disk-full', 'disk-quota', 'output-rate',
   'frame-too-large', 'payload-too-large', 'stream-too-large', 'topic-too-long',
   // requests (INVALID_ARGUMENT, NOT_FOUND)
   'bad-frame', 'bad-join-frame', 'join-timeout', 'evicted', 'pre-auth-bytes', 'bad-chunk', 'bad-cursor', 'bad-sdp', 'bad-url', 'private-target', 'unsupported-version',
   'room-required', 'self', 'viewer-cannot-publish', 'wrong-kind', 'unknown-stream', 'unknown-subscription',
-  'unknown-participant', 'not-configured', 'not-published',
+  'unknown-participant', 'unknown-recording', 'not-configured', 'not-published',
   // state conflicts (INVALID_STATE)
   'waiting', 'already-joined', 'already-published', 'output-already-active', 'output-not-active',
-  'output-stopped', 'media-disabled', 'already-read',
+  'output-stopped', 'recording-active', 'media-disabled', 'already-read',
   // faults of the relay or its providers (INTERNAL_ERROR)
   'internal', 'provider-failed', 'write-failed', 'start-timeout', 'unsafe-storage', 'unreachable', 'refused',
   'rtmp-failed', 'rtmp-closed', 'ffmpeg-missing', 'ffmpeg-failed', 'asr-model-missing',

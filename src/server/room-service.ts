@@ -204,6 +204,24 @@ export class RoomService {
     return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'data'], undefined, { topic, payload, ...options });
   }
 
+  /**
+   * Delete one finished recording of a room: every file of it on the relay, which gives its
+   * bytes back to your project's disk quota (`--disk-quota`: at it, recordings and HLS do not
+   * start). The room need not be open. `NOT_FOUND` (`unknown-recording`) when the relay has no
+   * such recording of this room in your project; `INVALID_STATE` (`recording-active`) while it
+   * is still being written (stop it, and wait for `recording-ready`).
+   *
+   * @example
+   * ```ts
+   * // in your webhook handler, once the files are copied to your own storage:
+   * const event = receiver.receive(rawBody, req.headers.authorization);
+   * if (event.event === 'recording-ready') await service.deleteRecording(event.roomId, event.data.recording.recording);
+   * ```
+   */
+  async deleteRecording(roomId: string, recordingId: string): Promise<void> {
+    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId), 'recordings', nonEmpty('recordingId', recordingId)]);
+  }
+
   private token(): string {
     const now = Math.floor(Date.now() / 1000);
     return signJwt({ iss: this.apiKey, admin: true, iat: now, exp: now + this.tokenTtl }, this.secret);

@@ -1,0 +1,156 @@
+import { strict as assert } from 'node:assert';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import type { RelayError } from '../errors.ts';
+import { DiskQuota } from './disk-quota.ts';
+import { BLOCK, diskUsage } from './disk-usage.ts';
+import { createRecordingDir, deleteRecording, newRecordingId, recordingWritten } from './storage.ts';
+
+const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const KiB = 1024;
+
+describe('disk quota per project', () => {
+  const root = mkdtempSync(join(tmpdir(), 'tessera-quota-'));
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  /** A project's directory with `files` files of `size` bytes each. */
+  const project = (name: string, files: number, size: number) => {
+    const dir = join(root, name);
+    mkdirSync(join(dir, 'room'), { recursive: true });
+    for (let i = 0; i < files; i++) writeFileSync(join(dir, 'room', `f${i}`), Buffer.alloc(size));
+    return dir;
+  };
+
+  it('refuses a start at or over the quota (RATE_LIMITED, disk-quota), for that project only; 0 turns it off', async () => {
+    const dirs = new Map([
+      ['big', project('big', 4, 16 * KiB)],
+      ['small', project('small', 1, 100)],
+    ]);
+    let quota = 64 * KiB;
+    const q = new DiskQuota(() => quota, async (p) => [dirs.get(p)!]);
+    // 4 files of 16 KiB and their room's directory: over 64 KiB
+    await assert.rejects(q.check('big', 'recording'), (err: RelayError) => err.code === 'RATE_LIMITED' && err.reason === 'disk-quota' && err.message.startsWith('recording:'));
+    await q.check('small', 'recording');
+    assert.equal(await q.usage('small'), 2 * BLOCK, 'a file and a directory: a block each');
+    quota = 0;
+    await q.check('big', 'hls');
+  });
+
+  it('walks a project at most once per interval; what the relay adds or deletes meanwhile is counted without a walk', async () => {
+    const dir = project('cached', 2, 8 * KiB);
+    let now = 0;
+    let walks = 0;
+    const q = new DiskQuota(
+      () => 1024 * KiB,
+      async () => {
+        walks++;
+        return [dir];
+      },
+      { walkEveryMs: 1000, now: () => now },
+    );
+    const first = await q.usage('cached');
+    assert.equal(first, 2 * 8 * KiB + BLOCK, 'two 8 KiB files and their directory');
+    await Promise.all([q.usage('cached'), q.check('cached', 'recording'), q.usage('cached')]);
+    assert.equal(walks, 1, 'looks within the interval use the walk');
+    writeFileSync(join(dir, 'room', 'by-hand'), Buffer.alloc(8 * KiB));
+    assert.equal(await q.usage('cached'), first, 'a file added behind the relay is seen at the next walk only');
+    q.freed('cached', 8 * KiB);
+    assert.equal(await q.usage('cached'), first - 8 * KiB, 'a deletion counts at once');
+    assert.equal(walks, 1);
+    now = 1000;
+    assert.equal(await q.usage('cached'), first + 8 * KiB, 'the next walk sees the disk as it is (the deletion was only said)');
+    assert.equal(walks, 2);
+    q.forget('cached');
+    await q.usage('cached');
+    assert.equal(walks, 3, 'forget walks again at the next look');
+  });
+
+  it('running outputs are measured by one shared timer; past the quota every running output of that project is told once, never another project', async () => {
+    const dirs = new Map([
+      ['a', project('a', 0, 0)],
+      ['b', project('b', 0, 0)],
+    ]);
+    let walks = 0;
+    const q = new DiskQuota(
+      () => 64 * KiB,
+      async (p) => {
+        walks++;
+        return [dirs.get(p)!];
+      },
+      { intervalMs: 10, walkEveryMs: 60_000 },
+    );
+    const run = (p: string, name: string) => {
+      const d = join(dirs.get(p)!, 'room', name);
+      mkdirSync(d);
+      return d;
+    };
+    const a1 = run('a', 'rec1');
+    const a2 = run('a', 'rec2');
+    const b1 = run('b', 'rec1');
+    const told: string[] = [];
+    const w1 = q.watch('a', a1, () => told.push('a1'));
+    const w2 = q.watch('a', a2, () => told.push('a2'));
+    const wb = q.watch('b', b1, () => told.push('b1'));
+    assert.equal(q.watching, 3);
+    writeFileSync(join(a1, 'part'), Buffer.alloc(32 * KiB));
+    writeFileSync(join(b1, 'part'), Buffer.alloc(32 * KiB));
+    await tick(40);
+    assert.deepEqual(told, [], 'under the quota');
+    writeFileSync(join(a2, 'part'), Buffer.alloc(40 * KiB));
+    await tick(40);
+    assert.deepEqual(told.sort(), ['a1', 'a2'], "both of a's outputs, once each; b is under its own quota");
+    await tick(40);
+    assert.equal(told.length, 2, 'told once');
+    const walksBefore = walks;
+    await w1.settle();
+    assert.equal(q.watching, 2);
+    assert.ok((await q.usage('a')) > 64 * KiB, "a stopped output's files still count");
+    assert.equal(walks, walksBefore, 'without a walk');
+    wb.quiet();
+    writeFileSync(join(b1, 'more'), Buffer.alloc(64 * KiB));
+    await tick(40);
+    assert.deepEqual(told.sort(), ['a1', 'a2'], 'a quieted output is not told');
+    await wb.settle();
+    await w2.settle();
+    assert.equal(q.watching, 0, 'the timer stops with the last watch');
+  });
+
+  it('a project with more files than a walk looks at counts as over its quota', async () => {
+    const dir = project('many', 30, 1);
+    const q = new DiskQuota(() => 1024 * 1024 * KiB, async () => [dir], { maxEntries: 20 });
+    await assert.rejects(q.check('many', 'hls'), (err: RelayError) => err.reason === 'disk-quota' && /more than \d+ files/.test(err.message));
+  });
+
+  it('never follows a link and never reads past its depth', async () => {
+    const outside = project('outside', 8, 64 * KiB);
+    const dir = project('linked', 0, 0);
+    symlinkSync(outside, join(dir, 'room', 'link-to-dir'));
+    symlinkSync(join(outside, 'room', 'f0'), join(dir, 'room', 'link-to-file'));
+    const usage = await diskUsage([dir], { maxEntries: 100, maxDepth: 4 });
+    assert.deepEqual(usage, { bytes: 3 * BLOCK, entries: 3, complete: true }, 'the room directory and two links: a block each');
+    mkdirSync(join(dir, 'room', 'a', 'b', 'c', 'd'), { recursive: true });
+    const shallow = await diskUsage([dir], { maxEntries: 100, maxDepth: 2 });
+    assert.equal(shallow.entries, 4, 'room, its two links, a: nothing below level 2 is read');
+  });
+
+  it('deletes a finished recording only: never one being written, never through a link', async () => {
+    const rec = join(root, 'recordings');
+    const id = newRecordingId();
+    const path = await createRecordingDir(rec, 'p', 'r', id);
+    writeFileSync(join(path, 'timeline.jsonl'), Buffer.alloc(10 * KiB));
+    assert.deepEqual(await deleteRecording(rec, 'p', 'r', id), { deleted: false, why: 'writing' });
+    recordingWritten(path);
+    assert.deepEqual(await deleteRecording(rec, 'q', 'r', id), { deleted: false, why: 'missing' }, "another project's");
+    assert.deepEqual(await deleteRecording(rec, 'p', 'r', '../r'), { deleted: false, why: 'missing' }, 'not an id');
+    assert.deepEqual(await deleteRecording(rec, 'p', 'r', id), { deleted: true, bytes: 12 * KiB + BLOCK });
+    assert.deepEqual(await deleteRecording(rec, 'p', 'r', id), { deleted: false, why: 'missing' }, 'once');
+    const other = newRecordingId();
+    const target = await createRecordingDir(rec, 'p', 'elsewhere', other);
+    recordingWritten(target);
+    symlinkSync(target, join(rec, 'p', 'r', other));
+    assert.deepEqual(await deleteRecording(rec, 'p', 'r', other), { deleted: false, why: 'missing' }, 'a link in place of a recording');
+    assert.ok((await diskUsage([target], { maxEntries: 10, maxDepth: 1 })).complete);
+  });
+});

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { KeyStore } from '../relay/token/keys.ts';
+import { signJwt } from '../src/server/jwt.ts';
+import { mintToken } from '../src/server/mint.ts';
+import { RoomService } from '../src/server/room-service.ts';
+import type { Room } from '../src/room.ts';
+import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+
+const KiB = 1024;
+const QUOTA = 256 * KiB;
+const ALPHA = { key: 'alpha-key', secret: 'alpha-secret-0123456789abcdef' };
+const BETA = { key: 'beta-key', secret: 'beta-secret-0123456789abcdef' };
+type Project = typeof ALPHA;
+
+/** A raw server-API call (paths a URL parser would rewrite), answered with its status and body. */
+function rawCall(port: number, method: string, path: string, who: Project): Promise<{ status: number; body: { error?: { code: string; reason?: string } } }> {
+  const now = Math.floor(Date.now() / 1000);
+  const token = signJwt({ iss: who.key, admin: true, iat: now, exp: now + 60 }, who.secret);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString() || '{}') }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('disk quota per project (--disk-quota) and deleting recordings through the server API', () => {
+  let t: TestRelay;
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-quota-'));
+  const service = (who: Project) => new RoomService({ url: t.url, apiKey: who.key, secret: who.secret });
+  const host = (who: Project, roomId: string): Promise<Room> =>
+    t.join({ token: mintToken({ apiKey: who.key, secret: who.secret, roomId, participantId: 'host', grant: { canRecord: true, canHls: true, canPublishData: true } }) });
+
+  before(async () => {
+    const keys = new KeyStore();
+    keys.replaceProjects({ alpha: { keys: { [ALPHA.key]: ALPHA.secret }, revoked: [] }, beta: { keys: { [BETA.key]: BETA.secret }, revoked: [] } });
+    t = await startTestRelay({
+      keys,
+      recordingsDir: join(dir, 'rec'),
+      hlsDir: join(dir, 'hls'),
+      hlsSegmentSeconds: 1,
+      diskQuota: QUOTA,
+      composite: { width: 320, height: 180, fps: 10, videoKbps: 100 },
+    });
+  });
+  after(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a project past its quota: its running recording fails, its starts are refused (disk-quota) while another project records; a deletion frees the quota', async () => {
+    const alpha = await host(ALPHA, 'big');
+    const status = await alpha.recording.start();
+    const id = status.info!.recording!;
+    const failed = new Promise<{ state: string; error?: { code?: string; reason?: string } }>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the recording did not fail within 15 s')), 15_000);
+      const off = alpha.on('output-changed', (change) => {
+        if (change.output !== 'recording' || change.state === 'active') return;
+        off();
+        clearTimeout(timer);
+        resolve(change);
+      });
+    });
+    // the recording's timeline keeps every message: 5 × 60 KB is past 256 KiB
+    for (let i = 0; i < 5; i++) await alpha.pubsub.publish('chat', 'x'.repeat(60_000));
+    const change = await failed;
+    assert.equal(change.state, 'failed');
+    assert.equal(change.error?.code, 'RATE_LIMITED');
+    assert.equal(change.error?.reason, 'disk-quota');
+
+    for (const output of ['recording', 'hls'] as const) {
+      const err = await rejectsWith(alpha[output].start(), 'RATE_LIMITED');
+      assert.equal(err.reason, 'disk-quota', `${output} refused at the quota`);
+    }
+    const other = await host(ALPHA, 'another-room');
+    assert.equal((await rejectsWith(other.recording.start(), 'RATE_LIMITED')).reason, 'disk-quota', 'in every room of the project');
+    await assert.rejects(service(ALPHA).startOutput('another-room', 'recording'), (err: { code?: string; reason?: string }) => err.code === 'RATE_LIMITED' && err.reason === 'disk-quota');
+
+    const beta = await host(BETA, 'big');
+    const theirs = await beta.recording.start();
+    await beta.recording.stop();
+    assert.ok(theirs.info?.recording, 'another project on the same relay still records');
+
+    // another project's key cannot delete it, nor can a path or a malformed id
+    assert.equal((await rejectsWith(service(BETA).deleteRecording('big', id), 'NOT_FOUND')).reason, 'unknown-recording');
+    for (const path of [`big/recordings/..%2F..%2Fbeta`, `big/recordings/..`, `big/recordings/%2E%2E`, `..%2Fbig/recordings/${id}`, `big%2F..%2Fbig/recordings/${id}`, `big/recordings/${id.toUpperCase()}`, `big/recordings/${id}%00`]) {
+      const answer = await rawCall(t.relay.port, 'DELETE', `/api/v1/rooms/${path}`, ALPHA);
+      assert.equal(answer.status, 404, path);
+    }
+    assert.equal((await rejectsWith(service(ALPHA).deleteRecording('.', id), 'NOT_FOUND')).reason, 'unknown-recording');
+    assert.equal((await rejectsWith(service(ALPHA).deleteRecording('big', '..'), 'NOT_FOUND')).reason, 'unknown-recording');
+
+    // the failed recording's files are final once its stop has run: then it can be deleted, once
+    await until(
+      async () => {
+        try {
+          await service(ALPHA).deleteRecording('big', id);
+          return true;
+        } catch (err) {
+          assert.equal((err as { reason?: string }).reason, 'recording-active');
+          return false;
+        }
+      },
+      10_000,
+      'the failed recording deleted',
+    );
+    assert.equal((await rejectsWith(service(ALPHA).deleteRecording('big', id), 'NOT_FOUND')).reason, 'unknown-recording');
+
+    const again = await alpha.recording.start();
+    assert.ok(again.info?.recording, 'the freed quota lets the project record again');
+    const running = again.info!.recording!;
+    const busy = await rejectsWith(service(ALPHA).deleteRecording('big', running), 'INVALID_STATE');
+    assert.equal(busy.reason, 'recording-active', 'a recording being written is not deleted');
+    const answer = await rawCall(t.relay.port, 'DELETE', `/api/v1/rooms/big/recordings/${running}`, ALPHA);
+    assert.equal(answer.status, 409);
+    await alpha.recording.stop();
+    await service(ALPHA).deleteRecording('big', running);
+    await Promise.all([alpha.leave(), other.leave(), beta.leave()]);
+  });
+});
