@@ -64,9 +64,19 @@ export abstract class Connection implements MemberLink {
    */
   private corked = false;
   private readonly uncork = () => {
+    if (!this.corked) return;
     this.corked = false;
     this.socket.uncork();
   };
+
+  /**
+   * Drop the socket now, after handing it what this turn wrote (a destroyed socket discards what
+   * a cork still holds: the error and close frames written just before a cut).
+   */
+  private terminateNow(): void {
+    this.uncork();
+    this.ws.terminate();
+  }
 
   /** @param owes how long until the member it speaks for has paid for its binary frames (see {@link FrameGate}) */
   constructor(
@@ -87,7 +97,7 @@ export abstract class Connection implements MemberLink {
       if (this.preAuthBytes <= limit || !this.preAuth) return;
       relay.log.info('connection refused before join', { reason: 'pre-auth-bytes', bytes: this.preAuthBytes });
       this.refusedBeforeJoin();
-      ws.terminate();
+      this.terminateNow();
     };
     this.countPreAuth = (chunk) => {
       this.preAuthBytes += chunk.length;
@@ -150,7 +160,7 @@ export abstract class Connection implements MemberLink {
     this.gate.close();
     this.outbox.flush();
     this.ws.close(code, reason);
-    setTimeout(() => this.ws.terminate(), 1000).unref();
+    setTimeout(() => this.terminateNow(), 1000).unref();
   }
 
   /** Close the socket with `code` once what was sent before has gone out. */
@@ -226,7 +236,7 @@ export abstract class Connection implements MemberLink {
     if (this.over) return;
     this.relay.counters.cut++;
     this.close(code, reason);
-    this.ws.terminate();
+    this.terminateNow();
   }
 
   /** Heartbeat tick: drop a peer that did not answer the previous ping. */
@@ -234,7 +244,7 @@ export abstract class Connection implements MemberLink {
     if (!this.alive) {
       // cut like a dropped network: the member keeps its seat for the grace period
       this.relay.log.info('participant dropped: heartbeat timeout', this.who);
-      this.ws.terminate();
+      this.terminateNow();
       return;
     }
     this.alive = false;
@@ -246,10 +256,10 @@ export abstract class Connection implements MemberLink {
 
   /** Drop the socket at once, without a closing handshake. */
   protected terminate(): void {
-    this.ws.terminate();
+    this.terminateNow();
   }
 
   drop(): void {
-    this.ws.terminate();
+    this.terminateNow();
   }
 }

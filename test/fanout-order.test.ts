@@ -13,7 +13,7 @@ import { Delivery } from '../relay/delivery.ts';
 import { FrameScheduler } from '../relay/scheduler.ts';
 import { HOLD_ROOM_SIZE } from '../relay/rooms/memory-room.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
-import { rawJoin, type RawClient } from './raw.ts';
+import { rawConnect, rawJoin, type RawClient } from './raw.ts';
 
 const MEMBERS = 40;
 const ROUNDS = 60;
@@ -127,5 +127,25 @@ describe('issue 11: the answers to a connection\'s frames handled in one turn sh
     assert.equal(pongs(), PINGS);
     assert.ok(writes < PINGS / 10, `${writes} write syscalls for ${PINGS} answers`);
     m.ws.close();
+  });
+});
+
+describe('issue 11: a connection cut in the turn its answers were written still gets them, and its close frame', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({ maxPendingConnections: 1 });
+  });
+  after(() => t.close());
+
+  it('a joiner evicted for a newer socket gets its error frame and close 4002, every time (a destroyed socket drops what its cork holds)', async () => {
+    for (let i = 0; i < 10; i++) {
+      const first = await rawConnect(t.url);
+      const second = await rawConnect(t.url); // takes the only pending place: the first is evicted
+      const closed = await first.closed;
+      assert.equal(closed.code, 4002, `try ${i}: close ${closed.code}`);
+      assert.ok(first.frames.some((f) => f.type === 'error'), `try ${i}: the error frame before the close`);
+      second.ws.terminate();
+      await second.closed;
+    }
   });
 });
