@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,6 +15,7 @@ const KiB = 1024;
 const QUOTA = 256 * KiB;
 const ALPHA = { key: 'alpha-key', secret: 'alpha-secret-0123456789abcdef' };
 const BETA = { key: 'beta-key', secret: 'beta-secret-0123456789abcdef' };
+const GAMMA = { key: 'gamma-key', secret: 'gamma-secret-0123456789abcdef' };
 type Project = typeof ALPHA;
 
 /** A raw server-API call (paths a URL parser would rewrite), answered with its status and body. */
@@ -41,7 +42,7 @@ describe('disk quota per project (--disk-quota) and deleting recordings through 
 
   before(async () => {
     const keys = new KeyStore();
-    keys.replaceProjects({ alpha: { keys: { [ALPHA.key]: ALPHA.secret }, revoked: [] }, beta: { keys: { [BETA.key]: BETA.secret }, revoked: [] } });
+    keys.replaceProjects({ alpha: { keys: { [ALPHA.key]: ALPHA.secret }, revoked: [] }, beta: { keys: { [BETA.key]: BETA.secret }, revoked: [] }, gamma: { keys: { [GAMMA.key]: GAMMA.secret }, revoked: [] } });
     t = await startTestRelay({
       keys,
       recordingsDir: join(dir, 'rec'),
@@ -124,5 +125,36 @@ describe('disk quota per project (--disk-quota) and deleting recordings through 
     await alpha.recording.stop();
     await service(ALPHA).deleteRecording('big', running);
     await Promise.all([alpha.leave(), other.leave(), beta.leave()]);
+  });
+
+  it('a stopped HLS run that holds its project at the quota is deleted by the next HLS start in its room, and by the room\'s end (found by review: nothing could free it)', async () => {
+    const gamma = await host(GAMMA, 'h');
+    const failed = new Promise<string | undefined>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the HLS run did not reach the quota within 40 s')), 40_000);
+      const off = gamma.on('output-changed', (change) => {
+        if (change.output !== 'hls' || change.state === 'active' || change.state === 'starting') return;
+        off();
+        clearTimeout(timer);
+        resolve(change.error?.reason);
+      });
+    });
+    const first = await gamma.hls.start();
+    const firstRun = /\/hls\/([0-9a-f]{32})\//.exec(first.info!.playlist!)![1]!;
+    assert.equal(await failed, 'disk-quota', 'the run fails once its segments pass the quota');
+    const elsewhere = await host(GAMMA, 'elsewhere');
+    assert.equal((await rejectsWith(elsewhere.hls.start(), 'RATE_LIMITED')).reason, 'disk-quota', 'the stopped run still counts');
+    // its own room starts again: the run it replaces goes before the quota is looked at
+    const second = await gamma.hls.start();
+    const secondRun = /\/hls\/([0-9a-f]{32})\//.exec(second.info!.playlist!)![1]!;
+    assert.ok(!existsSync(join(dir, 'hls', firstRun)), 'the previous run is deleted');
+    await gamma.hls.stop();
+    assert.ok(existsSync(join(dir, 'hls', secondRun)), 'a stopped run stays while its room lives');
+    // the room ends: its last run goes, and the project records again
+    await gamma.leave();
+    await until(() => !existsSync(join(dir, 'hls', secondRun)), 10_000, 'the room\'s last run deleted when the room ended');
+    const status = await elsewhere.recording.start();
+    assert.ok(status.info?.recording, 'the quota is free again');
+    await elsewhere.recording.stop();
+    await elsewhere.leave();
   });
 });

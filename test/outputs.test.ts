@@ -148,7 +148,12 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     assert.equal((await fetch(`${http}/hls/o4/..%2f..%2fetc%2fpasswd`)).status, 404, 'nothing outside the HLS tree');
     assert.equal((await fetch(`${http}/hls/o4/index.m3u8`)).status, 404, 'the room id is not the URL');
     hlsPlaylist = status.info!.playlist!;
+    const runDir = join(dir, 'hls', hlsPlaylist.split('/')[2]!);
+    assert.ok(readFileSync(join(runDir, 'index.m3u8'), 'utf8').includes('#EXTM3U'), 'a stopped run stays while its room lives');
     await a.leave();
+    // the room is over: its last run goes with it (its project's disk quota is freed)
+    await until(() => !existsSync(runDir), 10_000, 'the room\'s last HLS run deleted at its end');
+    assert.equal((await fetch(playlist)).status, 404);
   });
 
   it('livestream: a URL that is not rtmp[s] is INVALID_ARGUMENT; nothing listening is CONNECTION_FAILED (the stream itself: test/livestream.test.ts)', async () => {
@@ -287,8 +292,7 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
   });
 
   it('files stay where the relay was told to write them', () => {
-    const run = hlsPlaylist.split('/')[2]!;
-    assert.ok(readFileSync(join(dir, 'hls', run, 'index.m3u8'), 'utf8').includes('#EXTM3U'));
+    assert.ok(hlsPlaylist.startsWith('/hls/'), 'the HLS run was written under --hls-dir (looked at in its own test, before its room ended)');
     assert.deepEqual(readdirSync(join(dir, 'rec')), ['default'], 'one directory per project');
     assert.ok(readdirSync(join(dir, 'rec', 'default')).includes('o3'), 'and per room');
   });

@@ -40,6 +40,12 @@ export interface OutputProvider<O extends OutputName = OutputName> {
   /** `options` as the protocol's parser let them through; absent when the caller gave none. */
   start(options: OutputOptions[O] | undefined): Promise<OutputInfo[O] | void>;
   stop(): Promise<OutputInfo[O] | void>;
+  /**
+   * The room is gone (after `stop`, if it ran): let go of what only the room's life kept (the
+   * last HLS run, which its audience could watch again until then). Called on the room's last
+   * provider of each output.
+   */
+  roomEnded?(): Promise<void>;
 }
 
 /** Makes the provider of an output for a room; `failed` reports a failure after start. */
@@ -90,6 +96,8 @@ export class OutputBoard {
   /** How each active output was started: what it is started with again elsewhere. */
   private readonly startedWith = new Map<OutputName, { by: string; options: unknown }>();
   private readonly running = new Map<OutputName, Running>();
+  /** The last provider made for each output, running or not (told when the room ends). */
+  private readonly last = new Map<OutputName, OutputProvider>();
   private disposed = false;
   /** Ends the start in progress of an output with an error (its stop, or its deadline). */
   private readonly cancels = new Map<OutputName, (error: RelayError) => void>();
@@ -137,6 +145,7 @@ export class OutputBoard {
     const factory: ProviderFactory<O> = this.factories[output];
     const provider: OutputProvider<O> = factory(this.ctx, (error) => this.fail(output, provider, error));
     this.running.set(output, provider);
+    this.last.set(output, provider as unknown as OutputProvider);
     let timer: NodeJS.Timeout | undefined;
     let cancel: ((error: RelayError) => void) | undefined;
     let timedOut = false;
@@ -204,6 +213,9 @@ export class OutputBoard {
         this.ctx.changed?.({ output, state: 'stopped' } as OutputChange);
       }),
     );
+    const last = [...this.last.values()];
+    this.last.clear();
+    await Promise.allSettled(last.map((provider) => provider.roomEnded?.()));
   }
 
   /**

@@ -31,7 +31,7 @@ const LIVE_ENTRIES = 10_000;
 /** The directories of a project's recordings and HLS runs on this relay. */
 export type ProjectDirs = (project: string) => Promise<string[]>;
 
-const mib = (bytes: number) => `${Math.ceil(bytes / 1048576)} MiB`;
+const mib = (bytes: number) => (bytes < 1048576 ? `${Math.ceil(bytes / 1024)} KiB` : `${Math.ceil(bytes / 1048576)} MiB`);
 
 /** The error of an output refused, or stopped, because its project is at its quota. */
 export const overQuota = (output: string, used: number, quota: number) =>

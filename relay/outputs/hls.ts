@@ -95,6 +95,8 @@ export class HlsProvider implements OutputProvider {
   private timer: NodeJS.Timeout | null = null;
   private offDisk: (() => void) | null = null;
   private quotaWatch: QuotaWatch | null = null;
+  /** This provider's run directory, once made. */
+  private runPath: string | null = null;
   private release: (() => void) | null = null;
   /** While `start` runs: a stop meanwhile leaves the relay's count of running outputs to the start's own cleanup. */
   private starting = false;
@@ -129,6 +131,14 @@ export class HlsProvider implements OutputProvider {
 
   private async begin(ffmpeg: string, seconds: number): Promise<OutputInfo['hls']> {
     await this.media.disk?.check(this.root, 'hls');
+    // the room's previous run goes first: it would be replaced anyway, and left in place a
+    // stopped run could hold its project at the quota with nothing the integrator can delete
+    const key = this.runKey;
+    const previous = latestRun.get(key);
+    if (previous) {
+      latestRun.delete(key);
+      await this.removeRun(previous);
+    }
     const quota = this.media.quota;
     await quota?.check(this.ctx.project, 'hls');
     let dir: { runId: string; path: string };
@@ -142,10 +152,8 @@ export class HlsProvider implements OutputProvider {
       throw err;
     }
     this.quotaWatch = quota?.watch(this.ctx.project, dir.path, (used) => this.failed(overQuota('hls', used, quota.limit).toWire())) ?? null;
-    const key = `${this.root}\u0000${this.ctx.project}\u0000${this.ctx.roomId}`;
-    const previous = latestRun.get(key);
+    this.runPath = dir.path;
     latestRun.set(key, dir.path);
-    if (previous) await this.removePrevious(previous);
     this.scratch = await scratchDir('hls');
     if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
     const size = this.media.size ?? DEFAULT_COMPOSITE;
@@ -182,8 +190,20 @@ export class HlsProvider implements OutputProvider {
     return { playlist: `/hls/${dir.runId}/index.m3u8` };
   }
 
-  /** Delete the room's previous run (one this process made), and give its bytes back to the project's quota. */
-  private async removePrevious(previous: string): Promise<void> {
+  /** The key of this room's latest run in {@link latestRun}. */
+  private get runKey(): string {
+    return `${this.root}\u0000${this.ctx.project}\u0000${this.ctx.roomId}`;
+  }
+
+  /** The room is gone: its last run goes (if it is still this one), and with it its place in the project's quota. */
+  async roomEnded(): Promise<void> {
+    if (!this.runPath || latestRun.get(this.runKey) !== this.runPath) return;
+    latestRun.delete(this.runKey);
+    await this.removeRun(this.runPath);
+  }
+
+  /** Delete a run of the room (one this process made), and give its bytes back to the project's quota. */
+  private async removeRun(previous: string): Promise<void> {
     try {
       const { bytes } = await diskUsage([previous], { maxEntries: 10_000, maxDepth: 2 });
       if (await removeRunDir(previous)) this.media.quota?.freed(this.ctx.project, bytes);
