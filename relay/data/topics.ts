@@ -1,6 +1,7 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
 import { eventFrameOfJson, messageJson, objectOfArray } from './raw-json.ts';
+import { ownCopy, release } from './own-bytes.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/member.ts';
@@ -46,8 +47,9 @@ export interface HistoryJournal {
 }
 
 /**
- * A kept message, as bytes: the serialised message (a view into the frame that was fanned
- * out), never the parsed payload, whose object graph can be twenty times its JSON.
+ * A kept message, as bytes: the serialised message (a copy of its part of the frame that was
+ * fanned out, in memory of its own: see `own-bytes.ts`), never the parsed payload, whose object
+ * graph can be twenty times its JSON.
  */
 interface Stored {
   seq: number;
@@ -228,7 +230,8 @@ export class TopicBoard {
       this.topics.set(name, topic);
     }
     if (topic.history.length === 0) this.topicsWithHistory++;
-    const stored: Stored = { seq, json, from, bytes, frameBytes, topic: name, gone: false, ...(to ? { to } : {}) };
+    // in memory of its own (not a view of the frame fanned out), given back when it is forgotten
+    const stored: Stored = { seq, json: ownCopy(json), from, bytes, frameBytes, topic: name, gone: false, ...(to ? { to } : {}) };
     topic.history.push(stored);
     this.order.push(stored);
     if (topic.history.length > this.limits.historySize) this.forget(topic.history[0]!);
@@ -259,6 +262,7 @@ export class TopicBoard {
     stored.gone = true;
     this.journal?.forgot(stored.seq);
     this.budgets.history.give(stored.bytes);
+    release(stored.json);
     const topic = this.topics.get(stored.topic)!;
     const at = topic.history.indexOf(stored);
     topic.history.splice(at, 1);
@@ -318,6 +322,7 @@ export class TopicBoard {
     this.budgets.history.give(this.budgets.history.inUse);
     for (const [member, names] of this.byMember) this.pool(member).give(names.size);
     this.byMember.clear();
+    for (let i = this.head; i < this.order.length; i++) if (!this.order[i]!.gone) release(this.order[i]!.json);
     this.topics.clear();
     this.order = [];
     this.head = 0;
