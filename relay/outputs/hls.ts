@@ -95,8 +95,6 @@ export class HlsProvider implements OutputProvider {
   private timer: NodeJS.Timeout | null = null;
   private offDisk: (() => void) | null = null;
   private quotaWatch: QuotaWatch | null = null;
-  /** This provider's run directory, once made. */
-  private runPath: string | null = null;
   private release: (() => void) | null = null;
   /** While `start` runs: a stop meanwhile leaves the relay's count of running outputs to the start's own cleanup. */
   private starting = false;
@@ -152,7 +150,6 @@ export class HlsProvider implements OutputProvider {
       throw err;
     }
     this.quotaWatch = quota?.watch(this.ctx.project, dir.path, (used) => this.failed(overQuota('hls', used, quota.limit).toWire())) ?? null;
-    this.runPath = dir.path;
     latestRun.set(key, dir.path);
     this.scratch = await scratchDir('hls');
     if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
@@ -195,11 +192,15 @@ export class HlsProvider implements OutputProvider {
     return `${this.root}\u0000${this.ctx.project}\u0000${this.ctx.roomId}`;
   }
 
-  /** The room is gone: its last run goes (if it is still this one), and with it its place in the project's quota. */
+  /**
+   * The room is gone: its latest run goes (whichever start made it: this one's may have been
+   * refused before it made one), and with it its place in the project's quota.
+   */
   async roomEnded(): Promise<void> {
-    if (!this.runPath || latestRun.get(this.runKey) !== this.runPath) return;
+    const run = latestRun.get(this.runKey);
+    if (!run) return;
     latestRun.delete(this.runKey);
-    await this.removeRun(this.runPath);
+    await this.removeRun(run);
   }
 
   /** Delete a run of the room (one this process made), and give its bytes back to the project's quota. */
