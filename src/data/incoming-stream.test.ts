@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { SdkError } from '../errors.ts';
+import { SdkError } from '../errors.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { encodeChunk } from '../protocol/messages.ts';
@@ -84,6 +84,24 @@ describe('incoming streams (SDK)', () => {
     const all = await many.readAll();
     assert.equal(all.byteLength, 100_000);
     assert.ok(all.every((v, i) => v === (i & 0xff)));
+  });
+
+  it('readAll gathers the bytes as they come: a stream that announces 1 GiB costs what arrived, and each chunk leaves the unread allowance as readAll takes it', async () => {
+    const room = owner(Infinity);
+    const before = process.memoryUsage().arrayBuffers;
+    const s = new IncomingStream(info(1, 2 ** 30), room);
+    const all = s.readAll();
+    for (let i = 0; i < 3; i++) {
+      s.push(i, bytes(1000));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(s.received, 3000);
+    assert.equal(room.unread(), 0, 'taken as they came, not left waiting for the end');
+    const grew = process.memoryUsage().arrayBuffers - before;
+    assert.ok(grew < 64 * 1024 * 1024, `${grew} bytes allocated for 3,000 received (never the announced size ahead of them)`);
+    // announced and never sent: the relay aborts it (stream-idle), and the reader hears of it
+    s.fail(new SdkError('TIMEOUT', 'the stream carried nothing for 60 s', { reason: 'stream-idle' }));
+    await assert.rejects(all, (err: SdkError) => err.reason === 'stream-idle');
   });
 
   it('a stream that ended unread gives its bytes back when cancelled or left early, and when the app lets go of it unread (garbage-collected)', async () => {
