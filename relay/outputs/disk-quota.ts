@@ -12,7 +12,7 @@
  * what an output left when it stopped and what a deletion freed are added to the walk's total.
  */
 import { RelayError } from '../errors.ts';
-import { diskUsage } from './disk-usage.ts';
+import { diskUsage, outputDirUsage } from './disk-usage.ts';
 
 /** How often running outputs' directories are measured (ms), as the disk reserve looks at free space. */
 export const QUOTA_CHECK_MS = 2_000;
@@ -25,8 +25,6 @@ export const QUOTA_WALK_MS = 60_000;
 export const QUOTA_MAX_ENTRIES = 100_000;
 /** Levels of a project's directories: room, recording, its files and `.composite/`, the composite's parts. */
 const PROJECT_DEPTH = 4;
-/** Entries of one running output's directory measured at most (its tracks, segments, parts). */
-const LIVE_ENTRIES = 10_000;
 
 /** The directories of a project's recordings and HLS runs on this relay. */
 export type ProjectDirs = (project: string) => Promise<string[]>;
@@ -59,7 +57,7 @@ interface ProjectUsage {
   /** Bytes of the last walk (`Infinity` when it stopped at its entry limit), and when it began. */
   walked: { bytes: number; at: number } | null;
   walking: Promise<void> | null;
-  /** The next look walks again, however recent the last walk (a deletion by hand, a failed walk). */
+  /** The next look walks again, however recent the last walk (the last one failed). */
   stale: boolean;
   /** Bytes the relay added (outputs that stopped) or freed (deletions) since the last walk began. */
   delta: number;
@@ -145,7 +143,7 @@ export class DiskQuota {
       settle: () =>
         (settled ??= (async () => {
           live.tell = null;
-          const { bytes } = await diskUsage([dir], { maxEntries: LIVE_ENTRIES, maxDepth: 2 });
+          const { bytes } = await outputDirUsage(dir);
           if (p.live.get(dir) !== live) return;
           p.live.delete(dir);
           p.delta += bytes;
@@ -157,11 +155,6 @@ export class DiskQuota {
   /** A deletion took `bytes` of the project's files away. */
   freed(project: string, bytes: number): void {
     this.project(project).delta -= bytes;
-  }
-
-  /** Walk the project again at its next look (its files changed behind the relay's back). */
-  forget(project: string): void {
-    this.project(project).stale = true;
   }
 
   /** Running outputs counted (for tests). */
@@ -215,7 +208,7 @@ export class DiskQuota {
     try {
       for (const [project, p] of [...this.projects]) {
         if (p.live.size === 0) continue;
-        for (const [dir, live] of [...p.live]) live.bytes = (await diskUsage([dir], { maxEntries: LIVE_ENTRIES, maxDepth: 2 })).bytes;
+        for (const [dir, live] of [...p.live]) live.bytes = (await outputDirUsage(dir)).bytes;
         const quota = this.quota();
         if (quota <= 0) continue;
         const used = await this.usage(project);

@@ -83,3 +83,11 @@ async function walk(dir: string, depth: number, limits: WalkLimits, usage: Usage
   }
   return true;
 }
+
+/** Entries of one output's directory (a recording, an HLS run: its tracks, segments, parts) looked at, at most. */
+export const OUTPUT_DIR_ENTRIES = 10_000;
+
+/** What one output's directory holds (its files and `.composite/` parts: two levels). */
+export function outputDirUsage(dir: string): Promise<Usage> {
+  return diskUsage([dir], { maxEntries: OUTPUT_DIR_ENTRIES, maxDepth: 2 });
+}

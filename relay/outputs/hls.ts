@@ -11,7 +11,7 @@ import { DEFAULT_COMPOSITE, finishAgain, requireFfmpeg, roomComposite, scratchDi
 import { mediaOutputStarted } from './media-stops.ts';
 import { diskFull, type DiskReserve } from './disk-reserve.ts';
 import { overQuota, type DiskQuota, type QuotaWatch } from './disk-quota.ts';
-import { diskUsage } from './disk-usage.ts';
+import { outputDirUsage } from './disk-usage.ts';
 import { createRunDir, removeRunDir, UnsafeStorageError } from './storage.ts';
 
 /** The files of a run that `/hls` serves: the playlists and their segments (see `HLS_NAMES`). */
@@ -206,7 +206,7 @@ export class HlsProvider implements OutputProvider {
   /** Delete a run of the room (one this process made), and give its bytes back to the project's quota. */
   private async removeRun(previous: string): Promise<void> {
     try {
-      const { bytes } = await diskUsage([previous], { maxEntries: 10_000, maxDepth: 2 });
+      const { bytes } = await outputDirUsage(previous);
       if (await removeRunDir(previous)) this.media.quota?.freed(this.ctx.project, bytes);
     } catch (err) {
       this.ctx.log.warn('could not delete the previous HLS run', { error: (err as Error).message });

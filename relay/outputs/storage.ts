@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { BLOCK, diskUsage } from './disk-usage.ts';
+import { BLOCK, outputDirUsage } from './disk-usage.ts';
 
 /** A storage root or directory that is not safe to use (a link, someone else's, writable by others). */
 export class UnsafeStorageError extends Error {}
@@ -261,7 +261,7 @@ export async function deleteRecording(root: string, project: string, roomId: str
   const dir = await recordingDir(root, project, roomId, id);
   if (dir === null) return { deleted: false, why: 'missing' };
   if (writingRecordings.has(dir)) return { deleted: false, why: 'writing' };
-  const { bytes } = await diskUsage([dir], { maxEntries: 10_000, maxDepth: 2 });
+  const { bytes } = await outputDirUsage(dir);
   // the name goes first, so that a download or a second deletion finds nothing half-deleted
   const doomed = join(dirname(dir), `.deleting-${randomBytes(8).toString('hex')}`);
   try {
