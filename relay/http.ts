@@ -5,6 +5,8 @@ import { bearer } from './api/auth.ts';
 import { serveApi } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
+import { BucketMap } from './data/bucket-map.ts';
+import { TokenBucket } from './data/token-bucket.ts';
 import { fromPeer, passToPeers, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
@@ -18,7 +20,7 @@ const MAX_PATH = 2048;
 const ALLOW = 'GET, HEAD';
 
 type Headers = Record<string, string | number>;
-type Refusal = { status: number; error: string; headers?: Headers };
+type Refusal = { status: number; error: string; reason?: string; headers?: Headers };
 
 function send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: string, headers: Headers = {}): void {
   res.writeHead(status, {
@@ -32,7 +34,7 @@ function send(req: IncomingMessage, res: ServerResponse, status: number, type: s
 }
 
 const json = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers?: Headers) => send(req, res, status, 'application/json', JSON.stringify(body), headers);
-const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) => json(req, res, r.status, { error: r.error }, r.headers);
+const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) => json(req, res, r.status, r.reason === undefined ? { error: r.error } : { error: r.error, reason: r.reason }, r.headers);
 const notFound = (req: IncomingMessage, res: ServerResponse) => json(req, res, 404, { error: 'not found' });
 const refusals = (req: IncomingMessage, res: ServerResponse): SendRefusals => ({
   notFound: () => notFound(req, res),
@@ -161,7 +163,7 @@ function failed(req: IncomingMessage, res: ServerResponse, relay: RelayContext, 
  * denied, downloads nothing) and was not removed from the room (on a cluster, at any node); it
  * sees exactly its project's room.
  */
-async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers: Peers): Promise<{ project: string; roomId: string } | Refusal> {
+async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers: Peers): Promise<{ project: string; roomId: string; tokenKey: string } | Refusal> {
   const token = bearer(req);
   const unauthorized = { 'www-authenticate': 'Bearer' };
   if (token === null) return { status: 401, error: 'INVALID_TOKEN: send Authorization: Bearer <token>', headers: unauthorized };
@@ -176,15 +178,45 @@ async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers:
   const bannedElsewhere = peers ? await peers.files.banned(project, claims.roomId, key, now).catch(() => null) : false;
   if (bannedElsewhere === null) return { status: 503, error: "the cluster's removals cannot be read now: try again", headers: { 'retry-after': 1 } };
   if (relay.bans.has(project, claims.roomId, key, now) || bannedElsewhere) return { status: 403, error: 'INVALID_PERMISSIONS: this token was removed from the room' };
-  return { project, roomId: claims.roomId };
+  return { project, roomId: claims.roomId, tokenKey: key };
 }
 
+const listingBudgets = new WeakMap<RelayContext, BucketMap>();
+
+/**
+ * The byte budget of a token's listings of recordings: what it is answered is charged to it at
+ * the member data-byte rate, as a member's answers are (a listing is a few hundred KiB of JSON
+ * made from a directory walk, free to ask for in a loop otherwise).
+ */
+function listingBudget(relay: RelayContext, project: string, tokenKey: string): TokenBucket {
+  let budgets = listingBudgets.get(relay);
+  if (!budgets) {
+    const { dataByteRate, dataByteBurst } = relay.config;
+    listingBudgets.set(relay, (budgets = new BucketMap(() => new TokenBucket(dataByteRate, dataByteBurst))));
+  }
+  return budgets.get(`${project}\u0000${tokenKey}`);
+}
+
+/**
+ * `GET /recordings`: the room's files, here and (on a cluster) at the other nodes. Asked while
+ * the token's listing budget is in debt it is refused `RATE_LIMITED` (`byte-rate`) before any
+ * directory is read; else the listing (bounded: `LISTING_LIMITS`) is made and its bytes spent,
+ * into debt if it is larger than what is left (a listing larger than the burst stays readable).
+ */
 async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: RelayContext, _connections: number, peers: Peers): Promise<void> {
   const access = await recordingAccess(req, relay, peers);
   if ('status' in access) return refuse(req, res, access);
+  const budget = listingBudget(relay, access.project, access.tokenKey);
+  if (!budget.hasCredit()) {
+    const { dataByteRate, dataByteBurst } = relay.config;
+    const wait = Math.max(1, Math.ceil(budget.msUntilToken(0) / 1000));
+    return refuse(req, res, { status: 429, error: `RATE_LIMITED: listings of recordings are paid at most ${dataByteRate} bytes per second per token (burst ${dataByteBurst}): try again in ${wait} s`, reason: 'byte-rate', headers: { 'retry-after': wait } });
+  }
   const here = await listRecordingFiles(relay.config.recordingsDir, access.project, access.roomId);
   const { files, truncated, unreachable } = peers?.pass ? await recordingsEverywhere(here, peers.files, req.headers.authorization) : { ...here, unreachable: 0 };
-  json(req, res, 200, { recordings: files.map((f) => ({ ...f, url: recordingUrl(f.recording, f.file) })), ...(truncated ? { truncated } : {}), ...(unreachable > 0 ? { unreachable } : {}) });
+  const body = JSON.stringify({ recordings: files.map((f) => ({ ...f, url: recordingUrl(f.recording, f.file) })), ...(truncated ? { truncated } : {}), ...(unreachable > 0 ? { unreachable } : {}) });
+  budget.spend(Buffer.byteLength(body));
+  send(req, res, 200, 'application/json', body);
 }
 
 async function downloadRecording(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: Peers, id: string, file: string): Promise<void> {

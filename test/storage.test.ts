@@ -8,7 +8,7 @@ import { createLogger } from '../relay/log.ts';
 import type { TappedTrack } from '../relay/media/board.ts';
 import type { OutputContext } from '../relay/outputs/board.ts';
 import { RecordingProvider } from '../relay/outputs/recording.ts';
-import { encodeId, privateRoot, UnsafeStorageError } from '../relay/outputs/storage.ts';
+import { encodeId, listRecordingFiles, privateRoot, UnsafeStorageError } from '../relay/outputs/storage.ts';
 import { Timeline } from '../relay/rooms/timeline.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import { tokenKey } from '../relay/token/identity.ts';
@@ -163,6 +163,63 @@ describe('issue 11: storage — one private directory per project and room, exac
     const fresh = t.token({ roomId: 'guarded', participantId: 'another-reader', grant: { canRecord: true } });
     assert.equal((await http('/recordings', fresh)).status, 200, 'another token of the room reads');
     assert.equal((await http('/recordings', t.token({ grant: {} }))).status, 403, 'a domain-wide token reads no room');
+  });
+
+  /** `count` finished recordings of `roomId` (project `default`) made by hand under `root`, each with `files` track files beside its timeline. */
+  function plantRecordings(root: string, roomId: string, count: number, files = 0): string[] {
+    const made: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const id = `2026-01-01T00-${String(Math.floor(i / 60)).padStart(2, '0')}-${String(i % 60).padStart(2, '0')}Z-abcdefgh`;
+      const path = join(root, encodeId('default'), encodeId(roomId), id);
+      mkdirSync(path, { recursive: true, mode: 0o700 });
+      writeFileSync(join(path, 'timeline.jsonl'), '{}\n');
+      for (let f = 1; f <= files; f++) writeFileSync(join(path, `host--camera${f > 1 ? `--${f}` : ''}.webm`), 'x');
+      made.push(id);
+    }
+    return made;
+  }
+
+  it("a listing of recordings pays its bytes from the token's byte budget: asked in a loop it is refused RATE_LIMITED (byte-rate), another token is not held back", async () => {
+    const root = join(dir, 'listing-budget');
+    plantRecordings(root, 'listed', 20);
+    const tight = await startTestRelay({ dataByteRate: 1024, dataByteBurst: 4096, recordingsDir: root, hlsDir: join(dir, 'listing-budget-hls') });
+    try {
+      const get = (tk: string) => rawHttp(tight.relay.port, request('/recordings', { Authorization: `Bearer ${tk}` }));
+      const token = tight.token({ roomId: 'listed', participantId: 'looper', grant: { canRecord: true } });
+      const first = await get(token);
+      assert.equal(first.status, 200);
+      assert.equal(ids(JSON.parse(first.body.toString()) as Listing).length, 20, 'a listing of ~3.4 KB is answered from a 4 KiB burst');
+      let refused: Awaited<ReturnType<typeof get>> | null = null;
+      for (let i = 0; i < 50 && !refused; i++) {
+        const res = await get(token);
+        if (res.status !== 200) refused = res;
+      }
+      assert.ok(refused, 'listings in a loop are refused once their bytes pass the budget');
+      assert.equal(refused.status, 429);
+      const body = JSON.parse(refused.body.toString()) as { error: string; reason: string };
+      assert.equal(body.reason, 'byte-rate');
+      assert.match(body.error, /^RATE_LIMITED: /);
+      assert.ok(Number(refused.headers['retry-after']) >= 1, 'it says when to come back');
+      const other = tight.token({ roomId: 'listed', participantId: 'someone-else', grant: { canRecord: true } });
+      assert.equal((await get(other)).status, 200, "another token's listings are paid from its own budget");
+    } finally {
+      await tight.close();
+    }
+  });
+
+  it('a listing reads a bounded number of directory entries: of the room (a directory each start makes) and of its recordings (a file each publication makes)', async () => {
+    const root = join(dir, 'listing-bounds');
+    plantRecordings(root, 'many', 30, 2);
+    const all = await listRecordingFiles(root, 'default', 'many');
+    assert.equal(all.files.length, 90, 'within the limits: every file of every recording');
+    assert.equal(all.truncated, false);
+    const fewRecordings = await listRecordingFiles(root, 'default', 'many', { roomEntries: 10, files: 1000 });
+    assert.ok(new Set(fewRecordings.files.map((f) => f.recording)).size <= 10, 'at most the room entries read');
+    assert.equal(fewRecordings.truncated, true);
+    const fewFiles = await listRecordingFiles(root, 'default', 'many', { roomEntries: 1000, files: 20 });
+    assert.ok(fewFiles.files.length <= 20, `at most the file entries read (${fewFiles.files.length})`);
+    assert.ok(fewFiles.files.length > 0);
+    assert.equal(fewFiles.truncated, true);
   });
 
   it('item 18: HLS captions carry stage events only: no chat messages, no streams, no viewers; names cannot forge cues', async () => {

@@ -301,26 +301,62 @@ export interface RecordingEntry {
 /** Most recordings one listing reads (newest first). */
 export const MAX_LISTED_RECORDINGS = 500;
 
-/** The files of the recordings of exactly this project and room, newest recording first. */
-export async function listRecordingFiles(root: string, project: string, roomId: string): Promise<{ files: RecordingEntry[]; truncated: boolean }> {
+/**
+ * What one listing reads at most: entries of the room's directory (a `canRecord` member can
+ * grow it by a directory at each start), and entries of its recordings' directories together
+ * (a recording holds a file per publication). Past either the listing is `truncated`; past the
+ * first it holds the newest of the entries read, not necessarily the room's newest.
+ */
+export const LISTING_LIMITS = Object.freeze({ roomEntries: 10_000, files: 10_000 });
+
+/** At most `max` names of a directory's entries, read as a stream; `complete` when there were no more. */
+async function readNames(path: string, max: number): Promise<{ names: string[]; complete: boolean }> {
+  const names: string[] = [];
+  const dir = await fsp.opendir(path, { bufferSize: 128 });
+  try {
+    for (;;) {
+      const entry = await dir.read();
+      if (entry === null) return { names, complete: true };
+      if (names.length >= max) return { names, complete: false };
+      names.push(entry.name);
+    }
+  } finally {
+    await dir.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The files of the recordings of exactly this project and room, newest recording first, reading
+ * at most `limits` entries ({@link LISTING_LIMITS}).
+ */
+export async function listRecordingFiles(root: string, project: string, roomId: string, limits: { roomEntries: number; files: number } = LISTING_LIMITS): Promise<{ files: RecordingEntry[]; truncated: boolean }> {
   let dir = await privateRoot(root, false);
   for (const segment of roomSegments(project, roomId)) {
     if (dir === null) break;
     dir = await existingSubdir(dir, segment);
   }
   if (dir === null) return { files: [], truncated: false };
-  const ids = (await fsp.readdir(dir)).filter((n) => RECORDING_ID.test(n)).sort().reverse();
+  const room = await readNames(dir, limits.roomEntries);
+  const ids = room.names.filter((n) => RECORDING_ID.test(n)).sort().reverse();
+  let truncated = !room.complete || ids.length > MAX_LISTED_RECORDINGS;
+  let left = limits.files;
   const files: RecordingEntry[] = [];
   for (const id of ids.slice(0, MAX_LISTED_RECORDINGS)) {
+    if (left <= 0) {
+      truncated = true;
+      break;
+    }
     const recording = await existingSubdir(dir, id);
     if (!recording) continue;
-    const names = (await fsp.readdir(recording).catch(() => [] as string[])).filter(isRecordingFile).sort();
-    for (const name of names) {
+    const read = await readNames(recording, left).catch(() => ({ names: [] as string[], complete: true }));
+    left -= read.names.length;
+    if (!read.complete) truncated = true;
+    for (const name of read.names.filter(isRecordingFile).sort()) {
       const st = await lstatOrNull(join(recording, name)).catch(() => null);
       if (st?.isFile()) files.push({ recording: id, file: name, size: st.size, startedAt: recordingStartedAt(id) });
     }
   }
-  return { files, truncated: ids.length > MAX_LISTED_RECORDINGS };
+  return { files, truncated };
 }
 
 // ---- HLS runs --------------------------------------------------------------------------------
