@@ -164,8 +164,14 @@ describe('issue 11: nothing crosses rooms, projects or identities', () => {
 
   it('item 20: join-frame ids and room ids cannot forge log lines: one JSON object per line', async () => {
     lines.length = 0;
+    // ids with line breaks (or any control character) are refused before anything is logged of them
+    const broken = await rawConnect(t.url);
+    const newlines = 'x\n{"time":"2026-01-01T00:00:00Z","level":"error","msg":"forged"}\r\n';
+    broken.send({ type: 'join', v: 1, token: p1({ roomId: 'other', grant: {} }), roomId: newlines, participantId: newlines });
+    assert.equal((await broken.closed).code, 4003, 'bad-join-frame');
+    // an id may hold quotes and braces: it stays inside its field
     const c = await rawConnect(t.url);
-    const forged = 'x\n{"time":"2026-01-01T00:00:00Z","level":"error","msg":"forged"}\r\n';
+    const forged = 'x","level":"error","msg":"forged"}{"a":"';
     c.send({ type: 'join', v: 1, token: p1({ roomId: 'other', grant: {} }), roomId: forged, participantId: forged });
     await c.closed;
     await until(() => lines.some((l) => l.includes('join refused')));

@@ -1,5 +1,5 @@
 /** Grant, token claims and their shape rules (DECISIONS.md, "Token validation" step 5). */
-import { isWellFormed } from './text.ts';
+import { idControl, isWellFormed } from './text.ts';
 
 /** A media source a participant may publish. */
 export type Source = 'camera' | 'microphone' | 'screen';
@@ -107,6 +107,11 @@ export function claimShapeProblem(payload: Record<string, unknown>): ClaimProble
     const value = payload[claim];
     if (value !== undefined && !(nonEmptyString(value) && isWellFormed(value as string))) {
       return { claim, problem: 'must be a non-empty, well-formed string' };
+    }
+    // ids are shown (rosters, dashboards, logs): no control or bidi control characters
+    const control = claim !== 'jti' && typeof value === 'string' ? idControl(value) : null;
+    if (control !== null) {
+      return { claim, problem: `must not hold control or bidi control characters (U+0000–U+001F, U+007F–U+009F, U+202A–U+202E, U+2066–U+2069): it holds ${control}` };
     }
   }
   if (payload.iat !== undefined && !Number.isFinite(payload.iat)) {

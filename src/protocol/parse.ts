@@ -1,6 +1,6 @@
 /** Small parsing helpers shared by the frame validators. */
 import type { Method, Params } from './messages.ts';
-import { isWellFormed } from './text.ts';
+import { idControl, isWellFormed } from './text.ts';
 
 /**
  * The outcome of a parse: a typed value, or a human-readable problem (`id`: of the request a
@@ -27,9 +27,13 @@ export function optionalString(value: unknown, max: number): boolean {
   return value === undefined || (typeof value === 'string' && value.length > 0 && value.length <= max);
 }
 
-/** A participant or room id: a non-empty, well-formed string of at most {@link MAX_ID_LENGTH} characters. */
+/**
+ * A participant or room id (and the ids of lists and subscriptions): a non-empty, well-formed
+ * string of at most {@link MAX_ID_LENGTH} characters without control or bidi control characters
+ * (`idControl`).
+ */
 export function isId(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH && isWellFormed(value);
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH && isWellFormed(value) && idControl(value) === null;
 }
 
 /** A parser of one method's parameters. */

@@ -38,6 +38,33 @@ describe('parseClientFrame', () => {
     assert.equal(claims({ roomId: 'r\ud83d\ude00', participantId: 'p' }), null);
   });
 
+  it('ids may not hold control characters (C0, DEL, C1) or bidi embedding, override and isolate controls: they forge what a log, roster or dashboard shows', () => {
+    const refused = ['\u0000', '\u0009', '\n', '\r', '\u001b', '\u001f', '\u007f', '\u0080', '\u0085', '\u009f', '\u202a', '\u202d', '\u202e', '\u2066', '\u2068', '\u2069'];
+    const request = (method: string, params: unknown) => parseClientFrame(JSON.stringify({ type: 'request', id: 1, method, params }));
+    for (const c of refused) {
+      const id = `evil${c}nimda`;
+      const join = (participantId: string, roomId: string) => parseClientFrame(JSON.stringify({ type: 'join', v: 1, token: 't', participantId, roomId }));
+      const asParticipant = join(id, 'r');
+      assert.ok(!asParticipant.ok && /participantId/.test(asParticipant.problem) && /control/.test(asParticipant.problem), JSON.stringify(c));
+      const asRoom = join('p', id);
+      assert.ok(!asRoom.ok && /roomId/.test(asRoom.problem), JSON.stringify(c));
+      assert.equal(request('participant.remove', { participantId: id }).ok, false, JSON.stringify(c));
+      assert.equal(request('pubsub.publish', { topic: 't', payload: 1, to: ['ok', id] }).ok, false, JSON.stringify(c));
+      assert.equal(request('lobby.admit', { participantIds: [id] }).ok, false, JSON.stringify(c));
+      assert.equal(request('participant.request-unpublish', { participantId: id, source: 'camera' }).ok, false, JSON.stringify(c));
+      assert.equal(request('media.subscribe', { participantId: id, source: 'camera' }).ok, false, JSON.stringify(c));
+      assert.equal(request('media.unsubscribe', { subscriptionId: id }).ok, false, JSON.stringify(c));
+      const claims = (extra: Record<string, unknown>) => claimShapeProblem({ iss: 'k', exp: 1, grant: {}, ...extra });
+      assert.equal(claims({ roomId: id })?.claim, 'roomId', JSON.stringify(c));
+      assert.equal(claims({ participantId: id })?.claim, 'participantId', JSON.stringify(c));
+    }
+    // their neighbours, and letters of right-to-left scripts, are ids like any other
+    for (const id of ['a b', 'a~b', 'a\u00a0b', 'caf\u00e9', 'a\u202fb', '\u05e9\u05dc\u05d5\u05dd', 'p\ud83d\ude00']) {
+      assert.ok(parseClientFrame(JSON.stringify({ type: 'join', v: 1, token: 't', participantId: id, roomId: id })).ok, JSON.stringify(id));
+      assert.equal(claimShapeProblem({ iss: 'k', exp: 1, grant: {}, roomId: id, participantId: id }), null, JSON.stringify(id));
+    }
+  });
+
   it('never throws on hostile objects where a string is expected (a toString that is not a function)', () => {
     for (const text of [
       '{"type":{"toString":1}}',

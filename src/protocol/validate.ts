@@ -129,8 +129,8 @@ export function parseJoinFrame(frame: Record<string, unknown>): Parsed<JoinFrame
   if (frame.type !== 'join') return bad('the first frame must be a join frame');
   if (typeof frame.v !== 'number') return bad('v (protocol version) must be a number');
   if (typeof frame.token !== 'string') return bad('token must be a string');
-  if (!isId(frame.participantId)) return bad('participantId must be a non-empty, well-formed string of at most 128 characters');
-  if (frame.roomId !== undefined && !isId(frame.roomId)) return bad('roomId must be a non-empty, well-formed string of at most 128 characters');
+  if (!isId(frame.participantId)) return bad('participantId must be a non-empty, well-formed string of at most 128 characters, without control or bidi control characters');
+  if (frame.roomId !== undefined && !isId(frame.roomId)) return bad('roomId must be a non-empty, well-formed string of at most 128 characters, without control or bidi control characters');
   if (!optionalString(frame.name, MAX_NAME_LENGTH)) return bad('name must be a non-empty string of at most 256 characters');
   return ok({
     type: 'join',

@@ -33,6 +33,23 @@ describe('mintToken', () => {
     assert.throws(() => mintToken({ ...base, secret: '', grant: {} }), (e: SdkError) => e.code === 'INVALID_ARGUMENT');
   });
 
+  it('refuses room and participant ids holding control or bidi control characters, naming the claim and the character', () => {
+    for (const [field, value, char] of [
+      ['roomId', 'lobby\u202egnp.exe', 'U+202E'],
+      ['roomId', 'a\nb', 'U+000A'],
+      ['participantId', 'bob\u001b[31m', 'U+001B'],
+      ['participantId', 'x\u0085', 'U+0085'],
+      ['participantId', '\u2067alice', 'U+2067'],
+    ] as const) {
+      assert.throws(
+        () => mintToken({ ...base, roomId: 'r', [field]: value, grant: {} }),
+        (e: SdkError) => e.code === 'INVALID_TOKEN' && e.reason === 'bad-claim' && e.message.startsWith(`${field} must not hold control`) && e.message.includes(char),
+        `${field} ${JSON.stringify(value)}`,
+      );
+    }
+    assert.doesNotThrow(() => mintToken({ ...base, roomId: 'caf\u00e9 \u05e9\u05dc\u05d5\u05dd', participantId: 'bob smith', grant: {} }));
+  });
+
   it('parses lifetimes', () => {
     assert.equal(parseTtl(90), 90);
     assert.equal(parseTtl('90s'), 90);
