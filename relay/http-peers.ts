@@ -10,15 +10,19 @@ import { request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream';
 import { isRecordingFile, MAX_LISTED_RECORDINGS, RECORDING_ID, type RecordingEntry } from './outputs/storage.ts';
 
-/** An output's files: a recording's, or an HLS run's. */
-export type FileKind = 'recording' | 'hls';
+/**
+ * The files of one output as the cluster knows their writer: a recording of a project's room (a
+ * recording id means something only with its project and room: another's is not found), or an
+ * HLS run (public: its unguessable id is the key).
+ */
+export type FilePlace = { kind: 'recording'; project: string; roomId: string; id: string } | { kind: 'hls'; id: string };
 
 /** What the HTTP side needs of the cluster to reach other nodes' files. */
 export interface PeerFiles {
   /** The HTTP bases (`http://host:port`) of the other live nodes. */
   nodes(): Promise<string[]>;
-  /** The HTTP base of the live node that wrote this recording or HLS run, if another node did. */
-  locate(kind: FileKind, id: string): Promise<string | null>;
+  /** The HTTP base of the live node that wrote these files, if another node did. */
+  locate(place: FilePlace): Promise<string | null>;
   /** True if another node banned this token from this room (bans are kept in Redis). */
   banned(project: string, roomId: string, tokenKey: string, now: number): Promise<boolean>;
 }
@@ -77,12 +81,12 @@ function unavailable(res: ServerResponse, error: string): void {
 }
 
 /**
- * Answer `req` with `path` of the recording or HLS run `id` from the node that wrote it (Redis
- * knows which: a file nobody wrote costs one lookup, never a request to a node). That node's
- * answer goes back as it is (its file, or its refusal). Resolves to `false` when no live node
- * other than this one wrote it: the caller answers 404.
+ * Answer `req` with `path` of the recording or HLS run `place` from the node that wrote it (Redis
+ * knows which: a file nobody wrote, or another project's recording, costs one lookup, never a
+ * request to a node). That node's answer goes back as it is (its file, or its refusal). Resolves
+ * to `false` when no live node other than this one wrote it: the caller answers 404.
  */
-export async function passToPeers(req: IncomingMessage, res: ServerResponse, peers: PeerFiles, kind: FileKind, id: string, path: string): Promise<boolean> {
+export async function passToPeers(req: IncomingMessage, res: ServerResponse, peers: PeerFiles, place: FilePlace, path: string): Promise<boolean> {
   if (passing >= MAX_PASSED) {
     unavailable(res, 'too many downloads at once');
     return true;
@@ -94,7 +98,7 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
   const gone = () => aborted.abort();
   res.once('close', gone);
   try {
-    const base = await peers.locate(kind, id).catch(() => undefined);
+    const base = await peers.locate(place).catch(() => undefined);
     if (base === undefined) {
       unavailable(res, 'the cluster cannot be asked where this file is now: try again');
       return true;

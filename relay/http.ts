@@ -225,7 +225,7 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
   if (!RECORDING_ID.test(id) || !isRecordingFile(file)) return notFound(req, res);
   const dir = await recordingDir(relay.config.recordingsDir, access.project, access.roomId, id);
   if (dir === null) {
-    if (peers?.pass && (await passToPeers(req, res, peers.files, 'recording', id, recordingUrl(id, encodeURIComponent(file))))) return;
+    if (peers?.pass && (await passToPeers(req, res, peers.files, { kind: 'recording', project: access.project, roomId: access.roomId, id }, recordingUrl(id, encodeURIComponent(file))))) return;
     return notFound(req, res);
   }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
@@ -237,7 +237,7 @@ async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayC
   if (!RUN_ID.test(run) || !HLS_FILE.test(file)) return notFound(req, res);
   const dir = await runDir(relay.config.hlsDir, run);
   if (dir === null) {
-    if (peers?.pass && (await passToPeers(req, res, peers.files, 'hls', run, `/hls/${run}/${encodeURIComponent(file)}`))) return;
+    if (peers?.pass && (await passToPeers(req, res, peers.files, { kind: 'hls', id: run }, `/hls/${run}/${encodeURIComponent(file)}`))) return;
     return notFound(req, res);
   }
   const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';

@@ -62,11 +62,14 @@ export class ClusterApi {
 
   /**
    * A call about a recording's files runs at the node that wrote them, as Redis names it for
-   * downloads (`node-files.ts`); here when Redis names none or this node.
+   * downloads (`node-files.ts`); here when Redis names none or this node. The writer is looked
+   * up by the caller's project and the room of the path: another project's (or room's) recording
+   * is not found, exactly as an id nobody made, before anything about its node is told.
    */
   private async runAtWriter(route: Route, call: ApiCall<string>): Promise<unknown> {
-    const id = (call.params as { recording?: unknown }).recording;
-    const node = typeof id === 'string' && RECORDING_ID.test(id) ? await this.bus.redis.get(placeKey('recording', id)) : null;
+    const { room, recording } = call.params as { room?: unknown; recording?: unknown };
+    const place = typeof room === 'string' && isId(room) && typeof recording === 'string' && RECORDING_ID.test(recording) ? ({ kind: 'recording', project: call.caller.project, roomId: room, id: recording } as const) : null;
+    const node = place ? await this.bus.redis.get(placeKey(place)) : null;
     if (node === null || node === this.bus.node) return route.handle(call);
     if (!(await this.bus.alive([node])).has(node)) throw new RelayError('INTERNAL_ERROR', 'the node that holds this recording is not running: try again once it is back', 'unreachable');
     return (await this.forward(node, route, call)).result;

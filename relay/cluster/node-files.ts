@@ -1,11 +1,12 @@
 /**
  * Where the output files of a cluster are (`http-peers.ts`): each node writes its HTTP side's
  * base URL into one Redis hash when it listens (taken out when it leaves), and which node wrote
- * each recording and HLS run (`tessera:file:<kind>:<id>`) when the output becomes active. A node
- * counts only while its heartbeat lives.
+ * each recording (`tessera:file:recording:<project>:<room>:<id>`: found only with its project and
+ * room) and HLS run (`tessera:file:hls:<run>`) when the output becomes active. A node counts
+ * only while its heartbeat lives.
  */
 import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
-import type { FileKind, PeerFiles } from '../http-peers.ts';
+import type { FilePlace, PeerFiles } from '../http-peers.ts';
 import type { Room, RoomObserver } from '../rooms/types.ts';
 import { clusterKey, type NodeBus } from './bus.ts';
 
@@ -14,8 +15,8 @@ const NODES_FRESH_MS = 1000;
 /** How long an HLS run's place is kept (s): a run is replaced at the room's next start, and old ones are the operator's. */
 const HLS_PLACE_S = 7 * 24 * 3600;
 const HTTP_KEY = clusterKey('http');
-/** The Redis key naming the node that wrote a recording or an HLS run. */
-export const placeKey = (kind: FileKind, id: string) => clusterKey('file', kind, id);
+/** The Redis key naming the node that wrote a recording (of its project and room) or an HLS run. */
+export const placeKey = (place: FilePlace) => (place.kind === 'recording' ? clusterKey('file', 'recording', place.project, place.roomId, place.id) : clusterKey('file', 'hls', place.id));
 
 /** The cluster's view of its nodes' HTTP sides and of which node wrote which output files. */
 export class ClusterFiles implements PeerFiles, RoomObserver {
@@ -56,8 +57,8 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
     return others.filter((node) => alive.has(node)).map((node) => all[node]!);
   }
 
-  async locate(kind: FileKind, id: string): Promise<string | null> {
-    const node = await this.bus.redis.get(placeKey(kind, id));
+  async locate(place: FilePlace): Promise<string | null> {
+    const node = await this.bus.redis.get(placeKey(place));
     if (node === null || node === this.bus.node) return null;
     const [base, alive] = await Promise.all([this.bus.redis.hget(HTTP_KEY, node), this.bus.alive([node])]);
     return base !== null && alive.has(node) ? base : null;
@@ -69,13 +70,13 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
   }
 
   /** An output became active here: the files it writes are this node's to serve. */
-  outputChanged(_room: Room, change: OutputChange): void {
+  outputChanged(room: Room, change: OutputChange): void {
     if (change.state !== 'active') return;
     if (change.output === 'recording' && change.info) {
-      this.bus.redis.set(placeKey('recording', change.info.recording), this.bus.node).catch(this.failed);
+      this.bus.redis.set(placeKey({ kind: 'recording', project: room.project, roomId: room.id, id: change.info.recording }), this.bus.node).catch(this.failed);
     } else if (change.output === 'hls' && change.info) {
       const run = /^\/hls\/([0-9a-f]{32})\//.exec(change.info.playlist)?.[1];
-      if (run) this.bus.redis.set(placeKey('hls', run), this.bus.node, 'EX', HLS_PLACE_S).catch(this.failed);
+      if (run) this.bus.redis.set(placeKey({ kind: 'hls', id: run }), this.bus.node, 'EX', HLS_PLACE_S).catch(this.failed);
     }
   }
 
