@@ -2,7 +2,8 @@
  * Deleting a recording through the server API on a cluster: the files are on the node that
  * wrote them, and the call reaches that node through any other, whether or not the room is
  * still open (and wherever it lives now); another project's recording is not found, whatever
- * the state of its node. Two nodes on a real Redis, real ffmpeg.
+ * the state of its node; a deleted recording leaves nothing in Redis. Two nodes on a real
+ * Redis, real ffmpeg.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { clusterKey } from '../relay/cluster/bus.ts';
+import { placeKey } from '../relay/cluster/node-files.ts';
 import { startRelay, type Relay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';
 import { mintToken } from '../src/server/mint.ts';
@@ -31,6 +33,8 @@ describe('deleting a recording through any node of a cluster', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-cluster-delete-'));
   const service = (node: number) => new RoomService({ url: nodes[node]!.url, apiKey: API_KEY, secret: SECRET });
   const beta = (node: number) => new RoomService({ url: nodes[node]!.url, apiKey: BETA_KEY, secret: BETA_SECRET });
+  /** The Redis record naming the node that wrote recording `id` of acme's room. */
+  const writerRecord = (roomId: string, id: string) => placeKey({ kind: 'recording', project: 'acme', roomId, id });
 
   /** A finished recording of acme's `roomId`, written at node 0, which node 1 finds (Redis names its writer). */
   async function recordAtNode0(roomId: string): Promise<string> {
@@ -84,6 +88,17 @@ describe('deleting a recording through any node of a cluster', () => {
     assert.equal((await rejectsWith(service(1).deleteRecording('studio', id), 'NOT_FOUND')).reason, 'unknown-recording');
     assert.equal((await rejectsWith(service(0).deleteRecording('studio', id), 'NOT_FOUND')).reason, 'unknown-recording');
     await later.leave();
+  });
+
+  it('a deleted recording leaves no Redis record naming its writer: deleted through another node, or at the writer itself', async () => {
+    const passed = await recordAtNode0('archive');
+    assert.equal(await r.exists(writerRecord('archive', passed)), 1, 'Redis names the writer');
+    await service(1).deleteRecording('archive', passed);
+    assert.equal(await r.exists(writerRecord('archive', passed)), 0, 'deleted at the writer, asked through node 1');
+    const here = await recordAtNode0('archive');
+    assert.equal(await r.exists(writerRecord('archive', here)), 1, 'Redis names the writer');
+    await service(0).deleteRecording('archive', here);
+    assert.equal(await r.exists(writerRecord('archive', here)), 0, 'deleted at the writer, asked there');
   });
 
   it("another project's recording id (or another room's) answers exactly as an id nobody made, also while the node that wrote it is down", async () => {

@@ -70,9 +70,25 @@ export class ClusterApi {
     const { room, recording } = call.params as { room?: unknown; recording?: unknown };
     const place = typeof room === 'string' && isId(room) && typeof recording === 'string' && RECORDING_ID.test(recording) ? ({ kind: 'recording', project: call.caller.project, roomId: room, id: recording } as const) : null;
     const node = place ? await this.bus.redis.get(placeKey(place)) : null;
-    if (node === null || node === this.bus.node) return route.handle(call);
+    if (node === null || node === this.bus.node) return this.runAtWriterHere(route, call);
     if (!(await this.bus.alive([node])).has(node)) throw new RelayError('INTERNAL_ERROR', 'the node that holds this recording is not running: try again once it is back', 'unreachable');
     return (await this.forward(node, route, call)).result;
+  }
+
+  /**
+   * A recording's call here, at the node that wrote its files: once they are deleted, so is the
+   * Redis record naming this node their writer (nothing points to a deleted recording; a failure
+   * to remove it is logged, the deletion stands).
+   */
+  private async runAtWriterHere(route: Route, call: ApiCall<string>): Promise<unknown> {
+    const result = await route.handle(call);
+    if (route.method === 'DELETE') {
+      const { room, recording } = call.params as { room: string; recording: string };
+      await this.bus.redis.del(placeKey({ kind: 'recording', project: call.caller.project, roomId: room, id: recording })).catch((err: Error) => {
+        this.relay.log.warn('the deleted recording stays named in redis', { project: call.caller.project, room, recording, error: err.message });
+      });
+    }
+    return result;
   }
 
   /** Run a call at another node: its result, or `notHome` when that node no longer holds the room. */
@@ -155,7 +171,7 @@ export class ClusterApi {
       body: (h.body ?? {}) as Record<string, unknown>,
     };
     try {
-      this.bus.answer(envelope, { result: await route.handle(call) });
+      this.bus.answer(envelope, { result: await (route.path === RECORDING_ROUTE ? this.runAtWriterHere(route, call) : route.handle(call)) });
     } catch (err) {
       if (!(err instanceof RelayError)) {
         this.relay.counters.faults++;
