@@ -1,6 +1,7 @@
 import { PresenceBudgets, type PresenceLimits } from './rooms/presence.ts';
 import { UnfinishedBudget } from './unfinished.ts';
 import { OutputStarts } from './outputs/output-starts.ts';
+import { SharedRate } from './data/shared-rate.ts';
 import { TokenBucket } from './data/token-bucket.ts';
 
 /**
@@ -63,8 +64,14 @@ export interface DomainBudgets {
    */
   readonly bytes: TokenBucket;
   /** Text bytes a second those members' connections are read and parsed at, together (the same rate). */
-  readonly text: TokenBucket;
+  readonly text: SharedRate;
 }
+
+/**
+ * Turns a second of a project's shared text rate, at most: one connection of its domain-wide
+ * crowd is read for up to 1/32 s of the rate at a time (512 KiB at the default 16 MiB/s).
+ */
+const TURNS_A_SECOND = 32;
 
 /** The relay-wide ceilings, shared by every room. */
 export interface RelayBudgets {
@@ -126,7 +133,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
           subscriptions: new Budget(config.domainSubscriptions, subscriptions),
           lobby: new Budget(config.domainLobby, lobby),
           bytes: new TokenBucket(config.domainDataByteRate, 2 * config.domainDataByteRate),
-          text: new TokenBucket(config.domainDataByteRate, 2 * config.domainDataByteRate),
+          text: new SharedRate(config.domainDataByteRate, 2 * config.domainDataByteRate, undefined, config.domainDataByteRate / TURNS_A_SECOND),
         };
         domains.set(project, part);
       }

@@ -19,9 +19,11 @@ export function limitPayload(ws: WebSocket, bytes: number): void {
   if (receiver && typeof receiver._maxPayload === 'number') receiver._maxPayload = bytes;
 }
 
+/** A text frame's text (decoded from its bytes where they are: `Buffer.from` a Buffer would copy them first). */
 export function rawText(data: RawData): string {
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data as ArrayBuffer).toString('utf8');
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  return Buffer.from(data).toString('utf8');
 }
 
 /**

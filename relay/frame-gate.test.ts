@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import type { RawData, WebSocket } from 'ws';
 import { Budget } from './budget.ts';
 import { FrameGate } from './frame-gate.ts';
+import { SharedRate } from './data/shared-rate.ts';
 import { FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './scheduler.ts';
 
 /** A scheduler on a fake clock whose deferred runs the test drives. */
@@ -427,5 +428,38 @@ describe('FrameGate in the scheduler', () => {
     assert.equal(ws.paused, false);
     h.drain();
     assert.deepEqual(handled, [], 'what waited is dropped');
+  });
+
+  it('connections sharing a rate (a domain-wide token\'s crowd) are read in turn: each holds one frame, unread beyond it, until its turn; one that closes in line is passed over', (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const h = harness();
+    let clock = 0;
+    const shared = new SharedRate(1000, 1000, () => clock);
+    assert.equal(shared.take(1000), true);
+    const handled: string[] = [];
+    const sockets = new Map<string, ReturnType<typeof fakeSocket>>();
+    const gates = new Map<string, FrameGate>();
+    for (const name of ['a', 'b', 'c']) {
+      const ws = fakeSocket();
+      const gate = new FrameGate(ws as unknown as WebSocket, budget, (data) => void handled.push(String(data)), () => {}, new Budget(1e9), h.scheduler);
+      gate.shareText(shared);
+      sockets.set(name, ws);
+      gates.set(name, gate);
+      gate.push(frame(name.repeat(100)), false);
+      assert.equal(ws.paused, true, `${name} is not read beyond its frame while it waits`);
+    }
+    const advance = (ms: number) => {
+      clock += ms;
+      t.mock.timers.tick(ms);
+      h.drain();
+    };
+    advance(100);
+    assert.deepEqual(handled.map((f) => f[0]), ['a']);
+    assert.equal(sockets.get('a')!.paused, false, 'a is read again once its frame passed');
+    gates.get('b')!.close();
+    advance(100);
+    assert.deepEqual(handled.map((f) => f[0]), ['a', 'c'], 'b left the line: c is next');
+    assert.equal(shared.waiting, 0);
+    for (const gate of gates.values()) gate.close();
   });
 });

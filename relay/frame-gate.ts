@@ -1,5 +1,6 @@
 import type { RawData, WebSocket } from 'ws';
 import { TokenBucket } from './data/token-bucket.ts';
+import type { RateTicket, RateWaiter, SharedRate } from './data/shared-rate.ts';
 import type { Budget } from './budget.ts';
 import { FrameScheduler, PRE_AUTH_FLOW, type Flow, type Turn } from './scheduler.ts';
 
@@ -21,6 +22,9 @@ export interface FrameBudget {
 /** Frames held while a connection is over its budget; past either bound it is flooding. */
 const MAX_HELD_FRAMES = 4096;
 const MAX_HELD_BYTES = 2 * 1024 * 1024;
+/** {@link FrameGate}'s admit: the frame waits its turn of a shared rate. */
+const IN_LINE = -1;
+const NOT_TRIED = -2;
 
 export function rawLength(data: RawData): number {
   if (Array.isArray(data)) return data.reduce((n, b) => n + b.length, 0);
@@ -36,11 +40,15 @@ export function rawLength(data: RawData): number {
  * never correctness. A sender that keeps going past what one read can explain (thousands of
  * frames, megabytes) is flooding and `onFlood` ends it.
  */
-export class FrameGate implements Turn {
+export class FrameGate implements Turn, RateWaiter {
   private readonly text: TokenBucket;
   private readonly textBytes: TokenBucket;
   /** Text bytes shared with other connections (a project's domain-wide tokens), if any. */
-  private sharedText: TokenBucket | null = null;
+  private sharedText: SharedRate | null = null;
+  /** Its place in the shared rate's line, while the next frame waits for its turn there. */
+  private inLine: RateTicket | null = null;
+  /** Shared bytes already taken for the next frame (its turn in line came). */
+  private prepaid = 0;
   private readonly binary: TokenBucket;
   private held: Array<{ data: RawData; isBinary: boolean; bytes: number }> = [];
   private heldBytes = 0;
@@ -84,33 +92,62 @@ export class FrameGate implements Turn {
   }
 
   /**
-   * From now on this connection's text bytes also spend `bucket`, shared with other connections
+   * From now on this connection's text bytes also spend `rate`, shared with other connections
    * (a project's domain-wide tokens): a crowd of them, each within its own rate, together are
-   * parsed at that rate, the rest waiting unread.
+   * parsed at that rate, in turn, the rest waiting unread.
    */
-  shareText(bucket: TokenBucket): void {
-    this.sharedText = bucket;
+  shareText(rate: SharedRate): void {
+    this.sharedText = rate;
   }
 
-  /** Take what a frame costs: a frame token, and for text (parsed as JSON) its bytes. */
-  private admit(isBinary: boolean, bytes: number): boolean {
-    if (isBinary) return this.binaryDebtMs() <= 0 && this.binary.take();
-    if (this.text.msUntilToken() > 0 || this.textBytes.msUntilToken(bytes) > 0 || (this.sharedText?.msUntilToken(bytes) ?? 0) > 0) return false;
-    this.sharedText?.take(bytes);
-    return this.text.take() && this.textBytes.take(bytes);
+  /**
+   * Take what a frame costs: a frame token, and for text (parsed as JSON) its bytes, from its
+   * own budget and then from the shared rate, if any. Returns 0 when taken, else how long its own
+   * budget needs (ms), or {@link IN_LINE} when it waits its turn of the shared rate (its
+   * {@link granted} comes then). What is taken is taken whole or not at all.
+   */
+  private admit(isBinary: boolean, bytes: number): number {
+    if (isBinary) {
+      const ms = Math.max(this.binaryDebtMs(), this.binary.msUntilToken());
+      return ms > 0 || !this.binary.take() ? Math.max(ms, 1) : 0;
+    }
+    const ms = Math.max(this.text.msUntilToken(), this.textBytes.msUntilToken(bytes));
+    if (ms > 0) return ms;
+    const shared = this.sharedText;
+    if (shared) {
+      if (this.inLine) return IN_LINE;
+      if (this.prepaid === 0 && !shared.take(bytes, this)) {
+        const ticket = shared.wait(this, bytes);
+        // its turn may have come at once: then it is enqueued already, with its bytes prepaid
+        if (this.prepaid === 0) this.inLine = ticket;
+        return IN_LINE;
+      }
+      this.prepaid = 0;
+    }
+    this.text.take();
+    this.textBytes.take(bytes);
+    return 0;
   }
 
-  private wait(isBinary: boolean, bytes: number): number {
-    return isBinary ? Math.max(this.binaryDebtMs(), this.binary.msUntilToken()) : Math.max(this.text.msUntilToken(), this.textBytes.msUntilToken(bytes), this.sharedText?.msUntilToken(bytes) ?? 0);
+  /** The shared rate's turn came: its bytes are taken for the frame that waits. */
+  granted(bytes: number): void {
+    this.inLine = null;
+    if (this.closed) return this.sharedText?.refund(bytes);
+    this.prepaid = bytes;
+    this.scheduler.enqueue(this);
   }
 
   /** A frame arrived from the parser. */
   push(data: RawData, isBinary: boolean): void {
     if (this.closed) return;
     const bytes = rawLength(data);
-    if (this.held.length === 0 && this.scheduler.open && this.admit(isBinary, bytes)) {
-      this.scheduler.runNow(this.flow, () => this.handle(data, isBinary));
-      return;
+    let wait = NOT_TRIED;
+    if (this.held.length === 0 && this.scheduler.open) {
+      wait = this.admit(isBinary, bytes);
+      if (wait === 0) {
+        this.scheduler.runNow(this.flow, () => this.handle(data, isBinary));
+        return;
+      }
     }
     if (this.held.length >= MAX_HELD_FRAMES || this.heldBytes + bytes > MAX_HELD_BYTES || !this.heldBudget.take(bytes)) {
       this.close();
@@ -121,8 +158,17 @@ export class FrameGate implements Turn {
     this.heldBytes += bytes;
     if (this.held.length === 1) {
       this.ws.pause();
-      if (!this.timer) this.scheduler.enqueue(this);
+      if (wait > 0) this.sleep(wait);
+      else if (wait === NOT_TRIED && !this.timer) this.scheduler.enqueue(this);
     }
+  }
+
+  /** Come back to the scheduler in `ms`, when its own budget has what the next frame needs. */
+  private sleep(ms: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (!this.closed) this.scheduler.enqueue(this);
+    }, Math.max(1, Math.ceil(ms)));
   }
 
   /**
@@ -136,13 +182,9 @@ export class FrameGate implements Turn {
       this.ws.resume();
       return false;
     }
-    if (!this.admit(next.isBinary, next.bytes)) {
-      this.timer = setTimeout(() => {
-        this.timer = null;
-        if (!this.closed) this.scheduler.enqueue(this);
-      }, Math.max(1, Math.ceil(this.wait(next.isBinary, next.bytes))));
-      return false;
-    }
+    const wait = this.admit(next.isBinary, next.bytes);
+    if (wait > 0) this.sleep(wait);
+    if (wait !== 0) return false;
     this.held.shift();
     this.heldBytes -= next.bytes;
     this.heldBudget.give(next.bytes);
@@ -165,6 +207,10 @@ export class FrameGate implements Turn {
     this.scheduler.leave(this.flow);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.inLine?.cancel();
+    this.inLine = null;
+    if (this.prepaid > 0) this.sharedText?.refund(this.prepaid);
+    this.prepaid = 0;
     this.heldBudget.give(this.heldBytes);
     this.held = [];
     this.heldBytes = 0;

@@ -8,6 +8,7 @@ import { Connection, rawText } from './connection.ts';
 import type { LogFields } from './log.ts';
 import { judge } from './join.ts';
 import { rawLength } from './frame-gate.ts';
+import { release } from './data/own-bytes.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from './seam.ts';
 import type { Refusal } from './token/verify.ts';
 
@@ -140,8 +141,9 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
    * process and every room in it.
    */
   protected onFrame(data: RawData, isBinary: boolean): void {
+    let parsed = false;
     try {
-      this.onFrameUnguarded(data, isBinary);
+      parsed = this.onFrameUnguarded(data, isBinary);
     } catch (err) {
       this.fault('frame handling failed', err);
       if (this.state === 'closed') return;
@@ -153,24 +155,41 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       this.setState('closed');
       this.closeSoon(CloseCode.JOIN_REFUSED, 'internal');
     }
+    // a member's text frame, read into a string: its bytes are not read again. A large one that
+    // waited for its budget has been promoted by now, so its memory is given back at once
+    // rather than at V8's next full collection (see own-bytes.ts)
+    if (parsed && Buffer.isBuffer(data)) release(data);
   }
 
-  private onFrameUnguarded(data: RawData, isBinary: boolean): void {
-    if (this.state === 'closed') return;
+  /** Handle a frame; true when it was a member's text frame, now read (its bytes are not kept). */
+  private onFrameUnguarded(data: RawData, isBinary: boolean): boolean {
+    if (this.state === 'closed') return false;
     this.alive = true;
-    if (this.state === 'pending') return this.onJoinFrame(data, isBinary);
+    if (this.state === 'pending') {
+      this.onJoinFrame(data, isBinary);
+      return false;
+    }
     if (this.state === 'entering') {
       if (this.early.length < EARLY_FRAMES) this.early.push({ data, isBinary });
       else this.answerUnhandled(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'the join is not answered yet: wait for it', reason: 'waiting' });
-      return;
+      return false;
     }
     if (this.state === 'waiting') {
-      return this.answerUnhandled(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
+      this.answerUnhandled(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
+      return false;
     }
-    if (isBinary) return this.onBinary(data);
-    const text = rawText(data);
+    if (isBinary) {
+      this.onBinary(data);
+      return false;
+    }
+    this.onText(rawText(data), rawLength(data));
+    return true;
+  }
+
+  /** A member's text frame: `bytes` is its length on the wire (ws checked it is UTF-8, so also its text's). */
+  private onText(text: string, bytes: number): void {
     const { maxFrameBytes } = this.relay.config;
-    if (Buffer.byteLength(text) > maxFrameBytes) {
+    if (bytes > maxFrameBytes) {
       const error: WireError = { code: 'PAYLOAD_TOO_LARGE', kind: 'Request', message: `frames are at most ${maxFrameBytes} bytes (announced in joined.limits)`, reason: 'frame-too-large' };
       const id = leadingRequestId(text);
       return id === undefined ? this.sendError(error) : this.send({ type: 'response', id, error });

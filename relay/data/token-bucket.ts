@@ -34,6 +34,12 @@ export class TokenBucket {
     return taken;
   }
 
+  /** Give back `n` tokens taken for what was not done (never beyond the burst). */
+  give(n: number): void {
+    this.refill();
+    this.tokens = Math.min(this.burst, this.tokens + n);
+  }
+
   /**
    * Spend `n` tokens whatever the balance, going into debt: for costs larger than a burst
    * (a message fanned out to ten thousand members), paid back at `rate` before `hasCredit`.
