@@ -7,10 +7,10 @@ import { describe, it, type TestContext } from 'node:test';
 import { SharedRate } from './shared-rate.ts';
 
 /** A shared rate of `rate` bytes a second (burst `burst`) on a fake clock that `advance` moves with the timers. */
-function harness(t: TestContext, rate: number, burst: number) {
+function harness(t: TestContext, rate: number, burst: number, quantum = 0) {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   let clock = 0;
-  const shared = new SharedRate(rate, burst, () => clock);
+  const shared = new SharedRate(rate, burst, () => clock, quantum);
   const grants: string[] = [];
   const waiter = (name: string) => ({ granted: (bytes: number) => void grants.push(`${name}:${bytes}`) });
   return {
@@ -54,6 +54,29 @@ describe('SharedRate: one rate for a crowd, in turn', () => {
       h.grants,
       Array.from({ length: 100 }, (_, i) => `w${i}:1000`),
     );
+  });
+
+  it('a turn lasts up to its quantum while the one served asks again before the next could be served; then the next in line has it', (t) => {
+    const h = harness(t, 1000, 1000, 300); // turns of 300 bytes: three frames of 100
+    h.shared.take(1000);
+    const a = { granted: (bytes: number) => void h.grants.push(`a:${bytes}`) };
+    h.shared.wait(a, 100);
+    h.shared.wait(h.waiter('b'), 100);
+    h.advance(100);
+    assert.deepEqual(h.grants, ['a:100'], 'a starts its turn');
+    // a asks again at once (its next frame was read with the last): it goes before b
+    assert.equal(h.shared.take(100, a), false, 'the tokens are not there yet');
+    h.shared.wait(a, 100);
+    h.advance(100);
+    h.shared.wait(a, 100);
+    h.advance(100);
+    assert.deepEqual(h.grants, ['a:100', 'a:100', 'a:100'], 'three frames: a whole turn');
+    h.shared.wait(a, 100);
+    h.advance(100);
+    assert.deepEqual(h.grants, ['a:100', 'a:100', 'a:100', 'b:100'], 'its turn is over: b is next, a waits in line behind it');
+    // b's turn now, but b does not ask again: the line goes on without it
+    h.advance(100);
+    assert.deepEqual(h.grants.at(-1), 'a:100');
   });
 
   it('one that left the line (its connection closed) is passed over, and tokens given back are served to the next', (t) => {
