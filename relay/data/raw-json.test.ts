@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { eventFrame, eventFrameOfJson, messageJson } from './raw-json.ts';
+import { eventFrame, eventFrameOfJson, messageJsonParts } from './raw-json.ts';
 import type { JsonValue, PubSubMessage } from '../../src/protocol/messages.ts';
 
 describe('raw JSON of the relay', () => {
@@ -9,9 +9,12 @@ describe('raw JSON of the relay', () => {
     fc.assert(
       fc.property(fc.string(), fc.string(), fc.string(), fc.jsonValue(), fc.integer({ min: 0, max: 2 ** 52 }), (id, topic, from, payload, timestamp) => {
         const message: PubSubMessage = { id, topic, payload: payload as JsonValue, from, timestamp };
-        const text = messageJson(message, JSON.stringify(payload));
-        assert.equal(text, JSON.stringify(message));
-        assert.deepEqual(eventFrameOfJson('pubsub.message', text).frame, eventFrame('pubsub.message', message).frame);
+        const parts = messageJsonParts(message, JSON.stringify(payload));
+        assert.equal(parts.join(''), JSON.stringify(message));
+        const { frame, json } = eventFrameOfJson('pubsub.message', parts);
+        assert.deepEqual(frame, eventFrame('pubsub.message', message).frame);
+        assert.equal(json.toString(), JSON.stringify(message), 'the message\'s bytes inside the frame');
+        assert.deepEqual(JSON.parse(frame.toString()), { type: 'event', name: 'pubsub.message', data: JSON.parse(JSON.stringify(message)) });
       }),
       { numRuns: 500 },
     );

@@ -10,19 +10,31 @@ export function eventFrame(name: string, value: unknown): { frame: Buffer; json:
   return eventFrameOfJson(name, JSON.stringify(value));
 }
 
-/** The same, for a value already serialised (`json` must be the JSON text of one value). */
-export function eventFrameOfJson(name: string, json: string): { frame: Buffer; json: Buffer } {
+/**
+ * The same, for a value already serialised: `json` is the JSON text of one value, or that text in
+ * pieces. The pieces are written into the frame where they are: joined first, a 64 KiB payload
+ * would be copied once more into a string of its own, only to be copied into the frame.
+ */
+export function eventFrameOfJson(name: string, json: string | readonly string[]): { frame: Buffer; json: Buffer } {
   const head = `{"type":"event","name":${JSON.stringify(name)},"data":`;
-  const frame = Buffer.from(`${head}${json}}`);
-  return { frame, json: frame.subarray(Buffer.byteLength(head), frame.length - 1) };
+  const parts = typeof json === 'string' ? [json] : json;
+  const headBytes = Buffer.byteLength(head);
+  let bytes = headBytes + 1;
+  for (const part of parts) bytes += Buffer.byteLength(part);
+  const frame = Buffer.allocUnsafe(bytes);
+  let at = frame.write(head, 0);
+  for (const part of parts) at += frame.write(part, at);
+  frame[at] = 0x7d; // the closing brace
+  return { frame, json: frame.subarray(headBytes, bytes - 1) };
 }
 
 /**
- * A pubsub message as JSON — exactly `JSON.stringify(message)` — around its payload's JSON, which
- * the relay already has (it measured the payload): a large payload is encoded once, not twice.
+ * A pubsub message as JSON — exactly `JSON.stringify(message)`, in pieces — around its payload's
+ * JSON, which the relay already has (it measured the payload): a large payload is encoded once,
+ * not twice, and not copied into a string of the whole message either.
  */
-export function messageJson(message: PubSubMessage, payloadJson: string): string {
-  return `{"id":${JSON.stringify(message.id)},"topic":${JSON.stringify(message.topic)},"payload":${payloadJson},"from":${JSON.stringify(message.from)},"timestamp":${JSON.stringify(message.timestamp)}}`;
+export function messageJsonParts(message: PubSubMessage, payloadJson: string): string[] {
+  return [`{"id":${JSON.stringify(message.id)},"topic":${JSON.stringify(message.topic)},"payload":`, payloadJson, `,"from":${JSON.stringify(message.from)},"timestamp":${JSON.stringify(message.timestamp)}}`];
 }
 
 const COMMA = Buffer.from(',');

@@ -1,6 +1,6 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
-import { eventFrameOfJson, messageJson, objectOfArray } from './raw-json.ts';
+import { eventFrameOfJson, messageJsonParts, objectOfArray } from './raw-json.ts';
 import { ownCopy, release } from './own-bytes.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
@@ -162,7 +162,7 @@ export class TopicBoard {
     this.live();
     if (!from.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
     const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
-    const { frame: data, json } = eventFrameOfJson('pubsub.message', messageJson(message, payloadJson));
+    const { frame: data, json } = eventFrameOfJson('pubsub.message', messageJsonParts(message, payloadJson));
     const to = options.to ? new Set(options.to) : undefined;
     if (options.persist && this.limits.historySize > 0) {
       const stored = this.keep(name, json, from.id, to, data.length, ++this.keptSeq);
