@@ -1,5 +1,5 @@
 /** Grant, token claims and their shape rules (DECISIONS.md, "Token validation" step 5). */
-import { idControl, isWellFormed } from './text.ts';
+import { ID_CONTROL_RANGES, idControl, isWellFormed, MAX_ID_LENGTH } from './text.ts';
 
 /** A media source a participant may publish. */
 export type Source = 'camera' | 'microphone' | 'screen';
@@ -108,10 +108,13 @@ export function claimShapeProblem(payload: Record<string, unknown>): ClaimProble
     if (value !== undefined && !(nonEmptyString(value) && isWellFormed(value as string))) {
       return { claim, problem: 'must be a non-empty, well-formed string' };
     }
-    // ids are shown (rosters, dashboards, logs): no control or bidi control characters
-    const control = claim !== 'jti' && typeof value === 'string' ? idControl(value) : null;
+    if (claim === 'jti' || typeof value !== 'string') continue;
+    // an id the join frame could never name: refused at mint time, not at every join
+    if (value.length > MAX_ID_LENGTH) return { claim, problem: `must be at most ${MAX_ID_LENGTH} characters (it has ${value.length})` };
+    // ids are shown (rosters, dashboards, logs): no control, bidi control or invisible characters
+    const control = idControl(value);
     if (control !== null) {
-      return { claim, problem: `must not hold control or bidi control characters (U+0000–U+001F, U+007F–U+009F, U+202A–U+202E, U+2066–U+2069): it holds ${control}` };
+      return { claim, problem: `must not hold control, bidi control or invisible characters (${ID_CONTROL_RANGES}): it holds ${control}` };
     }
   }
   if (payload.iat !== undefined && !Number.isFinite(payload.iat)) {

@@ -1,6 +1,6 @@
 /** Small parsing helpers shared by the frame validators. */
 import type { Method, Params } from './messages.ts';
-import { idControl, isWellFormed } from './text.ts';
+import { idControl, isWellFormed, MAX_ID_LENGTH } from './text.ts';
 
 /**
  * The outcome of a parse: a typed value, or a human-readable problem (`id`: of the request a
@@ -18,8 +18,7 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Identifiers (room and participant ids, names) are bounded, non-empty strings. */
-export const MAX_ID_LENGTH = 128;
+export { MAX_ID_LENGTH };
 /** Display names are bounded too. */
 export const MAX_NAME_LENGTH = 256;
 

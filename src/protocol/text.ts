@@ -1,3 +1,6 @@
+/** Identifiers (room and participant ids) are bounded, non-empty strings: at most this many characters. */
+export const MAX_ID_LENGTH = 128;
+
 /** A surrogate code unit without its other half: such a string has no UTF-8 form. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -11,16 +14,37 @@ export function isWellFormed(value: string): boolean {
 }
 
 /**
- * Characters an id may not hold: C0 controls (U+0000–U+001F), DEL and C1 controls
- * (U+007F–U+009F), and the bidi embedding, override and isolate controls (U+202A–U+202E,
- * U+2066–U+2069). An id is shown in rosters, moderation dashboards and logs: a newline or an
- * escape sequence forges lines of a terminal, an override makes `evil\u202Enimda` read `evil` +
- * `admin` backwards.
+ * Characters a display name may not hold: C0 controls (U+0000–U+001F), DEL and C1 controls
+ * (U+007F–U+009F), the line and paragraph separators (U+2028, U+2029), and the bidi embedding,
+ * override and isolate controls (U+202A–U+202E, U+2066–U+2069). A name is shown in rosters,
+ * moderation dashboards and logs: a newline or an escape sequence forges lines of a terminal, an
+ * override makes `evil\u202Enimda` read `evil` + `admin` backwards. The marks and joiners that
+ * scripts and emoji need (U+200C, U+200D, U+200E, U+200F) are allowed.
  */
-const ID_CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+const NAME_CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * Characters an id may not hold: those of a name, and the invisible ones besides (the zero-width
+ * space, joiners and direction marks U+200B–U+200F, the Arabic letter mark U+061C, the byte order
+ * mark U+FEFF), with which two ids that differ look the same (`ada` and `a\u200Bda`).
+ */
+const ID_CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/;
+
+/** What the id and name checks refuse, for messages and docs. */
+export const ID_CONTROL_RANGES = 'U+0000–U+001F, U+007F–U+009F, U+061C, U+200B–U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069, U+FEFF';
+export const NAME_CONTROL_RANGES = 'U+0000–U+001F, U+007F–U+009F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069';
+
+function first(pattern: RegExp, value: string): string | null {
+  const found = pattern.exec(value);
+  return found ? `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}` : null;
+}
 
 /** The first character of `value` an id may not hold, as `U+XXXX`, or `null` when there is none. */
 export function idControl(value: string): string | null {
-  const found = ID_CONTROL.exec(value);
-  return found ? `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}` : null;
+  return first(ID_CONTROL, value);
+}
+
+/** The first character of `value` a display name may not hold, as `U+XXXX`, or `null` when there is none. */
+export function nameControl(value: string): string | null {
+  return first(NAME_CONTROL, value);
 }

@@ -39,7 +39,8 @@ describe('parseClientFrame', () => {
   });
 
   it('ids may not hold control characters (C0, DEL, C1) or bidi embedding, override and isolate controls: they forge what a log, roster or dashboard shows', () => {
-    const refused = ['\u0000', '\u0009', '\n', '\r', '\u001b', '\u001f', '\u007f', '\u0080', '\u0085', '\u009f', '\u202a', '\u202d', '\u202e', '\u2066', '\u2068', '\u2069'];
+    // and the invisible ones with which two different ids look the same (zero-width space, joiners, direction marks, Arabic letter mark, BOM), and the line separators
+    const refused = ['\u0000', '\u0009', '\n', '\r', '\u001b', '\u001f', '\u007f', '\u0080', '\u0085', '\u009f', '\u202a', '\u202d', '\u202e', '\u2066', '\u2068', '\u2069', '\u200b', '\u200c', '\u200d', '\u200e', '\u200f', '\u061c', '\ufeff', '\u2028', '\u2029'];
     const request = (method: string, params: unknown) => parseClientFrame(JSON.stringify({ type: 'request', id: 1, method, params }));
     for (const c of refused) {
       const id = `evil${c}nimda`;
@@ -63,6 +64,24 @@ describe('parseClientFrame', () => {
       assert.ok(parseClientFrame(JSON.stringify({ type: 'join', v: 1, token: 't', participantId: id, roomId: id })).ok, JSON.stringify(id));
       assert.equal(claimShapeProblem({ iss: 'k', exp: 1, grant: {}, roomId: id, participantId: id }), null, JSON.stringify(id));
     }
+  });
+
+  it('a display name may not hold control, line-separator or bidi embedding, override and isolate characters; the marks and joiners scripts and emoji need are names like any other', () => {
+    const join = (name: string) => parseClientFrame(JSON.stringify({ type: 'join', v: 1, token: 't', participantId: 'p', name }));
+    for (const c of ['\u0000', '\n', '\u001b', '\u007f', '\u0085', '\u2028', '\u2029', '\u202e', '\u2067']) {
+      const parsed = join(`Ada${c}Lovelace`);
+      assert.ok(!parsed.ok && /^name must not hold/.test(parsed.problem) && parsed.problem.includes(`U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`), JSON.stringify(c));
+    }
+    for (const name of ['Ada Lovelace', '\u05e9\u05dc\u05d5\u05dd \u200f(Shalom)', '\ud83d\udc68\u200d\ud83d\udc69\u200d\ud83d\udc67 family', 'a\u200cb', 'caf\u00e9']) {
+      assert.ok(join(name).ok, JSON.stringify(name));
+    }
+  });
+
+  it('a token claim naming a room or participant the join frame could never name (over 128 characters) is refused at its shape', () => {
+    const long = 'r'.repeat(129);
+    assert.deepEqual(claimShapeProblem({ iss: 'k', exp: 1, grant: {}, roomId: long }), { claim: 'roomId', problem: 'must be at most 128 characters (it has 129)' });
+    assert.equal(claimShapeProblem({ iss: 'k', exp: 1, grant: {}, participantId: long })?.claim, 'participantId');
+    assert.equal(claimShapeProblem({ iss: 'k', exp: 1, grant: {}, roomId: 'r'.repeat(128), participantId: 'p'.repeat(128) }), null);
   });
 
   it('never throws on hostile objects where a string is expected (a toString that is not a function)', () => {

@@ -7,6 +7,7 @@ import { CONTROL_PARAMS } from './validate-control.ts';
 import { MEDIA_PARAMS } from './validate-media.ts';
 import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame } from './messages.ts';
 import { bad, isId, isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, ok, optionalString, type Parsed, type ParamsParser } from './parse.ts';
+import { ID_CONTROL_RANGES, NAME_CONTROL_RANGES, nameControl } from './text.ts';
 
 export { isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, type Parsed } from './parse.ts';
 
@@ -129,9 +130,11 @@ export function parseJoinFrame(frame: Record<string, unknown>): Parsed<JoinFrame
   if (frame.type !== 'join') return bad('the first frame must be a join frame');
   if (typeof frame.v !== 'number') return bad('v (protocol version) must be a number');
   if (typeof frame.token !== 'string') return bad('token must be a string');
-  if (!isId(frame.participantId)) return bad('participantId must be a non-empty, well-formed string of at most 128 characters, without control or bidi control characters');
-  if (frame.roomId !== undefined && !isId(frame.roomId)) return bad('roomId must be a non-empty, well-formed string of at most 128 characters, without control or bidi control characters');
+  if (!isId(frame.participantId)) return bad(`participantId must be a non-empty, well-formed string of at most 128 characters, without control, bidi control or invisible characters (${ID_CONTROL_RANGES})`);
+  if (frame.roomId !== undefined && !isId(frame.roomId)) return bad(`roomId must be a non-empty, well-formed string of at most 128 characters, without control, bidi control or invisible characters (${ID_CONTROL_RANGES})`);
   if (!optionalString(frame.name, MAX_NAME_LENGTH)) return bad('name must be a non-empty string of at most 256 characters');
+  const control = frame.name === undefined ? null : nameControl(frame.name as string);
+  if (control !== null) return bad(`name must not hold control or bidi control characters (${NAME_CONTROL_RANGES}): it holds ${control}`);
   return ok({
     type: 'join',
     v: frame.v,

@@ -40,6 +40,8 @@ describe('mintToken', () => {
       ['participantId', 'bob\u001b[31m', 'U+001B'],
       ['participantId', 'x\u0085', 'U+0085'],
       ['participantId', '\u2067alice', 'U+2067'],
+      ['participantId', 'ad\u200ba', 'U+200B'],
+      ['roomId', '\ufeffroom', 'U+FEFF'],
     ] as const) {
       assert.throws(
         () => mintToken({ ...base, roomId: 'r', [field]: value, grant: {} }),
@@ -48,6 +50,15 @@ describe('mintToken', () => {
       );
     }
     assert.doesNotThrow(() => mintToken({ ...base, roomId: 'caf\u00e9 \u05e9\u05dc\u05d5\u05dd', participantId: 'bob smith', grant: {} }));
+  });
+
+  it('refuses a room or participant id longer than a join frame can name (128 characters) at mint time, not at every join', () => {
+    assert.throws(
+      () => mintToken({ ...base, roomId: 'r'.repeat(129), grant: {} }),
+      (e: SdkError) => e.code === 'INVALID_TOKEN' && e.reason === 'bad-claim' && e.message.startsWith('roomId must be at most 128 characters'),
+    );
+    assert.throws(() => mintToken({ ...base, roomId: 'r', participantId: 'p'.repeat(200), grant: {} }), (e: SdkError) => e.reason === 'bad-claim');
+    assert.doesNotThrow(() => mintToken({ ...base, roomId: 'r'.repeat(128), participantId: 'p'.repeat(128), grant: {} }));
   });
 
   it('parses lifetimes', () => {
