@@ -241,8 +241,13 @@ export abstract class Connection implements MemberLink {
     this.terminateNow();
   }
 
-  /** Heartbeat tick: drop a peer that did not answer the previous ping. */
+  /**
+   * Heartbeat tick: drop a peer that did not answer the previous ping. One whose frames wait for
+   * their budget is not read meanwhile, so its pong cannot be seen: the frames it sent are its
+   * sign of life (it is read again, and checked, once they are handled).
+   */
   heartbeat(): void {
+    if (this.gate.holding > 0) this.alive = true;
     if (!this.alive) {
       // cut like a dropped network: the member keeps its seat for the grace period
       this.relay.log.info('participant dropped: heartbeat timeout', this.who);

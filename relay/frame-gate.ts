@@ -117,7 +117,7 @@ export class FrameGate implements Turn, RateWaiter {
     if (shared) {
       if (this.inLine) return IN_LINE;
       if (this.prepaid === 0 && !shared.take(bytes, this)) {
-        const ticket = shared.wait(this, bytes);
+        const ticket = shared.wait(this, bytes, this.flow.key);
         // its turn may have come at once: then it is enqueued already, with its bytes prepaid
         if (this.prepaid === 0) this.inLine = ticket;
         return IN_LINE;

@@ -364,4 +364,35 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
       await small.close();
     }
   });
+
+  it("item 10: the shared rate is served round the project's tokens, a turn each: another token waits one turn of a crowd, not one per connection; and a connection whose frame waits there is not dropped by the heartbeat (its socket is not read meanwhile)", async () => {
+    const small = await startTestRelay({ domainDataByteRate: 64 * KiB, heartbeatMs: 300 });
+    try {
+      const crowdToken = small.token({ grant: { canPublishData: true } });
+      const crowd = await Promise.all(Array.from({ length: 12 }, () => rawJoin(small.url, crowdToken, { roomId: 'turns' })));
+      // another token of the project (pinned to its member: not the same bytes as the crowd's)
+      const member = await rawJoin(small.url, small.token({ participantId: 'member', grant: { canPublishData: true } }), { roomId: 'turns', participantId: 'member' });
+      const order: string[] = [];
+      const publish = (c: RawClient, name: string, bytes: number) => {
+        c.send({ type: 'request', id: 7, method: 'pubsub.publish', params: { topic: 't', payload: 'x'.repeat(bytes) } });
+        return c.next((f) => f.type === 'response' && f.id === 7, 30_000).then((answer) => {
+          order.push(name);
+          return answer;
+        });
+      };
+      // 12 × 32 KiB: the 128 KiB burst passes four, the other eight wait in line (4 s at 64 KiB/s)
+      const crowdAnswers = crowd.map((c, i) => publish(c, `crowd${i}`, 32 * KiB));
+      await until(() => order.length >= 4);
+      const mine = await publish(member, 'member', 1 * KiB);
+      assert.equal(mine.error, undefined);
+      const before = order.indexOf('member');
+      assert.ok(before <= 6, `the member waited for ${before} of the crowd's frames (one turn of its token after the burst; one per connection would be 12)`);
+      const answers = await Promise.all(crowdAnswers);
+      assert.equal(answers.filter((a) => a.error).length, 0, 'the crowd waited, all of it answered');
+      for (const c of crowd) assert.equal(c.ws.readyState, c.ws.OPEN, 'no waiting connection was dropped by the heartbeat (300 ms)');
+      for (const c of [...crowd, member]) c.ws.close();
+    } finally {
+      await small.close();
+    }
+  });
 });

@@ -40,9 +40,9 @@ export async function rawConnect(url: string): Promise<RawClient> {
     send: (frame) => ws.send(typeof frame === 'string' || Buffer.isBuffer(frame) ? frame : JSON.stringify(frame)),
     async next(pick = () => true, ms = 3000) {
       const deadline = Date.now() + ms;
-      let seen = 0;
       for (;;) {
-        for (; seen < frames.length; seen++) if (pick(frames[seen]!)) return frames.splice(seen, 1)[0]!;
+        // from the start each time: another waiter may have taken a frame before the one this waits for
+        for (let at = 0; at < frames.length; at++) if (pick(frames[at]!)) return frames.splice(at, 1)[0]!;
         if (Date.now() > deadline || ws.readyState === WebSocket.CLOSED) throw new Error('no matching frame');
         await new Promise<void>((resolve) => {
           waiters.push(resolve);

@@ -92,14 +92,39 @@ describe('SharedRate: one rate for a crowd, in turn', () => {
     assert.deepEqual(h.grants, ['b:500', 'c:300'], 'the bytes given back are served at once');
   });
 
-  it('a frame larger than the burst costs the burst: it passes, and does not block the line for ever', (t) => {
+  it('a frame larger than the burst passes once the bucket is full and leaves it in debt: no frame waits for ever, and the rate holds on average', (t) => {
     const h = harness(t, 1000, 2000);
     h.shared.take(2000);
-    h.shared.wait(h.waiter('big'), 1_000_000);
+    h.shared.wait(h.waiter('big'), 10_000);
     h.shared.wait(h.waiter('small'), 10);
     h.advance(2000);
-    assert.deepEqual(h.grants, ['big:2000']);
-    h.advance(10);
-    assert.deepEqual(h.grants, ['big:2000', 'small:10']);
+    assert.deepEqual(h.grants, ['big:10000'], 'the burst is there again: the big frame passes, charged in full');
+    h.advance(8000);
+    assert.deepEqual(h.grants, ['big:10000'], 'its debt (8,000 bytes at 1,000 a second) is paid first');
+    h.advance(20);
+    assert.deepEqual(h.grants, ['big:10000', 'small:10']);
+  });
+
+  it('the line is one place per key (a token\'s connections), served round the keys: another token waits one turn of a crowd, not a turn of each of its connections', (t) => {
+    const h = harness(t, 1000, 1000);
+    h.shared.take(1000);
+    for (let i = 0; i < 5; i++) h.shared.wait(h.waiter(`crowd${i}`), 100, 'crowd');
+    h.shared.wait(h.waiter('member'), 100, 'member');
+    h.advance(300);
+    assert.deepEqual(h.grants, ['crowd0:100', 'member:100', 'crowd1:100'], 'the member is served after one of the crowd');
+    h.advance(300);
+    assert.deepEqual(h.grants.slice(3), ['crowd2:100', 'crowd3:100', 'crowd4:100']);
+  });
+
+  it('a place given up leaves the line at once, and an empty frame costs a byte (a grant is never of nothing)', (t) => {
+    const h = harness(t, 1000, 1000);
+    h.shared.take(1000);
+    const tickets = Array.from({ length: 1000 }, (_, i) => h.shared.wait(h.waiter(`gone${i}`), 100, `k${i % 3}`));
+    assert.equal(h.shared.waiting, 1000);
+    for (const ticket of tickets) ticket.cancel();
+    assert.equal(h.shared.waiting, 0, 'nothing of the closed connections is left in line');
+    h.shared.wait(h.waiter('empty'), 0);
+    h.advance(1);
+    assert.deepEqual(h.grants, ['empty:1']);
   });
 });
