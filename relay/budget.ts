@@ -2,6 +2,7 @@ import { PresenceBudgets, type PresenceLimits } from './rooms/presence.ts';
 import { UnfinishedBudget } from './unfinished.ts';
 import { OutputStarts } from './outputs/output-starts.ts';
 import { SharedRate } from './data/shared-rate.ts';
+import { BucketMap } from './data/bucket-map.ts';
 import { TokenBucket } from './data/token-bucket.ts';
 
 /**
@@ -93,6 +94,12 @@ export interface RelayBudgets {
   readonly presence: PresenceBudgets;
   /** Per room and output: its starts a minute (kept when the room empties and is made again). */
   readonly outputStarts: OutputStarts;
+  /**
+   * Per token (`project\0tokenKey`): the bytes of its listings of recordings, at the member
+   * data-byte rate (a listing is JSON made from a directory walk, free to ask for in a loop
+   * otherwise).
+   */
+  readonly listings: BucketMap;
 }
 
 /** The limits of {@link relayBudgets}: the relay's configuration has them. */
@@ -109,6 +116,8 @@ export interface BudgetLimits extends PresenceLimits {
   domainLobby: number;
   domainDataByteRate: number;
   outputStarts: number;
+  dataByteRate: number;
+  dataByteBurst: number;
 }
 
 export function relayBudgets(config: BudgetLimits): RelayBudgets {
@@ -121,6 +130,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
     unfinished: new UnfinishedBudget(config.unfinishedPerToken, config.maxUnfinishedTotal),
     presence: new PresenceBudgets(config),
     outputStarts: new OutputStarts(config.outputStarts),
+    listings: new BucketMap(() => new TokenBucket(config.dataByteRate, config.dataByteBurst)),
     history,
     whiteboard: new Budget(config.whiteboardBytesTotal),
     subscriptions,

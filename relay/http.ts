@@ -5,8 +5,6 @@ import { bearer } from './api/auth.ts';
 import { serveApi } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
-import { BucketMap } from './data/bucket-map.ts';
-import { TokenBucket } from './data/token-bucket.ts';
 import { fromPeer, passToPeers, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
@@ -181,32 +179,16 @@ async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers:
   return { project, roomId: claims.roomId, tokenKey: key };
 }
 
-const listingBudgets = new WeakMap<RelayContext, BucketMap>();
-
-/**
- * The byte budget of a token's listings of recordings: what it is answered is charged to it at
- * the member data-byte rate, as a member's answers are (a listing is a few hundred KiB of JSON
- * made from a directory walk, free to ask for in a loop otherwise).
- */
-function listingBudget(relay: RelayContext, project: string, tokenKey: string): TokenBucket {
-  let budgets = listingBudgets.get(relay);
-  if (!budgets) {
-    const { dataByteRate, dataByteBurst } = relay.config;
-    listingBudgets.set(relay, (budgets = new BucketMap(() => new TokenBucket(dataByteRate, dataByteBurst))));
-  }
-  return budgets.get(`${project}\u0000${tokenKey}`);
-}
-
 /**
  * `GET /recordings`: the room's files, here and (on a cluster) at the other nodes. Asked while
- * the token's listing budget is in debt it is refused `RATE_LIMITED` (`byte-rate`) before any
+ * the token's listing budget (`relay.budgets.listings`) is in debt it is refused `RATE_LIMITED` (`byte-rate`) before any
  * directory is read; else the listing (bounded: `LISTING_LIMITS`) is made and its bytes spent,
  * into debt if it is larger than what is left (a listing larger than the burst stays readable).
  */
 async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: RelayContext, _connections: number, peers: Peers): Promise<void> {
   const access = await recordingAccess(req, relay, peers);
   if ('status' in access) return refuse(req, res, access);
-  const budget = listingBudget(relay, access.project, access.tokenKey);
+  const budget = relay.budgets.listings.get(`${access.project}\u0000${access.tokenKey}`);
   if (!budget.hasCredit()) {
     const { dataByteRate, dataByteBurst } = relay.config;
     const wait = Math.max(1, Math.ceil(budget.msUntilToken(0) / 1000));

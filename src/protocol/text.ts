@@ -39,12 +39,12 @@ function first(pattern: RegExp, value: string): string | null {
   return found ? `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}` : null;
 }
 
-/** The first character of `value` an id may not hold, as `U+XXXX`, or `null` when there is none. */
+/** The first character of `value` an id may not hold, as its code point (`U+202E`), or `null` when there is none. */
 export function idControl(value: string): string | null {
   return first(ID_CONTROL, value);
 }
 
-/** The first character of `value` a display name may not hold, as `U+XXXX`, or `null` when there is none. */
+/** The first character of `value` a display name may not hold, as its code point (`U+202E`), or `null` when there is none. */
 export function nameControl(value: string): string | null {
   return first(NAME_CONTROL, value);
 }
