@@ -18,7 +18,9 @@
  * what the `tessera-relay` command sets in V8 (`--heap-growth`); BENCH_HEAP_GROWTH=0 leaves V8's own.
  * BENCH_SAMPLES=FILE writes every chat sample of both phases ([seconds into the phase, ms]) for a
  * timeline; BENCH_GC_LOG=FILE has the relay write its garbage collections ([wall-clock ms, ms
- * paused, kind]) when it exits. The table also says how long the relay's event loop waited for a core (its
+ * paused, kind]) when it exits, and BENCH_MEM_LOG=FILE its memory every 100 ms ([wall-clock ms,
+ * then MiB of RSS, heap used, V8's external memory, array buffers, history and held frames in
+ * use]). The table also says how long the relay's event loop waited for a core (its
  * `/proc/PID/schedstat`: the machine's other processes, these clients, compete with it) and its
  * own event-loop delay. The hostile process runs under SCHED_IDLE (see below;
  * BENCH_HOSTILE_SCHED=nice for nice 10 alone, BENCH_HOSTILE_NICE for another nice);
@@ -488,7 +490,7 @@ const budget = (name: string) => `tessera_budget_in_use{budget="${name}"}`;
 // the ceiling the configured budgets set on what members can make the relay hold, for this attack
 const boards = 1;
 const ceilingParts: Array<[string, number]> = [
-  ['pubsub history, relay-wide (--history-bytes-total)', DEFAULTS.historyBytesTotal],
+  ['pubsub history, relay-wide (--history-bytes-total, kept in 1 KiB blocks: at most 5/4 of it)', Math.ceil(1.25 * DEFAULTS.historyBytesTotal)],
   [`whiteboards: ${boards} × --whiteboard-bytes (relay-wide ${mib(DEFAULTS.whiteboardBytesTotal)})`, Math.min(DEFAULTS.whiteboardBytesTotal, boards * DEFAULTS.whiteboardBytes)],
   ['unsent bytes of all members (--max-buffered-total)', DEFAULTS.maxBufferedTotal],
   ['inbound frames held for their frame budget (--max-held-total)', (DEFAULTS as { maxHeldTotal?: number }).maxHeldTotal ?? 0],

@@ -56,8 +56,19 @@ if (mode === 'relay') {
       for (const e of list.getEntries()) gcLog.push([performance.timeOrigin + e.startTime, e.duration, ((e as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0)]);
     }).observe({ entryTypes: ['gc'] });
   }
+  // BENCH_MEM_LOG=FILE: every 100 ms [wall-clock ms, rss, heap used, external, array buffers, history, held] (MiB), written at exit
+  const memLog: number[][] = [];
+  if (process.env.BENCH_MEM_LOG) {
+    const b = relay.context.budgets;
+    const mib = (n: number) => Math.round((n / 1048576) * 10) / 10;
+    setInterval(() => {
+      const m = process.memoryUsage();
+      memLog.push([Date.now(), mib(m.rss), mib(m.heapUsed), mib(m.external), mib(m.arrayBuffers), mib(b.history.inUse), mib(b.held.inUse)]);
+    }, 100).unref();
+  }
   process.on('message', (msg: { cmd: string; room?: string; count?: number; id?: number }) => {
     if (msg.cmd === 'exit') {
+      if (process.env.BENCH_MEM_LOG) writeFileSync(process.env.BENCH_MEM_LOG, JSON.stringify(memLog));
       if (process.env.BENCH_GC_LOG) writeFileSync(process.env.BENCH_GC_LOG, JSON.stringify(gcLog));
       void relay.close().then(() => process.exit(0));
     }

@@ -3,6 +3,7 @@ import { UnfinishedBudget } from './unfinished.ts';
 import { OutputStarts } from './outputs/output-starts.ts';
 import { SharedRate } from './data/shared-rate.ts';
 import { BucketMap } from './data/bucket-map.ts';
+import { ByteArena } from './data/byte-arena.ts';
 import { TokenBucket } from './data/token-bucket.ts';
 
 /**
@@ -78,6 +79,8 @@ const TURNS_A_SECOND = 32;
 export interface RelayBudgets {
   /** Bytes of persisted pubsub history. */
   readonly history: Budget;
+  /** The memory that history is kept in (blocks the relay reuses; see `data/byte-arena.ts`). */
+  readonly historyStore: ByteArena;
   /** Bytes of whiteboard shapes. */
   readonly whiteboard: Budget;
   /** Topic subscriptions. */
@@ -132,6 +135,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
     outputStarts: new OutputStarts(config.outputStarts),
     listings: new BucketMap(() => new TokenBucket(config.dataByteRate, config.dataByteBurst)),
     history,
+    historyStore: new ByteArena(),
     whiteboard: new Budget(config.whiteboardBytesTotal),
     subscriptions,
     lobby,

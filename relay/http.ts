@@ -289,9 +289,12 @@ function metrics(relay: RelayContext, connections: number): string {
   const hooks = relay.counters.webhooks;
   metric('tessera_webhooks_total', 'counter', 'Webhook events by outcome: delivered, failed (given up after their attempts), dropped (their queue was full).', [['{outcome="delivered"}', hooks.stats.delivered], ['{outcome="failed"}', hooks.stats.failed], ['{outcome="dropped"}', hooks.stats.dropped]]);
   metric('tessera_webhooks_queued', 'gauge', 'Webhook events waiting to be delivered.', [['', hooks.queued]]);
-  const budgets = Object.entries(relay.budgets);
+  // the budgets that are one relay-wide quantity (the others are per token, per project or per room)
+  const budgets = Object.entries(relay.budgets as object).filter((e): e is [string, { inUse: number; limit: number }] => typeof e[1]?.inUse === 'number' && typeof e[1]?.limit === 'number');
   metric('tessera_budget_in_use', 'gauge', 'What members make the relay hold, relay-wide, by budget (history and whiteboard in bytes).', budgets.map(([name, b]) => [`{budget="${name}"}`, b.inUse] as [string, number]));
   metric('tessera_budget_limit', 'gauge', 'The relay-wide ceiling of each budget.', budgets.map(([name, b]) => [`{budget="${name}"}`, b.limit] as [string, number]));
+  const store = relay.budgets.historyStore;
+  metric('tessera_history_store_bytes', 'gauge', 'Memory history is kept in: allocated (its high-water mark, reused, never more than 5/4 of the history budget) and in use.', [['{state="allocated"}', store.slabBytes], ['{state="in-use"}', store.bytesInUse]]);
   metric('tessera_media_publications', 'gauge', 'Published tracks.', [['', media.publications]]);
   metric('tessera_media_subscriptions', 'gauge', 'Track subscriptions.', [['', media.subscriptions]]);
   metric('tessera_media_packets', 'gauge', 'RTP packets through the live transports, by direction.', [['{direction="in"}', media.inPackets], ['{direction="out"}', media.outPackets]]);

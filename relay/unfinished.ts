@@ -85,6 +85,11 @@ export class UnfinishedBudget {
     return this.used;
   }
 
+  /** The relay-wide ceiling. */
+  get limit(): number {
+    return this.total;
+  }
+
   /** Tokens holding some (for tests). */
   get tokens(): number {
     return this.byToken.size;

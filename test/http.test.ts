@@ -298,6 +298,9 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
       assert.equal(ok.status, 200);
       assert.match(ok.body.toString(), /^# TYPE tessera_connections gauge$/m);
       assert.match(ok.body.toString(), /^tessera_budget_limit\{budget="history"\} \d+$/m, 'the budgets, used and limit');
+      for (const line of ok.body.toString().split('\n').filter((l) => l && !l.startsWith('#'))) {
+        assert.match(line, /^tessera_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?\d+(\.\d+)?(e[+-]?\d+)?$/, `every sample is a number (Prometheus refuses the whole page otherwise): ${line}`);
+      }
       assert.equal((await rawHttp(p, request('/healthz'))).status, 200, '/healthz stays public');
       const refused = await rawHttp(open.relay.port, request('/metrics'));
       assert.equal(refused.status, 403, 'listening beyond loopback without a token: off');

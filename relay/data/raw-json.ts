@@ -4,6 +4,7 @@
  * an answer listing kept values is spliced from those bytes, never parsed or encoded again.
  */
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
+import type { KeptBytes } from './byte-arena.ts';
 
 /** An event frame carrying `value`, and the bytes of `value` inside it. */
 export function eventFrame(name: string, value: unknown): { frame: Buffer; json: Buffer } {
@@ -37,13 +38,19 @@ export function messageJsonParts(message: PubSubMessage, payloadJson: string): s
   return [`{"id":${JSON.stringify(message.id)},"topic":${JSON.stringify(message.topic)},"payload":`, payloadJson, `,"from":${JSON.stringify(message.from)},"timestamp":${JSON.stringify(message.timestamp)}}`];
 }
 
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']}');
-
-/** `{"<key>":[<each>,...]}` from values already serialised. */
-export function objectOfArray(key: string, values: readonly Buffer[]): Buffer {
-  const parts: Buffer[] = [Buffer.from(`{${JSON.stringify(key)}:[`)];
-  values.forEach((json, i) => parts.push(...(i ? [COMMA, json] : [json])));
-  parts.push(CLOSE);
-  return Buffer.concat(parts);
+/** `{"<key>":[<each>,...]}` from values already serialised, copied once into the answer. */
+export function objectOfArray(key: string, values: readonly KeptBytes[]): Buffer {
+  const head = `{${JSON.stringify(key)}:[`;
+  const headBytes = Buffer.byteLength(head);
+  let bytes = headBytes + 2 + Math.max(0, values.length - 1);
+  for (const v of values) bytes += v.length;
+  const out = Buffer.allocUnsafe(bytes);
+  let at = out.write(head, 0);
+  values.forEach((json, i) => {
+    if (i) out[at++] = 0x2c; // ,
+    at += json.copy(out, at);
+  });
+  out[at++] = 0x5d; // ]
+  out[at] = 0x7d; // }
+  return out;
 }

@@ -1,7 +1,7 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
 import { eventFrameOfJson, messageJsonParts, objectOfArray } from './raw-json.ts';
-import { ownCopy, release } from './own-bytes.ts';
+import { ArenaBytes, type ByteArena, type KeptBytes } from './byte-arena.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/member.ts';
@@ -23,6 +23,8 @@ export interface TopicLimits {
  */
 export interface TopicBudgets {
   history: Budget;
+  /** Where kept messages' bytes live (the relay's, shared by its rooms). */
+  store: ByteArena;
   subscriptions: Budget;
   domainSubscriptions: Budget;
 }
@@ -48,12 +50,12 @@ export interface HistoryJournal {
 
 /**
  * A kept message, as bytes: the serialised message (a copy of its part of the frame that was
- * fanned out, in memory of its own: see `own-bytes.ts`), never the parsed payload, whose object
+ * fanned out, in the relay's arena: see `byte-arena.ts`), never the parsed payload, whose object
  * graph can be twenty times its JSON.
  */
 interface Stored {
   seq: number;
-  json: Buffer;
+  json: KeptBytes;
   from: string;
   /** Targets of a targeted message; only they (and the sender) ever see it. */
   to?: ReadonlySet<string>;
@@ -230,8 +232,8 @@ export class TopicBoard {
       this.topics.set(name, topic);
     }
     if (topic.history.length === 0) this.topicsWithHistory++;
-    // in memory of its own (not a view of the frame fanned out), given back when it is forgotten
-    const stored: Stored = { seq, json: ownCopy(json), from, bytes, frameBytes, topic: name, gone: false, ...(to ? { to } : {}) };
+    // in the arena (not a view of the frame fanned out), given back when it is forgotten
+    const stored: Stored = { seq, json: this.budgets.store.keep(json), from, bytes, frameBytes, topic: name, gone: false, ...(to ? { to } : {}) };
     topic.history.push(stored);
     this.order.push(stored);
     if (topic.history.length > this.limits.historySize) this.forget(topic.history[0]!);
@@ -262,7 +264,7 @@ export class TopicBoard {
     stored.gone = true;
     this.journal?.forgot(stored.seq);
     this.budgets.history.give(stored.bytes);
-    release(stored.json);
+    free(stored.json);
     const topic = this.topics.get(stored.topic)!;
     const at = topic.history.indexOf(stored);
     topic.history.splice(at, 1);
@@ -293,7 +295,7 @@ export class TopicBoard {
   history(reader: Member, name: string, limit: number, maxBytes: number, pay: (bytes: number) => void): Buffer {
     const stored = this.topics.get(name)?.history ?? [];
     const mayReadTargeted = reader.pinned || !this.reserved(reader.id);
-    const out: Buffer[] = [];
+    const out: KeptBytes[] = [];
     let bytes = HISTORY_WRAPPER_BYTES;
     for (let i = stored.length - 1; i >= 0 && out.length < limit; i--) {
       const s = stored[i]!;
@@ -322,9 +324,14 @@ export class TopicBoard {
     this.budgets.history.give(this.budgets.history.inUse);
     for (const [member, names] of this.byMember) this.pool(member).give(names.size);
     this.byMember.clear();
-    for (let i = this.head; i < this.order.length; i++) if (!this.order[i]!.gone) release(this.order[i]!.json);
+    for (let i = this.head; i < this.order.length; i++) if (!this.order[i]!.gone) free(this.order[i]!.json);
     this.topics.clear();
     this.order = [];
     this.head = 0;
   }
+}
+
+/** Give kept bytes back to the arena they live in, if any (a small Buffer is left to the collector). */
+function free(json: KeptBytes): void {
+  if (json instanceof ArenaBytes) json.free();
 }
