@@ -71,6 +71,8 @@ describe('FrameScheduler: fairness across tokens', () => {
   it('a flow that comes back at once gets no credit: a member that has really been quiet goes before it', () => {
     const h = harness({ sliceMs: 4, creditMs: 4, quietMs: 50 });
     const log: string[] = [];
+    // a member that joined before all this and has been quiet since
+    const memberFlow = h.scheduler.join('member');
     // a flow with a backlog keeps the relay busy; a flooder's socket gives one cheap frame per read
     h.scheduler.enqueue(new Flooder(h.scheduler.join('backlog'), 1, h.spend, log, 'backlog'));
     const reader = new Flooder(h.scheduler.join('reader'), 0.1, h.spend, log, 'reader', 1);
@@ -85,9 +87,28 @@ describe('FrameScheduler: fairness across tokens', () => {
     log.length = 0;
     // the reader comes back first, then a member quiet until now: the member is served first
     if (!reader.queued) again();
-    h.scheduler.enqueue(new Flooder(h.scheduler.join('member'), 0.1, h.spend, log, 'member', 1));
+    h.scheduler.enqueue(new Flooder(memberFlow, 0.1, h.spend, log, 'member', 1));
     h.tick();
     assert.ok(log.indexOf('member') >= 0 && log.indexOf('member') < log.indexOf('reader'), `served in order ${log.join(',')}`);
+  });
+
+  it('a token whose connections send the moment they join gets no credit: at a flood\'s start, members who were there and quiet go first', () => {
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    const log: string[] = [];
+    // the room's speakers joined a while ago and have been quiet since
+    const speakers = Array.from({ length: 3 }, (_, i) => h.scheduler.join(`speaker-${i}`));
+    h.spend(1_000);
+    // every flood starts at once: thirty new tokens, each with a burst of 2 ms frames
+    for (let i = 0; i < 30; i++) h.scheduler.enqueue(new Flooder(h.scheduler.join(`flood-${i}`), 2, h.spend, log, 'flood', 20));
+    h.tick();
+    // ...and the speakers' chat lines arrive just after them
+    const at = log.length;
+    speakers.forEach((flow, i) => h.scheduler.enqueue(new Flooder(flow, 0.1, h.spend, log, `speaker-${i}`, 1)));
+    h.tick();
+    h.tick();
+    const served = log.slice(at);
+    const last = Math.max(...speakers.map((_, i) => served.indexOf(`speaker-${i}`)));
+    assert.ok(served.indexOf('speaker-0') >= 0 && last <= 3, `the speakers came at ${speakers.map((_, i) => served.indexOf(`speaker-${i}`)).join(', ')} after they arrived, behind ${served.slice(0, last).join(',')}`);
   });
 
   it('flooders that never stop all get turns: none waits behind the others for ever', () => {
@@ -192,13 +213,15 @@ describe('FrameScheduler: fairness across tokens', () => {
     const log: string[] = [];
     const shared = new Flooder(h.scheduler.join('delivery', 1, 0.85), 0.05, h.spend, log, 'shared');
     const flooders = Array.from({ length: 10 }, (_, i) => new Flooder(h.scheduler.join(`flooder-${i}`), 1, h.spend, log, 'flooder'));
+    // members who joined before the flood and have been quiet since
+    const members = Array.from({ length: 20 }, (_, k) => h.scheduler.join(`member-${k}`));
     h.scheduler.enqueue(shared);
     for (const f of flooders) h.scheduler.enqueue(f);
     for (let i = 0; i < 50; i++) h.tick();
     for (let k = 0; k < 20; k++) {
       // just after a flooder's frame: the shared flow is owed time
       while (log[log.length - 1] !== 'flooder') h.tick();
-      const member = new Flooder(h.scheduler.join(`member-${k}`), 0.05, h.spend, log, 'member', 1);
+      const member = new Flooder(members[k]!, 0.05, h.spend, log, 'member', 1);
       const at = log.length;
       h.scheduler.enqueue(member);
       h.tick();

@@ -49,7 +49,7 @@ export class Flow {
   order = 0;
   /** Connections using it. */
   users = 0;
-  /** When its last work ended (the scheduler's clock). */
+  /** When its last work ended, or when it was made (the scheduler's clock). */
   lastActive = -Infinity;
 
   /**
@@ -174,6 +174,10 @@ export class FrameScheduler {
     let flow = this.flows.get(key);
     if (!flow) {
       flow = new Flow(key, weight, share);
+      // quiet since it was made, not for ever: a token whose connections send the moment they
+      // join (every flood at once, each with a full burst) has no credit to go before the
+      // members who were already there and quiet
+      flow.lastActive = this.now();
       if (share > 0) {
         if (this.shared && (this.shared.users > 0 || this.shared.waiting > 0)) throw new Error(`one flow may have a share; ${this.shared.key} has it`);
         this.shared = flow;
