@@ -490,7 +490,7 @@ const budget = (name: string) => `tessera_budget_in_use{budget="${name}"}`;
 // the ceiling the configured budgets set on what members can make the relay hold, for this attack
 const boards = 1;
 const ceilingParts: Array<[string, number]> = [
-  ['pubsub history, relay-wide (--history-bytes-total, kept in 1 KiB blocks: at most 5/4 of it)', Math.ceil(1.25 * DEFAULTS.historyBytesTotal)],
+  ['pubsub history, relay-wide (--history-bytes-total; its arena blocks at most 5/4 of it, plus a slab per block size)', Math.ceil(1.25 * DEFAULTS.historyBytesTotal) + 2 * 1024 * 1024],
   [`whiteboards: ${boards} × --whiteboard-bytes (relay-wide ${mib(DEFAULTS.whiteboardBytesTotal)})`, Math.min(DEFAULTS.whiteboardBytesTotal, boards * DEFAULTS.whiteboardBytes)],
   ['unsent bytes of all members (--max-buffered-total)', DEFAULTS.maxBufferedTotal],
   ['inbound frames held for their frame budget (--max-held-total)', (DEFAULTS as { maxHeldTotal?: number }).maxHeldTotal ?? 0],

@@ -79,8 +79,8 @@ const TURNS_A_SECOND = 32;
 export interface RelayBudgets {
   /** Bytes of persisted pubsub history. */
   readonly history: Budget;
-  /** The memory that history is kept in (blocks the relay reuses; see `data/byte-arena.ts`). */
-  readonly historyStore: ByteArena;
+  /** The memory pubsub history and whiteboard shapes are kept in (blocks the relay reuses; see `data/byte-arena.ts`). */
+  readonly arena: ByteArena;
   /** Bytes of whiteboard shapes. */
   readonly whiteboard: Budget;
   /** Topic subscriptions. */
@@ -135,7 +135,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
     outputStarts: new OutputStarts(config.outputStarts),
     listings: new BucketMap(() => new TokenBucket(config.dataByteRate, config.dataByteBurst)),
     history,
-    historyStore: new ByteArena(),
+    arena: new ByteArena(),
     whiteboard: new Budget(config.whiteboardBytesTotal),
     subscriptions,
     lobby,

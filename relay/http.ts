@@ -293,8 +293,8 @@ function metrics(relay: RelayContext, connections: number): string {
   const budgets = Object.entries(relay.budgets as object).filter((e): e is [string, { inUse: number; limit: number }] => typeof e[1]?.inUse === 'number' && typeof e[1]?.limit === 'number');
   metric('tessera_budget_in_use', 'gauge', 'What members make the relay hold, relay-wide, by budget (history and whiteboard in bytes).', budgets.map(([name, b]) => [`{budget="${name}"}`, b.inUse] as [string, number]));
   metric('tessera_budget_limit', 'gauge', 'The relay-wide ceiling of each budget.', budgets.map(([name, b]) => [`{budget="${name}"}`, b.limit] as [string, number]));
-  const store = relay.budgets.historyStore;
-  metric('tessera_history_store_bytes', 'gauge', 'Memory history is kept in: allocated (its high-water mark, reused, never more than 5/4 of the history budget) and in use.', [['{state="allocated"}', store.slabBytes], ['{state="in-use"}', store.bytesInUse]]);
+  const arena = relay.budgets.arena;
+  metric('tessera_arena_bytes', 'gauge', 'Memory pubsub history and whiteboard shapes are kept in: allocated (its high-water mark, reused: at most 5/4 of their budgets, plus a slab of 1 MiB per size class) and in use.', [['{state="allocated"}', arena.slabBytes], ['{state="in-use"}', arena.bytesInUse]]);
   metric('tessera_media_publications', 'gauge', 'Published tracks.', [['', media.publications]]);
   metric('tessera_media_subscriptions', 'gauge', 'Track subscriptions.', [['', media.subscriptions]]);
   metric('tessera_media_packets', 'gauge', 'RTP packets through the live transports, by direction.', [['{direction="in"}', media.inPackets], ['{direction="out"}', media.outPackets]]);

@@ -86,6 +86,31 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     c.ws.close();
   });
 
+  it('item 5: tiny kept messages hold their own blocks, not the 8 KiB pool chunks they were framed in (a review held 42 times the charge)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const held = () => {
+      gc();
+      return process.memoryUsage().arrayBuffers;
+    };
+    const c = await rawJoin(t.url, chat('hist-tiny'));
+    const before = held();
+    const charged0 = t.relay.context.budgets.history.inUse;
+    const pinned: Buffer[] = [];
+    for (let i = 0; i < 1_000; i++) {
+      assert.ok((await c.request('pubsub.publish', { topic: `t${i % 60}`, payload: 1, persist: true })).result);
+      // other small Buffers of this process (the relay's and this client's share Node's pool)
+      // move the pool on: a kept message that were a view into its frame would hold a chunk alone
+      for (let k = 0; k < 3; k++) pinned.push(Buffer.from('y'.repeat(3_000)));
+      pinned.length = 0;
+    }
+    const charged = t.relay.context.budgets.history.inUse - charged0;
+    const grown = held() - before;
+    assert.ok(charged > 1_000 * 100, `charged ${charged}`);
+    assert.ok(grown < charged + 2 * MiB, `memory held grew by ${grown} bytes for ${charged} charged`);
+    c.ws.close();
+  });
+
   it('item 6: the whiteboard is a byte budget; its answer is charged to whoever asks', async () => {
     const host = await rawJoin(t.url, t.token({ roomId: 'wb', grant: { canWhiteboard: true } }));
     assert.ok((await host.request('output.start', { output: 'whiteboard' })).result);
@@ -104,6 +129,28 @@ describe('issue 11: budgets in bytes, fairness under floods', () => {
     assert.ok(answers.every((a) => a.result || (a.error as { code: string }).code === 'RATE_LIMITED'));
     host.ws.close();
     viewer.ws.close();
+  });
+
+  it('item 6: shapes are kept in the relay\'s arena, answered byte for byte, and their blocks given back when the board is cleared or stopped', async () => {
+    const arena = t.relay.context.budgets.arena;
+    const inUse0 = arena.bytesInUse;
+    const host = await rawJoin(t.url, t.token({ roomId: 'wb-arena', grant: { canWhiteboard: true } }));
+    assert.ok((await host.request('output.start', { output: 'whiteboard' })).result);
+    const drawn: unknown[] = [];
+    for (const shape of [{ kind: 'stroke', points: [1, 2] }, { kind: 'text', x: 1, y: 2, text: 'é✓ '.repeat(60) }, { kind: 'stroke', points: Array.from({ length: 700 }, (_, i) => i + 0.5) }]) {
+      const r = await host.request('whiteboard.draw', { shape });
+      assert.ok(r.result, JSON.stringify(r.error));
+      drawn.push((r.result as { shape: unknown }).shape);
+    }
+    assert.ok(arena.bytesInUse > inUse0, 'the shapes took blocks');
+    const all = await host.request('whiteboard.shapes');
+    assert.deepEqual((all.result as { shapes: unknown[] }).shapes.map((x) => JSON.stringify(x)), drawn.map((x) => JSON.stringify(x)));
+    assert.ok((await host.request('whiteboard.clear')).result);
+    assert.equal(arena.bytesInUse, inUse0, 'cleared: given back');
+    assert.ok((await host.request('whiteboard.draw', { shape: { kind: 'stroke', points: [1, 2] } })).result);
+    assert.ok((await host.request('output.stop', { output: 'whiteboard' })).result);
+    assert.equal(arena.bytesInUse, inUse0, 'stopped: given back');
+    host.ws.close();
   });
 
   it('item 7: the frame budget is enforced: frames over it wait, they are not processed at once', async () => {

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ARENA_MIN_BYTES, ArenaBytes, BLOCK_BYTES, ByteArena, SLAB_BLOCKS } from './byte-arena.ts';
+import { ArenaBytes, ByteArena, LARGE_BLOCK_BYTES, LARGE_FROM_BYTES, SLAB_BYTES, SMALL_BLOCK_BYTES } from './byte-arena.ts';
 import { objectOfArray } from './raw-json.ts';
 
-const SLAB = BLOCK_BYTES * SLAB_BLOCKS;
+const SLAB = SLAB_BYTES;
+/** The blocks `n` bytes take. */
+const blocksOf = (n: number) => (n >= LARGE_FROM_BYTES ? Math.ceil(n / LARGE_BLOCK_BYTES) * LARGE_BLOCK_BYTES : Math.max(1, Math.ceil(n / SMALL_BLOCK_BYTES)) * SMALL_BLOCK_BYTES);
 
 /** Bytes whose every position differs from its neighbours', so a block out of place shows. */
 function pattern(n: number, seed: number): Buffer {
@@ -19,9 +21,9 @@ function read(kept: { length: number; copy(target: Uint8Array, at: number): numb
 }
 
 describe('byte arena: kept bytes in blocks the relay reuses', () => {
-  it('gives back exactly what was kept, at every size from one block to more than a slab', () => {
+  it('gives back exactly what was kept, at every size from one byte to more than a slab', () => {
     const arena = new ByteArena();
-    const sizes = [ARENA_MIN_BYTES, ARENA_MIN_BYTES + 1, 65_536, 65_536 + 17, 100_003, SLAB + 1, 3 * SLAB - 5];
+    const sizes = [1, 127, 128, 129, 1_000, LARGE_FROM_BYTES - 1, LARGE_FROM_BYTES, LARGE_FROM_BYTES + 1, 65_536, 65_536 + 17, 100_003, SLAB + 1, 3 * SLAB - 5];
     const kept = sizes.map((n, i) => ({ src: pattern(n, i), k: arena.keep(pattern(n, i)) }));
     for (const { src, k } of kept) {
       assert.ok(k instanceof ArenaBytes, `${src.length} bytes live in the arena`);
@@ -31,17 +33,36 @@ describe('byte arena: kept bytes in blocks the relay reuses', () => {
     }
     // copied into the middle of a larger target, nothing around it is touched
     const target = Buffer.alloc(70_000, 0xee);
-    kept[3]!.k.copy(target, 100);
+    const some = kept.find(({ src }) => src.length === 65_553)!;
+    some.k.copy(target, 100);
     assert.equal(target[99], 0xee);
-    assert.ok(target.subarray(100, 100 + 65_553).equals(kept[3]!.src));
+    assert.ok(target.subarray(100, 100 + 65_553).equals(some.src), 'copied where it was asked to be');
     assert.equal(target[100 + 65_553], 0xee);
   });
 
-  it('small bytes stay as they are: not worth a block', () => {
+  it('small bytes are copied into small blocks: they never keep the Buffer they came in (a slice of an 8 KiB pool chunk)', () => {
     const arena = new ByteArena();
-    const small = Buffer.from('{"id":"m1","topic":"chat","payload":"hi"}');
-    assert.equal(arena.keep(small), small);
-    assert.equal(arena.slabBytes, 0);
+    const frame = Buffer.from('{"type":"event","name":"pubsub.message","data":{"id":"m1","payload":1}}');
+    const json = frame.subarray(frame.indexOf('"data":') + 7, frame.length - 1);
+    const kept = arena.keep(json);
+    assert.ok(kept instanceof ArenaBytes);
+    frame.fill(0x20);
+    assert.equal(kept.toString(), '{"id":"m1","payload":1}', 'a copy, not a view');
+    assert.equal(arena.bytesInUse, SMALL_BLOCK_BYTES);
+    assert.equal(arena.slabBytes, SLAB, 'one slab of small blocks');
+  });
+
+  it('what a flood of tiny messages holds is its blocks, not the chunks they arrived in', () => {
+    const arena = new ByteArena();
+    const kept: ArenaBytes[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      // between two kept messages, 8 KiB of other small Buffers: each kept view would pin a chunk
+      for (let k = 0; k < 4; k++) Buffer.from('x'.repeat(2_000));
+      kept.push(arena.keep(Buffer.from(`{"id":"m${i}","payload":1}`)));
+    }
+    assert.equal(arena.bytesInUse, 10_000 * SMALL_BLOCK_BYTES);
+    assert.ok(arena.slabBytes <= 2 * SLAB, `${arena.slabBytes} bytes of slabs for 10,000 tiny messages`);
+    assert.equal(kept[9_999]!.toString(), '{"id":"m9999","payload":1}');
   });
 
   it('blocks freed are reused: a history that churns at its budget never grows the arena', () => {
@@ -59,7 +80,7 @@ describe('byte arena: kept bytes in blocks the relay reuses', () => {
       const round = 2_000 - 64 + i;
       assert.ok(read(k).equals(pattern(4_096 + ((round * 7919) % 61_441), round)));
     });
-    const inUse = live.reduce((n, k) => n + Math.ceil(k.length / BLOCK_BYTES) * BLOCK_BYTES, 0);
+    const inUse = live.reduce((n, k) => n + blocksOf(k.length), 0);
     assert.equal(arena.bytesInUse, inUse);
     const kept = live.reduce((n, k) => n + k.length, 0);
     assert.ok(arena.bytesInUse <= 1.25 * kept, 'blocks in use are at most 5/4 of the bytes kept');
@@ -71,7 +92,7 @@ describe('byte arena: kept bytes in blocks the relay reuses', () => {
     const used = arena.bytesInUse;
     k.free();
     k.free();
-    assert.equal(arena.bytesInUse, used - 10 * BLOCK_BYTES);
+    assert.equal(arena.bytesInUse, used - 10 * LARGE_BLOCK_BYTES);
     assert.throws(() => k.copy(Buffer.alloc(10_000), 0), /freed/);
     const a = arena.keep(pattern(10_000, 2));
     const b = arena.keep(pattern(10_000, 3));

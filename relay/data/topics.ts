@@ -1,7 +1,7 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
 import { eventFrameOfJson, messageJsonParts, objectOfArray } from './raw-json.ts';
-import { ArenaBytes, type ByteArena, type KeptBytes } from './byte-arena.ts';
+import type { ArenaBytes, ByteArena, KeptBytes } from './byte-arena.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/member.ts';
@@ -55,7 +55,7 @@ export interface HistoryJournal {
  */
 interface Stored {
   seq: number;
-  json: KeptBytes;
+  json: ArenaBytes;
   from: string;
   /** Targets of a targeted message; only they (and the sender) ever see it. */
   to?: ReadonlySet<string>;
@@ -202,6 +202,7 @@ export class TopicBoard {
    * budgets and limits as if it were published now; message ids go on after the last one kept.
    */
   restore(messages: readonly KeptMessage[]): void {
+    if (this.disposed) return;
     for (const m of [...messages].sort((a, b) => a.seq - b.seq)) {
       try {
         this.keep(m.topic, Buffer.from(m.json), m.from, m.to ? new Set(m.to) : undefined, m.frameBytes, m.seq);
@@ -215,7 +216,8 @@ export class TopicBoard {
   }
 
   private keep(name: string, json: Buffer, from: string, to: ReadonlySet<string> | undefined, frameBytes: number, seq: number): Stored {
-    let bytes = frameBytes + 64;
+    // (a record from elsewhere is charged at least its JSON: what the arena will hold)
+    let bytes = Math.max(frameBytes, json.length) + 64;
     if (to) for (const id of to) bytes += id.length + 16;
     const budget = this.budgets.history;
     if (bytes > budget.limit) throw new RelayError('PAYLOAD_TOO_LARGE', `a persisted message may take at most ${budget.limit} bytes of this room's history`, 'history-budget');
@@ -264,7 +266,7 @@ export class TopicBoard {
     stored.gone = true;
     this.journal?.forgot(stored.seq);
     this.budgets.history.give(stored.bytes);
-    free(stored.json);
+    stored.json.free();
     const topic = this.topics.get(stored.topic)!;
     const at = topic.history.indexOf(stored);
     topic.history.splice(at, 1);
@@ -324,14 +326,10 @@ export class TopicBoard {
     this.budgets.history.give(this.budgets.history.inUse);
     for (const [member, names] of this.byMember) this.pool(member).give(names.size);
     this.byMember.clear();
-    for (let i = this.head; i < this.order.length; i++) if (!this.order[i]!.gone) free(this.order[i]!.json);
+    for (let i = this.head; i < this.order.length; i++) if (!this.order[i]!.gone) this.order[i]!.json.free();
     this.topics.clear();
     this.order = [];
     this.head = 0;
   }
 }
 
-/** Give kept bytes back to the arena they live in, if any (a small Buffer is left to the collector). */
-function free(json: KeptBytes): void {
-  if (json instanceof ArenaBytes) json.free();
-}

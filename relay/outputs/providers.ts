@@ -11,6 +11,7 @@ import type { CompositeSize } from './media-output.ts';
 import { DiskReserve } from './disk-reserve.ts';
 import { DiskQuota, setDiskQuota } from './disk-quota.ts';
 import { projectRecordingsDir, projectRuns } from './storage.ts';
+import { ByteArena } from '../data/byte-arena.ts';
 
 /** Where the local providers put what they produce. */
 export interface ProviderSettings {
@@ -54,8 +55,11 @@ function projectQuota(settings: ProviderSettings): DiskQuota {
   return quota;
 }
 
-/** The relay's provider of each output. Replace an entry to plug in another implementation. */
-export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity)): ProviderFactories {
+/**
+ * The relay's provider of each output. Replace an entry to plug in another implementation.
+ * `whiteboards` is the relay-wide budget of whiteboard shapes, `arena` the memory they are kept in.
+ */
+export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity), arena: ByteArena = new ByteArena()): ProviderFactories {
   const recognisers = new RecogniserPool(settings.transcriptionLimits);
   const disk = new DiskReserve(() => settings.diskMinFree ?? DEFAULTS.diskMinFree);
   const quota = projectQuota(settings);
@@ -70,6 +74,6 @@ export function localProviders(settings: ProviderSettings, whiteboards: Budget =
         ...(settings.composite ? { size: settings.composite } : {}),
       }),
     transcription: (ctx) => new TranscriptionProvider(ctx, { ffmpeg: settings.ffmpeg, url: settings.transcriptionUrl, asrModel: settings.asrModel, pool: recognisers }),
-    whiteboard: (ctx) => new WhiteboardProvider(ctx, new Budget(settings.whiteboardBytes, whiteboards)),
+    whiteboard: (ctx) => new WhiteboardProvider(ctx, new Budget(settings.whiteboardBytes, whiteboards), arena),
   };
 }

@@ -1,13 +1,14 @@
 import type { OutputInfo } from '../../src/protocol/control.ts';
 import type { Shape, ShapeInput } from '../../src/protocol/control.ts';
 import type { Budget } from '../budget.ts';
+import type { ArenaBytes, ByteArena } from '../data/byte-arena.ts';
 import { eventFrame, objectOfArray } from '../data/raw-json.ts';
 import { RelayError } from '../errors.ts';
 import type { OutputContext, OutputProvider } from './board.ts';
 
-/** A kept shape: its JSON (a view into the frame that went to everyone), not its parsed arrays. */
+/** A kept shape: its JSON (in the relay's arena: `data/byte-arena.ts`), not its parsed arrays. */
 interface Kept {
-  json: Buffer;
+  json: ArenaBytes;
   bytes: number;
 }
 
@@ -27,6 +28,7 @@ export class WhiteboardProvider implements OutputProvider {
   constructor(
     private readonly ctx: OutputContext,
     private readonly budget: Budget,
+    private readonly arena: ByteArena,
   ) {}
 
   async start(): Promise<OutputInfo['whiteboard']> {
@@ -58,7 +60,7 @@ export class WhiteboardProvider implements OutputProvider {
     }
     const shape = { ...input, id: `s${(++this.seq).toString(36)}`, by } as Shape;
     const { frame, json } = eventFrame('whiteboard-shape', shape);
-    this.shapes.push({ json, bytes });
+    this.shapes.push({ json: this.arena.keep(json), bytes });
     this.ctx.broadcastRaw(frame, true);
     this.ctx.timeline.emit({ type: 'whiteboard', action: 'draw', by, shapeId: shape.id });
     return shape;
@@ -77,6 +79,7 @@ export class WhiteboardProvider implements OutputProvider {
 
   private release(): void {
     this.budget.give(this.budget.inUse);
+    for (const shape of this.shapes) shape.json.free();
     this.shapes = [];
   }
 }

@@ -60,7 +60,7 @@ export class MemoryRoom implements Room {
       {
         // a leaked domain-wide token fills its own project's part of the relay's pools, not everyone's
         history: new Budget(limits.historyBytesPerRoom, opener === 'domain' ? budgets.domain(project).history : budgets.history),
-        store: budgets.historyStore,
+        store: budgets.arena,
         subscriptions: budgets.subscriptions,
         domainSubscriptions: budgets.domain(project).subscriptions,
       },
