@@ -332,4 +332,3 @@ export class TopicBoard {
     this.head = 0;
   }
 }
-
