@@ -100,6 +100,41 @@ describe('issue 11: in a crowded room, arrivals, departures and counts share the
   });
 });
 
+describe('issue 11: in a crowded room, an output\'s status changes share the next write', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay();
+  });
+  after(() => t.close());
+
+  it(`past ${HOLD_ROOM_SIZE} members, output-changed keeps its place between the chat lines around it, and a change with nothing after it still goes out`, async () => {
+    const members: RawClient[] = [];
+    for (let i = 0; i <= HOLD_ROOM_SIZE; i++) {
+      const grant = i === 0 ? { canPublishData: true, canSubscribeData: true, canWhiteboard: true } : { canSubscribeData: true };
+      const m = await rawJoin(t.url, t.token({ roomId: 'crowd-out', participantId: `m${i}`, grant, isViewer: i > 0 }), { participantId: `m${i}` });
+      await m.request('pubsub.subscribe', { topic: 'chat' });
+      members.push(m);
+    }
+    const host = members[0]!;
+    const kinds = (m: RawClient) =>
+      m.frames
+        .filter((f) => f.type === 'event' && (f.name === 'pubsub.message' || f.name === 'output-changed'))
+        .map((f) => (f.name === 'pubsub.message' ? `chat ${(f.data as { payload: { n: number } }).payload.n}` : `${(f.data as { output: string }).output} ${(f.data as { state: string }).state}`));
+    for (const m of members) m.frames.length = 0;
+    await host.request('pubsub.publish', { topic: 'chat', payload: { n: 1 } });
+    assert.ok((await host.request('output.start', { output: 'whiteboard' })).result);
+    await host.request('pubsub.publish', { topic: 'chat', payload: { n: 2 } });
+    await until(() => members.slice(1).every((m) => kinds(m).length >= 4), 5000, 'the chat and the changes');
+    for (const m of members.slice(1)) assert.deepEqual(kinds(m), ['chat 1', 'whiteboard starting', 'whiteboard active', 'chat 2'], 'the changes between the chat lines they were sent between');
+    // a stop with no chat after it: out within the hold
+    const stoppedAt = performance.now();
+    assert.ok((await host.request('output.stop', { output: 'whiteboard' })).result);
+    await until(() => members.slice(1).every((m) => kinds(m).includes('whiteboard stopped')), 5000, 'the stop');
+    assert.ok(performance.now() - stoppedAt < 2000, 'the change went out on its own, not waiting for company that never came');
+    for (const m of members) m.ws.close();
+  });
+});
+
 /** This process's write syscalls so far (Linux): the relay under test runs here. */
 function writeSyscalls(): number {
   return Number(/^syscw:\s*(\d+)/m.exec(readFileSync('/proc/self/io', 'utf8'))![1]);

@@ -24,6 +24,9 @@ function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
     broadcast: (frame) => {
       for (const m of all) sent.push({ to: m.id, frame });
     },
+    broadcastLazy: (frame) => {
+      for (const m of all) sent.push({ to: m.id, frame });
+    },
     broadcastRaw: (data) => {
       for (const m of all) sent.push({ to: m.id, frame: JSON.parse(String(data)) as ServerFrame });
     },

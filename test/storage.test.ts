@@ -92,6 +92,7 @@ describe('issue 11: storage — one private directory per project and room, exac
       log: createLogger('silent'),
       nameOf: (id) => id,
       broadcast: () => undefined,
+      broadcastLazy: () => undefined,
       broadcastRaw: () => undefined,
       broadcastSplit: () => undefined,
       tapMedia: (tap) => {

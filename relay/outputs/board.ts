@@ -20,6 +20,11 @@ export interface OutputContext {
   readonly log: Logger;
   /** Send a frame to everyone in the room (`optional`: skipped for members not keeping up). */
   broadcast(frame: ServerFrame, optional?: boolean): void;
+  /**
+   * The same for a frame that may wait for company: in a crowded room it rides with each
+   * member's next frame, or goes out on its own within 50 ms (as arrivals and departures do).
+   */
+  broadcastLazy(frame: ServerFrame): void;
   /** The same, for a frame already serialised. */
   broadcastRaw(data: Buffer, optional?: boolean): void;
   /** Send `full` to the members `sees` picks, `reduced` (if any) to the others. */
@@ -253,7 +258,9 @@ export class OutputBoard {
     // one status of one output: the correlation of `output` and `info` that the type of the event expresses
     const frame = (s: OutputStatus<O>): ServerFrame => ({ type: 'event', name: 'output-changed', data: { output, ...s } as OutputChange });
     if (status.info && output === 'hls') this.ctx.broadcastSplit(frame(status), frame(withoutInfo(status)), (member) => seesInfo(output, member.grant));
-    else this.ctx.broadcast(frame(status));
+    // a status change of an output is no one's cue to act within 50 ms: written on its own, it
+    // was a thousand more writes in a large room, in front of its next chat line
+    else this.ctx.broadcastLazy(frame(status));
     this.ctx.changed?.({ output, ...status } as OutputChange);
   }
 }

@@ -21,6 +21,7 @@ function context(): OutputContext {
     nameOf: (id) => id,
     log: createLogger('silent'),
     broadcast: () => undefined,
+    broadcastLazy: () => undefined,
     broadcastRaw: () => undefined,
     broadcastSplit: () => undefined,
     tapMedia: () => () => undefined,

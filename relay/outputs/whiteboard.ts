@@ -68,7 +68,7 @@ export class WhiteboardProvider implements OutputProvider {
 
   clear(by: string): void {
     this.release();
-    this.ctx.broadcast({ type: 'event', name: 'whiteboard-cleared', data: { by } });
+    this.ctx.broadcastLazy({ type: 'event', name: 'whiteboard-cleared', data: { by } });
     this.ctx.timeline.emit({ type: 'whiteboard', action: 'clear', by });
   }
 
