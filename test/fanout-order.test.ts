@@ -16,6 +16,17 @@ import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin, type RawClient } from './raw.ts';
 
 const MEMBERS = 40;
+
+/** A crowd of one more than {@link HOLD_ROOM_SIZE}, each subscribed to `chat`: `m0` a speaker with `hostGrant`, the others viewers. */
+async function crowd(t: TestRelay, roomId: string, hostGrant: Record<string, boolean>, viewerGrant: Record<string, boolean>): Promise<RawClient[]> {
+  const members: RawClient[] = [];
+  for (let i = 0; i <= HOLD_ROOM_SIZE; i++) {
+    const m = await rawJoin(t.url, t.token({ roomId, participantId: `m${i}`, grant: i === 0 ? hostGrant : viewerGrant, isViewer: i > 0 }), { participantId: `m${i}` });
+    await m.request('pubsub.subscribe', { topic: 'chat' });
+    members.push(m);
+  }
+  return members;
+}
 const ROUNDS = 60;
 
 describe('issue 11: a fan-out delivered in slices keeps each member\'s frames in order', () => {
@@ -71,12 +82,7 @@ describe('issue 11: in a crowded room, arrivals, departures and counts share the
 
   it(`past ${HOLD_ROOM_SIZE} members an arrival is held but keeps its place between the chat lines around it; a departure with nothing after it still goes out`, async () => {
     const grant = { canPublishData: true, canSubscribeData: true };
-    const members: RawClient[] = [];
-    for (let i = 0; i <= HOLD_ROOM_SIZE; i++) {
-      const m = await rawJoin(t.url, t.token({ roomId: 'crowd', participantId: `m${i}`, grant, isViewer: i > 0 }), { participantId: `m${i}` });
-      await m.request('pubsub.subscribe', { topic: 'chat' });
-      members.push(m);
-    }
+    const members = await crowd(t, 'crowd', grant, grant);
     const publisher = members[0]!;
     const kinds = (m: RawClient) =>
       m.frames
@@ -108,13 +114,7 @@ describe('issue 11: in a crowded room, an output\'s status changes share the nex
   after(() => t.close());
 
   it(`past ${HOLD_ROOM_SIZE} members, output-changed keeps its place between the chat lines around it, and a change with nothing after it still goes out`, async () => {
-    const members: RawClient[] = [];
-    for (let i = 0; i <= HOLD_ROOM_SIZE; i++) {
-      const grant = i === 0 ? { canPublishData: true, canSubscribeData: true, canWhiteboard: true } : { canSubscribeData: true };
-      const m = await rawJoin(t.url, t.token({ roomId: 'crowd-out', participantId: `m${i}`, grant, isViewer: i > 0 }), { participantId: `m${i}` });
-      await m.request('pubsub.subscribe', { topic: 'chat' });
-      members.push(m);
-    }
+    const members = await crowd(t, 'crowd-out', { canPublishData: true, canSubscribeData: true, canWhiteboard: true }, { canSubscribeData: true });
     const host = members[0]!;
     const kinds = (m: RawClient) =>
       m.frames
