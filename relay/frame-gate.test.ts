@@ -230,6 +230,68 @@ describe('FrameScheduler: fairness across tokens', () => {
     }
   });
 
+  it('while the shared flow is owed its whole bound, a quiet member\'s frame still goes next, not after two slices of it', () => {
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    const log: string[] = [];
+    const shared = new Flooder(h.scheduler.join('delivery', 1, 0.9), 0.05, h.spend, log, 'shared');
+    // 2 ms frames: each one puts the shared flow at its bound (owed 8 ms of its own work)
+    const flooder = new Flooder(h.scheduler.join('flooder'), 2, h.spend, log, 'flooder');
+    const members = Array.from({ length: 10 }, (_, k) => h.scheduler.join(`member-${k}`));
+    h.scheduler.enqueue(shared);
+    h.scheduler.enqueue(flooder);
+    for (let i = 0; i < 50; i++) h.tick();
+    h.spend(100); // the members have been quiet
+    for (let k = 0; k < 10; k++) {
+      while (log[log.length - 1] !== 'flooder') h.tick();
+      const member = new Flooder(members[k]!, 0.05, h.spend, log, 'member', 1);
+      const at = log.length;
+      h.scheduler.enqueue(member);
+      h.tick();
+      const came = log.indexOf('member', at);
+      // each member before it was paid back at the shared flow's rate: 9 × 0.05 ms, ten steps of 0.05
+      assert.ok(came >= 0 && came - at <= 10, `member ${k} ${came < 0 ? 'did not come within the slice' : `came ${came - at} steps after it arrived`} (two slices of the shared flow are 160 steps)`);
+    }
+  });
+
+  it('quiet frames that go ahead of an owed shared flow are paid back: a crowd of credited tokens still leaves it its share', () => {
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    const log: string[] = [];
+    let sharedMs = 0;
+    let tokenMs = 0;
+    const shared: Turn = {
+      flow: h.scheduler.join('delivery', 1, 0.9),
+      queued: false,
+      step() {
+        h.spend(0.05);
+        sharedMs += 0.05;
+        return true;
+      },
+    };
+    h.scheduler.enqueue(shared);
+    h.scheduler.enqueue(new Flooder(h.scheduler.join('flooder'), 2, h.spend, log, 'flooder'));
+    for (let i = 0; i < 50; i++) h.tick();
+    // two hundred tokens, quiet so far, send a 0.5 ms frame each at once
+    const tokens = Array.from({ length: 200 }, (_, i) => h.scheduler.join(`token-${i}`));
+    h.spend(60);
+    sharedMs = 0;
+    let pending = tokens.length;
+    for (const flow of tokens) {
+      h.scheduler.enqueue({
+        flow,
+        queued: false,
+        step() {
+          h.spend(0.5);
+          tokenMs += 0.5;
+          pending--;
+          return false;
+        },
+      });
+    }
+    for (let i = 0; i < 2000 && pending > 50; i++) h.tick();
+    const part = sharedMs / (sharedMs + tokenMs);
+    assert.ok(part >= 0.85, `the shared flow had ${(part * 100).toFixed(0)} % of the time while the crowd's frames went first (its share: 90 %)`);
+  });
+
   it('a crowd of credited tokens cannot hold the shared flow off for more than a few slices, nor the shared flow them', () => {
     for (const weight of [1, 8]) {
       const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });

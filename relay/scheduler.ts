@@ -126,11 +126,17 @@ export class FrameScheduler {
    */
   private balance = 0;
   /**
-   * Set once the shared flow is owed its whole bound, until it has caught up: meanwhile quiet
-   * members' credit does not go before it (a crowd of tokens, each back from being quiet or held
-   * back by its own byte budget, would otherwise hold it off for as long as their frames take).
+   * Work the shared flow must do before a quiet member's frame may go ahead of it again (ms): a
+   * frame that went first while the shared flow had its turn adds its time over the others' part
+   * (nine times it at a 90 % share). So a member's chat line waits for about a millisecond of the
+   * delivery at most, never for the whole of what the delivery is owed (two slices), and a crowd
+   * of tokens, each back from being quiet or held back by its own byte budget, still cannot take
+   * more than the others' part of the time from the shared flow.
    */
-  private owed = false;
+  private creditDebt = 0;
+  /** Whether the step running now went ahead of the shared flow's turn on its credit. */
+  private ahead = false;
+  private sharePart = 0;
   /** The most the shared flow can be owed (ms of balance): two slices of its running alone. */
   private cap = Infinity;
   private order = 0;
@@ -278,15 +284,17 @@ export class FrameScheduler {
     if (!shared || this.heap.length === 0) {
       // one side alone: no credit is banked against the other
       this.balance = 0;
-      this.owed = false;
+      this.creditDebt = 0;
       return shared ?? this.heap[0] ?? null;
     }
-    if (this.balance > 0 && this.balance >= this.cap) this.owed = true;
-    else if (this.balance < 0) this.owed = false;
     const top = this.heap[0]!;
     // a member back from being quiet starts behind the others' now (its credit): its frame goes
-    // first, ahead of the shared flow too, until it has used that credit (or the shared flow is owed its bound)
-    if (top.start < this.virtual && !this.owed) return top;
+    // first, ahead of the shared flow too, until it has used that credit, once the last frame
+    // that went ahead of the shared flow is paid back
+    if (top.start < this.virtual && this.creditDebt <= 0) {
+      this.ahead = this.balance >= 0;
+      return top;
+    }
     return this.balance >= 0 ? shared : top;
   }
 
@@ -315,8 +323,10 @@ export class FrameScheduler {
         turn.queued = true;
         flow.push(turn);
       }
-      if (flow === this.shared) this.spendShared(t1 - t0, 0);
-      else this.spendOthers(flow, t0, t1);
+      if (flow === this.shared) {
+        this.creditDebt = Math.max(0, this.creditDebt - (t1 - t0));
+        this.spendShared(t1 - t0, 0);
+      } else this.spendOthers(flow, t0, t1);
       if (more && turn.flow !== flow) this.enqueue(turn);
       if (t1 >= deadline) break;
     }
@@ -333,6 +343,7 @@ export class FrameScheduler {
     // its share, or what its weight gives it against the few flows waiting, if that is more
     const share = shared ? Math.max(shared.share, shared.weight / (shared.weight + this.heapWeight)) : 0;
     // bounded so that neither side, once owed the most, then runs more than two slices in a row
+    this.sharePart = share;
     this.cap = this.bound * (1 - share);
     this.balance = Math.max(-this.bound * share, Math.min(this.cap, this.balance - ms * (1 - share) + otherMs * share));
   }
@@ -343,6 +354,11 @@ export class FrameScheduler {
    */
   private spendOthers(flow: Flow, t0: number, t1: number): void {
     const own = Math.max(0, t1 - t0 - this.excused);
+    if (this.ahead) {
+      // it went in the shared flow's turn, on its credit: paid back before the next may
+      this.ahead = false;
+      this.creditDebt += (own * this.sharePart) / (1 - this.sharePart);
+    }
     this.spendShared(t1 - t0 - own, own);
     flow.finish = flow.start + own / flow.weight;
     flow.epoch = this.epoch;
