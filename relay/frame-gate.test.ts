@@ -253,6 +253,66 @@ describe('FrameScheduler: fairness across tokens', () => {
     }
   });
 
+  it('after the shared flow ran alone, a quiet frame that goes ahead of it owes a finite debt: later quiet members are not held behind it', () => {
+    for (const cost of [0.05, 0]) {
+      const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+      const log: string[] = [];
+      const shared = new Flooder(h.scheduler.join('delivery', 8, 0.9), 0.05, h.spend, log, 'shared');
+      const members = Array.from({ length: 5 }, (_, k) => h.scheduler.join(`member-${k}`));
+      // a token that was quiet too, and then floods: its first frame goes ahead on its credit
+      const flooder = h.scheduler.join('flooder');
+      h.scheduler.enqueue(shared);
+      for (let i = 0; i < 30; i++) h.tick(); // the delivery alone: no flow of the heap counts against its weight
+      h.scheduler.enqueue(new Flooder(members[0]!, cost, h.spend, log, 'member', 1));
+      h.tick();
+      h.scheduler.enqueue(new Flooder(flooder, 0.85, h.spend, log, 'flooder'));
+      for (let k = 1; k < 5; k++) {
+        for (let i = 0; i < 15; i++) h.tick();
+        const at = log.length;
+        h.scheduler.enqueue(new Flooder(members[k]!, 0.05, h.spend, log, 'member', 1));
+        h.tick();
+        const came = log.indexOf('member', at);
+        // (a debt divided by a part of 1 was infinite, or NaN for a frame whose time was all excused: 8 ms each)
+        assert.ok(came >= 0 && came - at <= 20, `first frame ${cost} ms: member ${k} ${came < 0 ? 'did not come within the slice' : `came ${came - at} steps after it arrived`}`);
+      }
+    }
+  });
+
+  it('what a quiet frame that went ahead owes is forgiven once the shared flow has caught up: a member\'s line 16-60 ms after an expensive one goes at once', () => {
+    for (let delay = 16; delay <= 60; delay += 4) {
+      let clock = 0;
+      const deferred: Array<() => void> = [];
+      const scheduler = new FrameScheduler({ sliceMs: 4, creditMs: 1, quietMs: 50, now: () => clock, defer: (fn) => void deferred.push(fn) });
+      const tick = () => {
+        for (const fn of deferred.splice(0)) fn();
+      };
+      let memberAt = -1;
+      const turn = (flow: Flow, cost: number, n = Infinity, onStep?: () => void): Turn => ({
+        flow,
+        queued: false,
+        step() {
+          onStep?.();
+          clock += cost;
+          return --n > 0;
+        },
+      });
+      const attacker = scheduler.join('attacker');
+      const member = scheduler.join('member');
+      scheduler.enqueue(turn(scheduler.join('delivery', 8, 0.9), 0.05));
+      scheduler.enqueue(turn(scheduler.join('flooder'), 0.85));
+      while (clock < 200) tick();
+      // one 5 ms frame of a token back from being quiet goes ahead of the delivery (45 ms of it owed at 90 %)
+      scheduler.enqueue(turn(attacker, 5, 1));
+      const sent = clock;
+      while (clock < sent + delay) tick();
+      const arrived = clock;
+      scheduler.enqueue(turn(member, 0.05, 1, () => void (memberAt = clock)));
+      while (memberAt < 0) tick();
+      // before it was forgiven the member waited up to two slices of the delivery (6 ms)
+      assert.ok(memberAt - arrived <= 1, `${delay} ms after the expensive frame, the member waited ${(memberAt - arrived).toFixed(2)} ms`);
+    }
+  });
+
   it('quiet frames that go ahead of an owed shared flow are paid back: a crowd of credited tokens still leaves it its share', () => {
     const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
     const log: string[] = [];

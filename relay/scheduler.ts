@@ -134,9 +134,8 @@ export class FrameScheduler {
    * more than the others' part of the time from the shared flow.
    */
   private creditDebt = 0;
-  /** Whether the step running now went ahead of the shared flow's turn on its credit. */
+  /** Whether the flow {@link pick} returned goes ahead of the shared flow's turn on its credit. */
   private ahead = false;
-  private sharePart = 0;
   /** The most the shared flow can be owed (ms of balance): two slices of its running alone. */
   private cap = Infinity;
   private order = 0;
@@ -287,6 +286,8 @@ export class FrameScheduler {
       this.creditDebt = 0;
       return shared ?? this.heap[0] ?? null;
     }
+    // the shared flow has caught up with its share: nothing of it is owed any more
+    if (this.balance < 0) this.creditDebt = 0;
     const top = this.heap[0]!;
     // a member back from being quiet starts behind the others' now (its credit): its frame goes
     // first, ahead of the shared flow too, until it has used that credit, once the last frame
@@ -307,6 +308,8 @@ export class FrameScheduler {
     this.scheduled = false;
     const deadline = this.now() + this.sliceMs;
     for (let flow = this.pick(); flow; flow = this.pick()) {
+      const ahead = this.ahead;
+      this.ahead = false;
       const turn = flow.shift();
       if (!turn) {
         this.heapRemove(flow);
@@ -326,7 +329,7 @@ export class FrameScheduler {
       if (flow === this.shared) {
         this.creditDebt = Math.max(0, this.creditDebt - (t1 - t0));
         this.spendShared(t1 - t0, 0);
-      } else this.spendOthers(flow, t0, t1);
+      } else this.spendOthers(flow, t0, t1, ahead);
       if (more && turn.flow !== flow) this.enqueue(turn);
       if (t1 >= deadline) break;
     }
@@ -339,26 +342,31 @@ export class FrameScheduler {
 
   /** `ms` of the shared flow's work, and `otherMs` of someone else's: the balance between them, bounded. */
   private spendShared(ms: number, otherMs: number): void {
-    const shared = this.shared;
-    // its share, or what its weight gives it against the few flows waiting, if that is more
-    const share = shared ? Math.max(shared.share, shared.weight / (shared.weight + this.heapWeight)) : 0;
+    const share = this.sharedPart();
     // bounded so that neither side, once owed the most, then runs more than two slices in a row
-    this.sharePart = share;
     this.cap = this.bound * (1 - share);
     this.balance = Math.max(-this.bound * share, Math.min(this.cap, this.balance - ms * (1 - share) + otherMs * share));
   }
 
   /**
+   * The shared flow's part of the time while both sides have work: its share, or what its weight
+   * gives it against the flows waiting, if that is more (below 1 while one of them is counted).
+   */
+  private sharedPart(): number {
+    const shared = this.shared;
+    return shared ? Math.max(shared.share, shared.weight / (shared.weight + this.heapWeight)) : 0;
+  }
+
+  /**
    * A heap flow's step ran from `t0` to `t1`: its virtual time moves by what it used (less what
    * it excused, which was the audience's: the shared flow's), and it goes where that puts it.
+   * `ahead`: it went in the shared flow's turn, on its credit, to be paid back before the next may.
    */
-  private spendOthers(flow: Flow, t0: number, t1: number): void {
+  private spendOthers(flow: Flow, t0: number, t1: number, ahead: boolean): void {
     const own = Math.max(0, t1 - t0 - this.excused);
-    if (this.ahead) {
-      // it went in the shared flow's turn, on its credit: paid back before the next may
-      this.ahead = false;
-      this.creditDebt += (own * this.sharePart) / (1 - this.sharePart);
-    }
+    // the flow is still counted among those waiting: its part is below 1
+    const part = this.sharedPart();
+    if (ahead && part < 1) this.creditDebt += (own * part) / (1 - part);
     this.spendShared(t1 - t0 - own, own);
     flow.finish = flow.start + own / flow.weight;
     flow.epoch = this.epoch;
