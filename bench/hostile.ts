@@ -20,14 +20,16 @@
  * timeline; BENCH_GC_LOG=FILE has the relay write its garbage collections ([wall-clock ms, ms
  * paused, kind]) when it exits, and BENCH_MEM_LOG=FILE its memory every 100 ms ([wall-clock ms,
  * then MiB of RSS, heap used, V8's external memory, array buffers, history and held frames in
- * use]). The table also says how long the relay's event loop waited for a core (its
+ * use]); BENCH_ALLOC_PROFILE=FILE has it write V8's sampling heap profile of its allocations
+ * (BENCH_ALLOC_PROMOTED=1: only what outlived a young collection). The table also says how long the relay's event loop waited for a core (its
  * `/proc/PID/schedstat`: the machine's other processes, these clients, compete with it) and its
- * own event-loop delay. The hostile process runs under SCHED_IDLE (see below;
+ * own event-loop delay, and how long this process (the probes) waited for a core
+ * (BENCH_PROBES_NICE=-5 runs it and the floor's echo at that nice). The hostile process runs under SCHED_IDLE (see below;
  * BENCH_HOSTILE_SCHED=nice for nice 10 alone, BENCH_HOSTILE_NICE for another nice);
  * BENCH_SCHEDULER='{"sliceMs":2}' gives the relay's scheduler and delivery other tunables.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DEFAULTS } from '../relay/config.ts';
@@ -105,6 +107,23 @@ const echo = spawn('server-child.ts', ['echo'], {});
 const echoSocket = new WebSocket((await message<{ url: string }>(echo)).url, { perMessageDeflate: false });
 await new Promise((resolve, reject) => echoSocket.once('open', resolve).once('error', reject));
 let echoPhase: Phase | null = null;
+
+// The normal room's probes and speakers (this process) and the floor's echo are the instruments:
+// they stand for clients on other machines, yet here they share two cores with the relay, the
+// viewers' process and the floods (the table says how long this process waited for a core).
+// BENCH_PROBES_NICE=-5 runs every thread of both at that nice, to see how much of a round trip
+// is an instrument waiting behind the load it measures (two runs at -5, 2026-11-27: 1.83x and
+// 2.35x, the relay then waiting for a core 8-9 % of the time alone too; not the default).
+const PROBES_NICE = Number(process.env.BENCH_PROBES_NICE ?? 0);
+let probesNice = 'nice 0';
+if (PROBES_NICE !== 0) {
+  try {
+    for (const pid of [process.pid, echo.pid!]) for (const task of readdirSync(`/proc/${pid}/task`)) setPriority(Number(task), PROBES_NICE);
+    probesNice = `nice ${PROBES_NICE}`;
+  } catch {
+    console.error(`bench:hostile: nice ${PROBES_NICE} refused: the probes run at the relay's priority`);
+  }
+}
 echoSocket.on('message', (data) => {
   const at = Number(String(data));
   echoPhase?.floor.push(performance.now() - at);
@@ -135,6 +154,8 @@ interface Phase {
   cpu: number;
   /** The relay's main thread runnable but waiting for a core (the run queue), a fraction of the phase. */
   waited: number;
+  /** The same for this process's main thread (the probes and speakers). */
+  selfWaited: number;
   /** The relay's own event-loop delay over the phase (ms). */
   relayLag: { p99: number; max: number };
   viewerChat: number;
@@ -153,7 +174,7 @@ interface Phase {
   peaks: Map<string, number>;
 }
 const newPhase = (): Phase => ({
-  chat: [], floor: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0, waited: 0, relayLag: { p99: 0, max: 0 },
+  chat: [], floor: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0, waited: 0, selfWaited: 0, relayLag: { p99: 0, max: 0 },
   viewerChat: 0, viewerDelay: { p50: 0, p99: 0, max: 0, n: 0 }, viewerFrames: 0, viewerBytes: 0, audienceCpu: 0, selfCpu: 0, selfLag: 0, audienceClosed: 0, sdkDisconnects: 0, victims: {}, peaks: new Map(),
 });
 const phases: Phase[] = [newPhase(), newPhase(), newPhase()]; // warm-up, alone, attack
@@ -243,13 +264,14 @@ async function audienceCounts() {
  * the second field of `/proc/PID/schedstat` (null where there is none). The machine's other
  * processes (this one, the viewers', the hostile one) compete with it for two cores.
  */
-function relayWaited(): number | null {
+function waitedForCore(pid: number): number | null {
   try {
-    return Number(readFileSync(`/proc/${relay.pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
   } catch {
     return null;
   }
 }
+const relayWaited = () => waitedForCore(relay.pid!);
 
 async function relayCpu(): Promise<{ cpu: { user: number; system: number }; at: number; lag: { p99: number; max: number } } | null> {
   return within(ask<{ cpu: { user: number; system: number }; at: number; lag: { p99: number; max: number } }>(relay, { cmd: 'cpu' }), 10_000);
@@ -329,6 +351,7 @@ async function measure(index: number, seconds: number): Promise<void> {
   const disconnectsBefore = sdkDisconnects;
   const cpuBefore = await relayCpu();
   const waitedBefore = relayWaited();
+  const selfWaitedBefore = waitedForCore(process.pid);
   const selfBefore = process.cpuUsage();
   const lag = monitorEventLoopDelay({ resolution: 10 });
   lag.enable();
@@ -400,6 +423,8 @@ async function measure(index: number, seconds: number): Promise<void> {
   phase.selfCpu = (self.user + self.system) / 1000 / (performance.now() - startedAt);
   const waitedAfter = relayWaited();
   if (waitedBefore !== null && waitedAfter !== null) phase.waited = (waitedAfter - waitedBefore) / (performance.now() - startedAt);
+  const selfWaitedAfter = waitedForCore(process.pid);
+  if (selfWaitedBefore !== null && selfWaitedAfter !== null) phase.selfWaited = (selfWaitedAfter - selfWaitedBefore) / (performance.now() - startedAt);
   const cpuAfter = await relayCpu();
   if (cpuAfter) phase.relayLag = cpuAfter.lag;
   if (cpuBefore && cpuAfter) phase.cpu = (cpuAfter.cpu.user + cpuAfter.cpu.system - cpuBefore.cpu.user - cpuBefore.cpu.system) / 1000 / (cpuAfter.at - cpuBefore.at);
@@ -561,6 +586,7 @@ console.log(
       ["the relay's event loop runnable but waiting for a core (another process had it), % of the time", pct(alone.waited), pct(attack.waited), '', ''],
       ["the relay's own event-loop delay, p99 / max (5 ms resolution: a long synchronous block)", `${ms(alone.relayLag.p99)} / ${ms(alone.relayLag.max)}`, `${ms(attack.relayLag.p99)} / ${ms(attack.relayLag.max)}`, '', ''],
       ["this process's own event-loop delay, p99 (part of every round trip above)", ms(alone.selfLag), ms(attack.selfLag), '', ''],
+      [`this process (the probes and speakers, ${probesNice}) runnable but waiting for a core, % of the time`, pct(alone.selfWaited), pct(attack.selfWaited), '', ''],
       [
         `chat delay at every one of the ${int(VIEWERS)} viewers (the whole room, where the probes are the front of its fan-out; one process reads all their sockets, and its own delay is in this figure), p50 / p99 / max (samples)`,
         `${ms(alone.viewerDelay.p50)} / ${ms(alone.viewerDelay.p99)} / ${ms(alone.viewerDelay.max)} (${int(alone.viewerDelay.n)})`,
