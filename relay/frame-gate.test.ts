@@ -52,6 +52,19 @@ class Flooder implements Turn {
   }
 }
 
+/**
+ * Just after a flooder's frame (the shared flow is owed time), one 0.05 ms frame of a quiet
+ * member arrives: how many steps later it ran, or -1 when not within that turn's slice.
+ */
+function memberAfterFlooder(h: ReturnType<typeof harness>, log: string[], flow: Flow): number {
+  while (log[log.length - 1] !== 'flooder') h.tick();
+  const at = log.length;
+  h.scheduler.enqueue(new Flooder(flow, 0.05, h.spend, log, 'member', 1));
+  h.tick();
+  const came = log.indexOf('member', at);
+  return came < 0 ? -1 : came - at;
+}
+
 describe('FrameScheduler: fairness across tokens', () => {
   it('a member that has been quiet is served next, ahead of flooders that came first and keep going', () => {
     const h = harness({ sliceMs: 4 });
@@ -219,14 +232,8 @@ describe('FrameScheduler: fairness across tokens', () => {
     for (const f of flooders) h.scheduler.enqueue(f);
     for (let i = 0; i < 50; i++) h.tick();
     for (let k = 0; k < 20; k++) {
-      // just after a flooder's frame: the shared flow is owed time
-      while (log[log.length - 1] !== 'flooder') h.tick();
-      const member = new Flooder(members[k]!, 0.05, h.spend, log, 'member', 1);
-      const at = log.length;
-      h.scheduler.enqueue(member);
-      h.tick();
-      const came = log.indexOf('member', at);
-      assert.ok(came >= 0 && came - at <= 1, `member ${k} came ${came - at} steps after it arrived`);
+      const came = memberAfterFlooder(h, log, members[k]!);
+      assert.ok(came >= 0 && came <= 1, `member ${k} came ${came} steps after it arrived`);
     }
   });
 
@@ -242,14 +249,9 @@ describe('FrameScheduler: fairness across tokens', () => {
     for (let i = 0; i < 50; i++) h.tick();
     h.spend(100); // the members have been quiet
     for (let k = 0; k < 10; k++) {
-      while (log[log.length - 1] !== 'flooder') h.tick();
-      const member = new Flooder(members[k]!, 0.05, h.spend, log, 'member', 1);
-      const at = log.length;
-      h.scheduler.enqueue(member);
-      h.tick();
-      const came = log.indexOf('member', at);
+      const came = memberAfterFlooder(h, log, members[k]!);
       // each member before it was paid back at the shared flow's rate: 9 × 0.05 ms, ten steps of 0.05
-      assert.ok(came >= 0 && came - at <= 10, `member ${k} ${came < 0 ? 'did not come within the slice' : `came ${came - at} steps after it arrived`} (two slices of the shared flow are 160 steps)`);
+      assert.ok(came >= 0 && came <= 10, `member ${k} ${came < 0 ? 'did not come within the slice' : `came ${came} steps after it arrived`} (two slices of the shared flow are 160 steps)`);
     }
   });
 
