@@ -42,9 +42,8 @@ export const LIGHT_RUN_MS = 2;
  * How long a held copy (see {@link Outbox.hold}) may wait for the next frame to its connection
  * before it is written on its own (ms). Room events that are not urgent (arrivals, departures,
  * counts, which the relay already coalesces over half a second, and outputs' status changes)
- * ride in the same write as the
- * room's next chat line: in a room of a thousand, each event written on its own is a thousand
- * more syscalls, the relay's largest cost.
+ * ride in the same write as the room's next chat line: in a room of a thousand, each event
+ * written on its own is a thousand more syscalls, the relay's largest cost.
  */
 export const HOLD_MS = 50;
 

@@ -16,6 +16,7 @@ import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin, type RawClient } from './raw.ts';
 
 const MEMBERS = 40;
+const ROUNDS = 60;
 
 /** A crowd of one more than {@link HOLD_ROOM_SIZE}, each subscribed to `chat`: `m0` a speaker with `hostGrant`, the others viewers. */
 async function crowd(t: TestRelay, roomId: string, hostGrant: Record<string, boolean>, viewerGrant: Record<string, boolean>): Promise<RawClient[]> {
@@ -27,7 +28,6 @@ async function crowd(t: TestRelay, roomId: string, hostGrant: Record<string, boo
   }
   return members;
 }
-const ROUNDS = 60;
 
 describe('issue 11: a fan-out delivered in slices keeps each member\'s frames in order', () => {
   let t: TestRelay;

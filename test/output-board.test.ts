@@ -24,9 +24,8 @@ function fakeRoom(members: Array<{ id: string; grant: Grant }> = []) {
     broadcast: (frame) => {
       for (const m of all) sent.push({ to: m.id, frame });
     },
-    broadcastLazy: (frame) => {
-      for (const m of all) sent.push({ to: m.id, frame });
-    },
+    // no members' next frames here to wait for: sent at once, like broadcast
+    broadcastLazy: (frame) => ctx.broadcast(frame),
     broadcastRaw: (data) => {
       for (const m of all) sent.push({ to: m.id, frame: JSON.parse(String(data)) as ServerFrame });
     },
