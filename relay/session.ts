@@ -1,14 +1,16 @@
 import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode, wireError, type ErrorReason } from '../src/protocol/codes.ts';
-import type { ErrorFrame, JoinFrame, ResumeFrame, WireError } from '../src/protocol/messages.ts';
-import { parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
+import type { ErrorFrame, JoinFrame, RequestFrame, ResumeFrame, WireError } from '../src/protocol/messages.ts';
+import { MAX_PAYLOAD_DEPTH, parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
 import type { RelayContext } from './context.ts';
 import { Connection, rawText } from './connection.ts';
 import type { LogFields } from './log.ts';
 import { judge } from './join.ts';
 import { rawLength } from './frame-gate.ts';
 import { release } from './data/own-bytes.ts';
+import { cutPublishPayload } from './data/publish-cut.ts';
+import { RawPayload, type Payload } from './data/raw-json.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from './seam.ts';
 import type { Refusal } from './token/verify.ts';
 
@@ -21,6 +23,10 @@ export interface SessionHooks {
   /** Its socket closed. */
   ended(session: Session): void;
 }
+
+/** Text frames from this size on are looked at as publish frames whose payload is cut out of their bytes (see `onLargePublish`). */
+const CUT_MIN_BYTES = 1024;
+const PUBLISH_METHOD = Buffer.from('pubsub.publish');
 
 /** Frames a client may send between its join frame and the answer (the SDK sends none). */
 const EARLY_FRAMES = 16;
@@ -182,7 +188,27 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       this.onBinary(data);
       return false;
     }
-    this.onText(rawText(data), rawLength(data));
+    const bytes = rawLength(data);
+    if (bytes >= CUT_MIN_BYTES && bytes <= this.relay.config.maxFrameBytes && this.onLargePublish(data)) return true;
+    this.onText(rawText(data), bytes);
+    return true;
+  }
+
+  /**
+   * A large publish frame, its payload cut out of the frame's bytes and never decoded (see
+   * `publish-cut.ts`); the rest of the frame is parsed the ordinary way. False when the frame is
+   * not one (nor a valid one): it is then read the ordinary way, which says what is wrong with it.
+   */
+  private onLargePublish(data: RawData): boolean {
+    if (!Buffer.isBuffer(data) || data.indexOf(PUBLISH_METHOD) < 0) return false;
+    const cut = cutPublishPayload(data, MAX_PAYLOAD_DEPTH);
+    if (!cut) return false;
+    const parsed = parseClientFrame(`${data.toString('utf8', 0, cut.start)}0${data.toString('utf8', cut.end)}`);
+    if (!parsed.ok || parsed.value.type !== 'request' || parsed.value.method !== 'pubsub.publish') return false;
+    const request = parsed.value;
+    // the 0 the payload's place held while the rest was parsed: the payload is its bytes, checked
+    (request.params as { payload: Payload }).payload = new RawPayload(data.subarray(cut.start, cut.end));
+    this.request(request);
     return true;
   }
 
@@ -200,7 +226,10 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       return this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'this connection has already joined', reason: 'already-joined' });
     }
     if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
-    const request = parsed.value;
+    this.request(parsed.value);
+  }
+
+  private request(request: RequestFrame): void {
     this.port?.request(request, this).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
   }
 

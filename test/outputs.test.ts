@@ -93,6 +93,9 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     const url = status.info!.url!;
     const b = await host('o3', { canPublishData: true }, 'b');
     await a.pubsub.publish('chat', { text: 'for the record' });
+    // a large payload is read as its bytes (relay/data/publish-cut.ts): the timeline still has its value
+    const large = { text: 'long', body: 'z'.repeat(5000) };
+    await a.pubsub.publish('chat', large);
     await a.pubsub.publish('chat', 'secret', { to: ['b'] });
     await b.leave();
     await a.recording.stop();
@@ -110,6 +113,7 @@ describe('outputs: each gated by its flag, a state machine, a real local provide
     assert.equal(lines.at(-1)!.type, 'recording-stopped');
     assert.ok(lines.some((l) => l.type === 'participant-joined' && l.participantId === 'b'));
     assert.ok(lines.some((l) => l.type === 'message' && (l.payload as { text: string }).text === 'for the record'));
+    assert.deepEqual(lines.find((l) => l.type === 'message' && (l.payload as { text: string }).text === 'long')?.payload, large);
     assert.ok(!lines.some((l) => l.payload === 'secret'), 'targeted messages stay private');
     assert.ok(lines.some((l) => l.type === 'participant-left' && l.participantId === 'b'));
     assert.equal((await fetch(`${http}/recordings`)).status, 401, 'no token');

@@ -130,6 +130,51 @@ describe('pubsub: delivery, targeting, history, permissions, limits', () => {
     await b.leave();
   });
 
+  it('a large payload goes out as the bytes it came as (cut from its frame, not decoded): spelled any way JSON allows, kept alike, measured as sent; what JSON refuses is answered as before', async () => {
+    const sub = await rawJoin(t.url, t.token({ roomId: 'p6b', participantId: 'sub', grant: DATA }), { participantId: 'sub' });
+    const texts: string[] = [];
+    sub.ws.on('message', (data, isBinary) => void (isBinary || texts.push(String(data))));
+    assert.ok((await sub.request('pubsub.subscribe', { topic: 'chat' })).result);
+    const sdk = await join('p6b', 'sdk');
+    const inboxed = await inbox(sdk, 'chat');
+    const pub = await rawJoin(t.url, t.token({ roomId: 'p6b', participantId: 'pub', grant: DATA }), { participantId: 'pub' });
+    // white space, escapes and number spellings that encoding the value again would not keep
+    const spelled = `{ "text" : "caf\\u00e9 \\/ ${'.'.repeat(900)}" ,\n "n" : [ 1.50 , -2.50E+1 , 2e0 ], "t": true }`;
+    const frame = (id: number, payload: string) => `{"type":"request","id":${id},"method":"pubsub.publish","params":{"topic":"chat","persist":true,"payload":${payload}}}`;
+    assert.ok(frame(1, spelled).length > 1024, 'a frame large enough to be cut');
+    pub.send(frame(9001, spelled));
+    assert.ok((await pub.next((f) => f.id === 9001)).result, 'published');
+    await until(() => texts.some((x) => x.includes('pubsub.message')) && inboxed.got.length === 1);
+    const event = texts.find((x) => x.includes('pubsub.message'))!;
+    assert.ok(event.includes(`"payload":${spelled},"from":"pub"`), 'the payload\'s own bytes, in the event frame');
+    assert.deepStrictEqual(inboxed.got[0]!.payload, JSON.parse(spelled), 'the SDK reads the value that was sent');
+    const history = await sub.request('pubsub.history', { topic: 'chat' });
+    assert.deepStrictEqual((history.result as { messages: Array<{ payload: unknown }> }).messages.map((m) => m.payload), [JSON.parse(spelled)]);
+    // the payload limit (1,024 here) counts the bytes as sent: padding counts
+    const padded = `[${' '.repeat(1100)}1]`;
+    pub.send(frame(9002, padded));
+    assert.equal(((await pub.next((f) => f.id === 9002)).error as { code: string }).code, 'PAYLOAD_TOO_LARGE');
+    // large frames JSON refuses, or a payload nested too deep: the same answers as a small frame gets
+    pub.send(frame(9003, `"${'x'.repeat(1100)}\u0001"`));
+    const bad = await pub.next((f) => f.type === 'error');
+    assert.deepEqual(bad.error, { code: 'INVALID_ARGUMENT', kind: 'Request', message: 'frame is not valid JSON', reason: 'bad-frame' });
+    pub.send(frame(9004, `${'['.repeat(65)}"${'x'.repeat(1100)}"${']'.repeat(65)}`));
+    assert.match(((await pub.next((f) => f.id === 9004)).error as { message: string }).message, /nest at most 64/);
+    assert.equal(inboxed.got.length, 1, 'nothing refused was delivered');
+    // numbers a receiver would read otherwise than encoded again (JSON.stringify writes null and 0):
+    // a large payload arrives as a small one does
+    const odd = (pad: number) => `{"pad":"${'.'.repeat(pad)}","n":[1e400,-0,-1e-400]}`;
+    for (const [id, pad] of [[9005, 10], [9006, 900]] as const) {
+      pub.send(frame(id, odd(pad)));
+      assert.ok((await pub.next((f) => f.id === id)).result);
+    }
+    await until(() => inboxed.got.length === 3);
+    assert.deepStrictEqual(inboxed.got.slice(1).map((m) => (m.payload as { n: unknown }).n), [[null, 0, 0], [null, 0, 0]]);
+    sub.ws.close();
+    pub.ws.close();
+    await sdk.leave();
+  });
+
   it('rate: a burst past the bucket gets RATE_LIMITED; others keep their latency; a flood is cut off', async () => {
     const flooder = await join('p7', 'flooder');
     const calm = await join('p7', 'calm');

@@ -4,6 +4,7 @@
  * Both only forward, through the {@link NodeBus}.
  */
 import type { RequestFrame, ServerFrame } from '../../src/protocol/messages.ts';
+import { withPayloadValue } from '../data/raw-json.ts';
 import type { Answerer } from '../dispatch.ts';
 import type { MemberConnection, PortMember, RoomPort } from '../seam.ts';
 import type { NodeBus } from './bus.ts';
@@ -94,8 +95,9 @@ export class RemotePort implements RoomPort {
   ) {}
 
   request(request: RequestFrame, _out: Answerer): Promise<void> {
-    // answered by the home through the member's link, like every frame it sends
-    this.bus.send(this.home, { t: 'req', link: this.link, request });
+    // answered by the home through the member's link, like every frame it sends; encoded when the
+    // bus next flushes, after the frame's bytes (a raw payload's) were given back
+    this.bus.send(this.home, { t: 'req', link: this.link, request: withPayloadValue(request) });
     return Promise.resolve();
   }
 

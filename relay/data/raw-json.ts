@@ -3,8 +3,51 @@
  * value's bytes are a view into that frame, so what fans out and what is kept share memory, and
  * an answer listing kept values is spliced from those bytes, never parsed or encoded again.
  */
-import type { PubSubMessage } from '../../src/protocol/messages.ts';
+import type { JsonValue, Params, PubSubMessage, RequestFrame } from '../../src/protocol/messages.ts';
 import type { KeptBytes } from './byte-arena.ts';
+
+/**
+ * A publish frame's payload as the bytes of JSON it came as, checked where it lies in the frame
+ * (see `publish-cut.ts`) and never decoded: it is framed to its recipients and kept as those
+ * bytes. Its bytes are the frame's, which the relay gives back once the frame is handled (see
+ * `own-bytes.ts`): it lives no longer than the handling of its frame.
+ */
+export class RawPayload {
+  constructor(readonly json: Uint8Array) {}
+
+  /** The value, parsed (for what needs it: an output's timeline, a request sent to another node). */
+  get value(): JsonValue {
+    return JSON.parse(Buffer.from(this.json.buffer, this.json.byteOffset, this.json.byteLength).toString('utf8')) as JsonValue;
+  }
+
+  toJSON(): JsonValue {
+    return this.value;
+  }
+}
+
+/** A payload as the value a member sent or as its raw bytes. */
+export type Payload = JsonValue | RawPayload;
+
+/** A payload's JSON: its bytes as they came, or the value encoded. */
+export function payloadJson(payload: Payload): string | Uint8Array {
+  return payload instanceof RawPayload ? payload.json : JSON.stringify(payload);
+}
+
+/**
+ * The request with a raw payload parsed: for a request that outlives the handling of its frame
+ * (sent to the room's node in a cluster, encoded after the frame's bytes were given back).
+ */
+export function withPayloadValue(request: RequestFrame): RequestFrame {
+  if (request.method !== 'pubsub.publish') return request;
+  const params = request.params as Params<'pubsub.publish'>;
+  const payload: Payload = params.payload;
+  return payload instanceof RawPayload ? { ...request, params: { ...params, payload: payload.value } } : request;
+}
+
+/** A payload's value (a raw payload parsed). */
+export function payloadValue(payload: Payload): JsonValue {
+  return payload instanceof RawPayload ? payload.value : payload;
+}
 
 /** An event frame carrying `value`, and the bytes of `value` inside it. */
 export function eventFrame(name: string, value: unknown): { frame: Buffer; json: Buffer } {
@@ -16,25 +59,31 @@ export function eventFrame(name: string, value: unknown): { frame: Buffer; json:
  * pieces. The pieces are written into the frame where they are: joined first, a 64 KiB payload
  * would be copied once more into a string of its own, only to be copied into the frame.
  */
-export function eventFrameOfJson(name: string, json: string | readonly string[]): { frame: Buffer; json: Buffer } {
+export function eventFrameOfJson(name: string, json: string | readonly (string | Uint8Array)[]): { frame: Buffer; json: Buffer } {
   const head = `{"type":"event","name":${JSON.stringify(name)},"data":`;
   const parts = typeof json === 'string' ? [json] : json;
   const headBytes = Buffer.byteLength(head);
   let bytes = headBytes + 1;
-  for (const part of parts) bytes += Buffer.byteLength(part);
+  for (const part of parts) bytes += typeof part === 'string' ? Buffer.byteLength(part) : part.byteLength;
   const frame = Buffer.allocUnsafe(bytes);
   let at = frame.write(head, 0);
-  for (const part of parts) at += frame.write(part, at);
+  for (const part of parts) {
+    if (typeof part === 'string') at += frame.write(part, at);
+    else {
+      frame.set(part, at);
+      at += part.byteLength;
+    }
+  }
   frame[at] = 0x7d; // the closing brace
   return { frame, json: frame.subarray(headBytes, bytes - 1) };
 }
 
 /**
  * A pubsub message as JSON — exactly `JSON.stringify(message)`, in pieces — around its payload's
- * JSON, which the relay already has (it measured the payload): a large payload is encoded once,
- * not twice, and not copied into a string of the whole message either.
+ * JSON, which the relay already has (it measured the payload, or has its bytes as they came): a
+ * large payload is encoded at most once, and not copied into a string of the whole message either.
  */
-export function messageJsonParts(message: PubSubMessage, payloadJson: string): string[] {
+export function messageJsonParts(message: Omit<PubSubMessage, 'payload'>, payloadJson: string | Uint8Array): (string | Uint8Array)[] {
   return [`{"id":${JSON.stringify(message.id)},"topic":${JSON.stringify(message.topic)},"payload":`, payloadJson, `,"from":${JSON.stringify(message.from)},"timestamp":${JSON.stringify(message.timestamp)}}`];
 }
 

@@ -1,6 +1,6 @@
 import type { PubSubMessage } from '../../src/protocol/messages.ts';
 import type { Budget } from '../budget.ts';
-import { eventFrameOfJson, messageJsonParts, objectOfArray } from './raw-json.ts';
+import { eventFrameOfJson, messageJsonParts, objectOfArray, payloadJson as jsonOf, payloadValue, type Payload } from './raw-json.ts';
 import type { ArenaBytes, ByteArena, KeptBytes } from './byte-arena.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
@@ -156,14 +156,14 @@ export class TopicBoard {
   publish(
     from: Sender,
     name: string,
-    payload: PubSubMessage['payload'],
+    payload: Payload,
     options: { to?: readonly string[]; persist?: boolean },
     /** `payload` as JSON, when the caller has it already (it was measured): not encoded twice. */
-    payloadJson: string = JSON.stringify(payload),
-  ): { message: PubSubMessage; recipients: number } {
+    payloadJson: string | Uint8Array = jsonOf(payload),
+  ): { message: Omit<PubSubMessage, 'payload'>; recipients: number } {
     this.live();
     if (!from.fanout.hasCredit()) throw new RelayError('RATE_LIMITED', 'what you sent recently is still being delivered to many members: slow down', 'fanout-rate');
-    const message: PubSubMessage = { id: `m${(++this.seq).toString(36)}`, topic: name, payload, from: from.id, timestamp: Date.now() };
+    const message = { id: `m${(++this.seq).toString(36)}`, topic: name, from: from.id, timestamp: Date.now() };
     const { frame: data, json } = eventFrameOfJson('pubsub.message', messageJsonParts(message, payloadJson));
     const to = options.to ? new Set(options.to) : undefined;
     if (options.persist && this.limits.historySize > 0) {
@@ -171,7 +171,7 @@ export class TopicBoard {
       this.journal?.kept({ seq: stored.seq, topic: name, json: json.toString(), from: from.id, ...(to ? { to: [...to] } : {}), frameBytes: data.length });
     }
     // targeted messages are private: outputs (recordings, captions) only see public ones
-    if (!to) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload, id: message.id });
+    if (!to && this.timeline.listening) this.timeline.emit({ type: 'message', topic: name, from: from.id, payload: payloadValue(payload), id: message.id });
     const topic = this.topics.get(name);
     if (!topic) return { message, recipients: 0 };
     let recipients = 0;

@@ -3,6 +3,7 @@ import { requireFlag, Serialized, spend, spendBytes, type RelayContext, type Req
 import type { Sender } from '../data/topics.ts';
 import type { Room } from '../rooms/types.ts';
 import { RelayError } from '../errors.ts';
+import { payloadJson } from '../data/raw-json.ts';
 
 /** Refuse a topic name over the relay's length limit. */
 export function checkTopic(relay: RelayContext, topic: string): void {
@@ -17,8 +18,8 @@ export function checkTopic(relay: RelayContext, topic: string): void {
 export function publishFrom(relay: RelayContext, room: Room, from: Sender, params: Params<'pubsub.publish'>, pay: (bytes: number) => void): Result<'pubsub.publish'> {
   checkTopic(relay, params.topic);
   const max = relay.config.maxPayloadBytes;
-  const json = JSON.stringify(params.payload);
-  const bytes = Buffer.byteLength(json);
+  const json = payloadJson(params.payload);
+  const bytes = typeof json === 'string' ? Buffer.byteLength(json) : json.byteLength;
   if (bytes > max) throw new RelayError('PAYLOAD_TOO_LARGE', `the payload is ${bytes} bytes; the limit is ${max} (use dataStream for large data)`, 'payload-too-large');
   pay(bytes);
   const { message, recipients } = room.topics.publish(from, params.topic, params.payload, params, json);
