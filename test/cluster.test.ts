@@ -91,20 +91,26 @@ describe('issue 14: three relay nodes on one Redis', () => {
     const history = await only.pubsub.getHistory('chat');
     assert.deepEqual(history.map((m) => m.payload), ['to everyone']);
     // a large payload from a member on a node that is not the room's home: read there as its bytes
-    // (cut from its frame), sent on to the home after that frame's bytes were given back
+    // (cut from its frame) and sent to the home as those bytes, after that frame's were given back
     // (sent in two fragments: ws joins them into a buffer of the message's own, whose memory the
     // relay gives back as soon as the frame is handled, before the bus sends the request on)
+    const bytes = await rawJoin(nodes[2]!.url, token({ roomId: 'data', participantId: 'bytes', isViewer: true, grant: {} }), { participantId: 'bytes' });
+    const texts: string[] = [];
+    bytes.ws.on('message', (data, isBinary) => void (isBinary || texts.push(String(data))));
+    assert.ok((await bytes.request('pubsub.subscribe', { topic: 'chat' })).result);
     const far = await rawJoin(nodes[1]!.url, token({ roomId: 'data', participantId: 'far', grant: { canPublishData: true } }), { participantId: 'far' });
     const large = { text: 'y'.repeat(20_000), n: [1, 2.5] };
-    const frame = Buffer.from(JSON.stringify({ type: 'request', id: 77, method: 'pubsub.publish', params: { topic: 'chat', payload: large, persist: true } }));
+    const spelled = JSON.stringify(large, null, 1); // white space that encoding the value again would drop
+    const frame = Buffer.from(`{"type":"request","id":77,"method":"pubsub.publish","params":{"topic":"chat","persist":true,"payload":${spelled}}}`);
     far.ws.send(frame.subarray(0, 10_000), { binary: false, fin: false });
     far.ws.send(frame.subarray(10_000), { binary: false, fin: true });
-    await new Promise((r) => setTimeout(r, 500)); console.log('FRAMES', JSON.stringify(far.frames).slice(0, 500));
     assert.ok((await far.next((f) => f.id === 77)).result, 'published');
     await until(() => gotAll.length === 2 && gotOnly.length === 3, 3000, 'the large message delivered');
     assert.deepEqual([gotAll[1], gotOnly[2]], [large, large]);
     assert.deepEqual((await only.pubsub.getHistory('chat')).map((m) => m.payload), ['to everyone', large]);
+    await until(() => texts.some((x) => x.includes(`"payload":${spelled},"from":"far"`)), 3000, 'the payload as it was written, on a third node');
     far.ws.close();
+    bytes.ws.close();
   });
 
   it('a fan-out to many members on another node is one Redis publish, not one per member', async () => {

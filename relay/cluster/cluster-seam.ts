@@ -16,6 +16,7 @@ import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
 import { isId, isRecord } from '../../src/protocol/parse.ts';
 import { GuestTable, type Guest } from './guests.ts';
+import { RawPayload, withPayload } from '../data/raw-json.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
@@ -253,10 +254,12 @@ export class ClusterSeam implements RoomSeam {
     wait: (from, envelope) => this.later(envelope, this.hostWait(from, envelope)),
     api: (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
     'api-rooms': (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
-    req: (from, { header: h }) => {
+    req: (from, { header: h, payload }) => {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return;
-      const request = h.request as RequestFrame;
+      let request = h.request as RequestFrame;
+      // a publish's payload of bytes came as the message's bytes (see `RemotePort.request`)
+      if (h.raw === true && payload && isRecord(h.request)) request = withPayload(request, new RawPayload(payload));
       const queued = this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port, link }) => {
         const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
         port?.request(request, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));

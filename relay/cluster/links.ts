@@ -4,7 +4,7 @@
  * Both only forward, through the {@link NodeBus}.
  */
 import type { RequestFrame, ServerFrame } from '../../src/protocol/messages.ts';
-import { withPayloadValue } from '../data/raw-json.ts';
+import { rawPayloadOf, withPayload } from '../data/raw-json.ts';
 import type { Answerer } from '../dispatch.ts';
 import type { MemberConnection, PortMember, RoomPort } from '../seam.ts';
 import type { NodeBus } from './bus.ts';
@@ -95,9 +95,12 @@ export class RemotePort implements RoomPort {
   ) {}
 
   request(request: RequestFrame, _out: Answerer): Promise<void> {
-    // answered by the home through the member's link, like every frame it sends; encoded when the
-    // bus next flushes, after the frame's bytes (a raw payload's) were given back
-    this.bus.send(this.home, { t: 'req', link: this.link, request: withPayloadValue(request) });
+    // answered by the home through the member's link, like every frame it sends. A payload of bytes
+    // (see publish-cut.ts) travels as the message's bytes, not parsed to be encoded again: copied,
+    // as the bus sends once this turn is over, after the frame's bytes were given back
+    const raw = rawPayloadOf(request);
+    if (raw) this.bus.send(this.home, { t: 'req', link: this.link, request: withPayload(request, null), raw: true }, Buffer.from(raw.json));
+    else this.bus.send(this.home, { t: 'req', link: this.link, request });
     return Promise.resolve();
   }
 

@@ -151,6 +151,12 @@ describe('a publish frame\'s payload cut out of its bytes', () => {
     assert.equal(agrees('{"method":"pubsub.publish","params":{"payload":1},"params":{"payload":[2]}}'), 'cut');
     assert.equal(agrees('{"method":"pubsub.publish","params":{"payload":1,"payload":{"a":2}}}'), 'cut');
     assert.equal(agrees('{"method":"pubsub.publish","params":{"x":{"payload":1}}}'), 'not cut');
+    // escaped spellings one character short or long of a key, or of the method, are other keys
+    assert.equal(agrees('{"method":"pubsub.publish","params":{"p\u0061yloa":1}}'), 'not cut');
+    assert.equal(agrees('{"method":"pubsub.publish","params":{"p\u0061yloadd":1}}'), 'not cut');
+    assert.equal(agrees('{"method":"pubsub.publish","p\u0061ram":{"payload":1}}'), 'not cut');
+    assert.equal(agrees('{"method":"pubsub.publis\u0068\u0068","params":{"payload":1}}'), 'not cut');
+    assert.equal(agrees('{"\u006d\u0065\u0074\u0068\u006F\u0064":"\u0070ubsub.publish","params":{"payload":1}}'), 'cut');
     assert.equal(agrees('{"method":"pubsub.publish","params":[{"payload":1}]}'), 'not cut');
     assert.equal(agrees('{"method":"pubsub.publish","x":{"params":{"payload":1}}}'), 'not cut');
   });
@@ -171,12 +177,12 @@ describe('a publish frame\'s payload cut out of its bytes', () => {
     assert.equal(agrees('\ufeff{"method":"pubsub.publish","params":{"payload":1}}'), 'not cut');
     // numbers whose value encoding again would change (JSON.stringify writes null and 0): read the
     // ordinary way, so that a receiver gets what it would get for a small payload
-    for (const n of ['1e400', '-1e400', `1${'0'.repeat(310)}`, '-0', '-0.0', '-0e7', '-1e-400', '-0.0000e-5']) {
+    for (const n of ['1e400', '-1e400', `1${'0'.repeat(310)}`, '-0', '-0.0', '-0e7', '-1e-400', '-0.0000e-5', '-0.0e999', '1e+000400', `0.${'0'.repeat(400)}1e-10`.replace('0.', '-0.')]) {
       const text = `{"method":"pubsub.publish","params":{"payload":[1,${n}]}}`;
       assert.equal(cutPublishPayload(Buffer.from(text), MAX_PAYLOAD_DEPTH), null, n);
       assert.equal(agrees(text), 'not cut', n);
     }
-    for (const n of ['1e300', '-1.5e-3', '0e5', '0.0', '-1E+2', '1e-400', `1${'0'.repeat(290)}`]) {
+    for (const n of ['1e300', '-1.5e-3', '0e5', '0.0', '-1E+2', '1e-400', `1${'0'.repeat(290)}`, '0e999', '1e-0099', '-9.9e+99', `-0.${'0'.repeat(190)}1e-99`]) {
       assert.equal(agrees(`{"method":"pubsub.publish","params":{"payload":[1,${n}]}}`), 'cut', n);
     }
     assert.equal(agrees('{"method":"pubsub.publish","params":{"payload":1}} x'), 'not cut');

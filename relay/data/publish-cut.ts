@@ -78,26 +78,31 @@ function stringEnd(b: Buffer, i: number): number {
  */
 function numberEnd(b: Buffer, i: number): number {
   const start = i;
-  if (b[i] === MINUS) i++;
-  const zero = b[i] === 0x30;
-  if (zero) i++;
-  else if (isDigit(b[i])) while (isDigit(b[i])) i++;
-  else return -1;
+  const negative = b[i] === MINUS;
+  if (negative) i++;
+  let nonzero = false;
+  if (b[i] === 0x30) i++;
+  else if (isDigit(b[i])) {
+    nonzero = true;
+    while (isDigit(b[i])) i++;
+  } else return -1;
   if (b[i] === 0x2e) {
     i++;
     if (!isDigit(b[i])) return -1;
-    while (isDigit(b[i])) i++;
+    for (; isDigit(b[i]); i++) if (b[i] !== 0x30) nonzero = true;
   }
-  let exponent = false;
+  let exponentDigits = 0;
   if (b[i] === 0x65 || b[i] === 0x45) {
-    exponent = true;
     i++;
     if (b[i] === 0x2b || b[i] === MINUS) i++;
     if (!isDigit(b[i])) return -1;
-    while (isDigit(b[i])) i++;
+    while (b[i] === 0x30) i++;
+    for (; isDigit(b[i]); i++) exponentDigits++;
   }
-  // only these can be infinite or a negative zero: 309 digits, an exponent, a minus before a 0
-  if (exponent || i - start > 300 || (zero && b[start] === MINUS)) {
+  // a nonzero mantissa of at most 200 characters times at most 10^±99 lies between 1e-299 and
+  // 1e299: finite, and not zero. Only the rest are read as a value (a hostile frame of numbers
+  // must not cost a string each)
+  if ((negative && !nonzero) || i - start > 200 || exponentDigits > 2) {
     const value = Number(b.toString('latin1', start, i));
     if (!Number.isFinite(value) || Object.is(value, -0)) return -1;
   }
@@ -109,15 +114,35 @@ function literalEnd(b: Buffer, i: number, word: string): number {
   return i + word.length;
 }
 
-/** Whether the string `b[start, end)` (quotes included) is `spelled` (quotes included), however it is escaped. */
+const hexValue = (c: number): number => (c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57);
+
+/**
+ * Whether the string `b[start, end)` (quotes included, its escapes checked) is `spelled` (quotes
+ * included, ASCII), however it is escaped: read through its escapes, nothing allocated (a frame
+ * of many escaped keys must cost no more than its bytes).
+ */
 function stringIs(b: Buffer, start: number, end: number, spelled: Buffer): boolean {
-  if (end - start === spelled.length && b.compare(spelled, 0, spelled.length, start, end) === 0) return true;
-  if (end - start > LONGEST_SPELLING) return false;
-  // (only this string's bytes are looked at: a frame of many short keys must not cost a pass over
-  // the rest of the frame for each)
-  let escaped = false;
-  for (let k = start; k < end && !escaped; k++) escaped = b[k] === BACKSLASH;
-  return escaped && JSON.parse(b.toString('utf8', start, end)) === JSON.parse(spelled.toString());
+  const length = end - start;
+  if (length === spelled.length && b.compare(spelled, 0, length, start, end) === 0) return true;
+  if (length < spelled.length || length > LONGEST_SPELLING) return false;
+  const last = spelled.length - 1;
+  let j = 1;
+  for (let k = start + 1; k < end - 1; j++) {
+    if (j === last) return false;
+    let c = b[k]!;
+    if (c === BACKSLASH) {
+      const e = b[k + 1]!;
+      if (e === 0x75) {
+        c = (hexValue(b[k + 2]!) << 12) | (hexValue(b[k + 3]!) << 8) | (hexValue(b[k + 4]!) << 4) | hexValue(b[k + 5]!);
+        k += 6;
+      } else {
+        c = e === 0x62 ? 8 : e === 0x66 ? 12 : e === 0x6e ? 10 : e === 0x72 ? 13 : e === 0x74 ? 9 : e;
+        k += 2;
+      }
+    } else k++;
+    if (c !== spelled[j]) return false;
+  }
+  return j === last;
 }
 
 /**

@@ -33,15 +33,22 @@ export function payloadJson(payload: Payload): string | Uint8Array {
   return payload instanceof RawPayload ? payload.json : JSON.stringify(payload);
 }
 
+/** A publish request's payload when it is the bytes it came as. */
+export function rawPayloadOf(request: RequestFrame): RawPayload | null {
+  if (request.method !== 'pubsub.publish') return null;
+  const payload: Payload = (request.params as Params<'pubsub.publish'>).payload;
+  return payload instanceof RawPayload ? payload : null;
+}
+
 /**
- * The request with a raw payload parsed: for a request that outlives the handling of its frame
- * (sent to the room's node in a cluster, encoded after the frame's bytes were given back).
+ * A publish request with `payload` in its params (a raw payload put in, or taken out to travel
+ * apart from the request: see `RemotePort.request`); any other request as it is.
  */
-export function withPayloadValue(request: RequestFrame): RequestFrame {
+export function withPayload(request: RequestFrame, payload: Payload): RequestFrame {
   if (request.method !== 'pubsub.publish') return request;
-  const params = request.params as Params<'pubsub.publish'>;
-  const payload: Payload = params.payload;
-  return payload instanceof RawPayload ? { ...request, params: { ...params, payload: payload.value } } : request;
+  // a payload of bytes stands where the protocol's type says a JSON value: what reads it (the
+  // publish handler, a request's encoding) takes either (`payloadJson`, `toJSON`)
+  return { ...request, params: { ...(request.params as Params<'pubsub.publish'>), payload: payload as JsonValue } };
 }
 
 /** A payload's value (a raw payload parsed). */
