@@ -1,12 +1,37 @@
 /** Child processes of the benchmarks: start them, await their messages, ask them, stop them. */
 import { fork, type ChildProcess } from 'node:child_process';
+import { buildSync } from 'esbuild';
 
 const here = new URL('.', import.meta.url).pathname;
 const children = new Set<ChildProcess>();
 let reaping = false;
 
+/** Scripts whose processes run the code as it ships (see {@link shipped}). */
+const SHIPPED = new Set(['server-child.ts']);
+const bundles = new Map<string, string>();
+
 /**
- * Start `bench/<script>` under tsx with `--expose-gc`. `BENCH_PROFILE=<first arg>` adds a CPU
+ * `bench/<script>` bundled by esbuild the way the package's build compiles the relay (rollup's
+ * esbuild plugin: ES2022, names as JavaScript infers them), into `bench/.build/`, once a run.
+ * Under tsx the relay ran other code than it ships: tsx compiles with esbuild's `keepNames`,
+ * which wraps every named closure the relay makes (a request's scope, a frame's callback) in
+ * `__name`, a `defineProperty` each: 3 % of what the relay allocated under `bench:hostile`.
+ */
+function shipped(script: string): string {
+  let out = bundles.get(script);
+  if (!out) {
+    out = `${here}.build/${script.replace(/\.ts$/, '.mjs')}`;
+    // packages stay imports (resolved from bench/.build/ up to the repository's node_modules)
+    buildSync({ entryPoints: [`${here}${script}`], outfile: out, bundle: true, platform: 'node', format: 'esm', target: 'es2022', packages: 'external', sourcemap: 'linked', logLevel: 'warning' });
+    bundles.set(script, out);
+  }
+  return out;
+}
+
+/**
+ * Start `bench/<script>` under tsx with `--expose-gc`, or, for the servers (`server-child.ts`:
+ * the relay and the floors beside it), as a bundle of the code as it ships (see
+ * {@link shipped}). `BENCH_PROFILE=<first arg>` adds a CPU
  * profile (in `BENCH_PROFILE_DIR`) to the children started with that first argument;
  * `BENCH_TRACE_GC=1` makes the relay child print its garbage collections (`--trace-gc`); any other
  * value is taken as the relay child's V8 flags (e.g. `'--trace-gc --trace-incremental-marking'`).
@@ -20,7 +45,8 @@ export function child(script: string, args: string[], env: Record<string, string
     });
   }
   const prof = process.env.BENCH_PROFILE && args[0] === process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? '.'}`] : [];
-  const proc = fork(`${here}${script}`, args, { execArgv: ['--import', 'tsx', '--expose-gc', ...prof, ...(args[0] === 'relay' && process.env.BENCH_TRACE_GC ? (process.env.BENCH_TRACE_GC === '1' ? ['--trace-gc'] : process.env.BENCH_TRACE_GC.split(' ')) : [])], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const [path, loader] = SHIPPED.has(script) ? [shipped(script), []] : [`${here}${script}`, ['--import', 'tsx']];
+  const proc = fork(path, args, { execArgv: [...loader, '--expose-gc', ...prof, ...(args[0] === 'relay' && process.env.BENCH_TRACE_GC ? (process.env.BENCH_TRACE_GC === '1' ? ['--trace-gc'] : process.env.BENCH_TRACE_GC.split(' ')) : [])], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   return proc;
