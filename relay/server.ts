@@ -77,6 +77,15 @@ const HTTP_REQUESTS_PER_SOCKET = 100;
 /** Sockets for plain HTTP (downloads, the server API, health checks) beside members and joiners. */
 const HTTP_SOCKETS = 1024;
 
+/**
+ * A socket's errors end it. Listened to from a function of its own: a closure made in the
+ * upgrade handler shares that handler's scope, and kept on the socket for its whole life it kept
+ * the upgrade request with it (its headers and the rest: a sixth of what a connection held).
+ */
+function endOnError(socket: Socket): void {
+  socket.on('error', () => socket.destroy());
+}
+
 /** Whether an upgrade request is a WebSocket handshake ws would take (RFC 6455 §4.2.1). */
 function isHandshake(req: IncomingMessage): boolean {
   const key = req.headers['sec-websocket-key'];
@@ -151,7 +160,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     });
   };
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
-    socket.on('error', () => socket.destroy());
+    endOnError(socket);
     // not a WebSocket handshake: ws answers it 400; it takes nobody's place (a joiner waiting for
     // its join frame would otherwise be evicted by a request that costs its sender no socket)
     if (!isHandshake(req)) return wss.handleUpgrade(req, socket, head, () => socket.destroy());
@@ -172,14 +181,17 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
     if (context.frames.open) return context.frames.runNow(upgrades, () => accept(req, socket, head));
     const deadline = Date.now() + config.joinTimeoutMs;
+    const forget = () => upgrading.delete(turn);
     const turn = new Task(upgrades, () => {
       upgrading.delete(turn);
+      // (the listener shares this handler's scope: left on the socket, it would keep the request)
+      socket.off('close', forget);
       // one that waited past the join timeout is dropped: its client has given up by now
       if (Date.now() > deadline) socket.destroy();
       else accept(req, socket, head);
     });
     upgrading.add(turn);
-    socket.once('close', () => upgrading.delete(turn));
+    socket.once('close', forget);
     context.frames.enqueue(turn);
   });
   wss.on('error', (err) => log.error('websocket server error', { error: err.message }));
