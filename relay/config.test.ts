@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { parseCli } from './config.ts';
+import { checkStorageDirs, parseCli } from './config.ts';
 import { HEAP_GROWTH_FLAG, setHeapGrowth } from './heap-growth.ts';
 
 describe('relay flags of the media outputs', () => {
@@ -17,6 +17,18 @@ describe('relay flags of the media outputs', () => {
   it('--ffmpeg names the binary (a path or a name on PATH)', () => {
     assert.equal(parseCli([], {}).ffmpeg, 'ffmpeg');
     assert.equal(parseCli(['--ffmpeg', '/opt/ffmpeg/bin/ffmpeg'], {}).ffmpeg, '/opt/ffmpeg/bin/ffmpeg');
+  });
+});
+
+describe('relay flags of the storage directories', () => {
+  it('--recordings-dir and --hls-dir must be apart: the same directory, or one inside the other, is refused', () => {
+    assert.doesNotThrow(() => parseCli(['--recordings-dir', '/srv/t/recordings', '--hls-dir', '/srv/t/hls'], {}));
+    assert.doesNotThrow(() => parseCli(['--recordings-dir', '/srv/t/rec', '--hls-dir', '/srv/t/recordings'], {}), 'a shared prefix of names is not nesting');
+    for (const [recordings, hls] of [['/srv/t', '/srv/t'], ['/srv/t/', '/srv/t/./'], ['/srv/t/hls/recordings', '/srv/t/hls'], ['/srv/t', '/srv/t/hls'], ['/srv/t/a/../hls', '/srv/t/hls']]) {
+      assert.throws(() => parseCli(['--recordings-dir', recordings!, '--hls-dir', hls!], {}), /must be apart/, `${recordings} ${hls}`);
+      assert.throws(() => checkStorageDirs({ recordingsDir: recordings!, hlsDir: hls! }), /must be apart/);
+    }
+    assert.throws(() => parseCli([], { TESSERA_RECORDINGS_DIR: '/srv/x', TESSERA_HLS_DIR: '/srv/x/hls' }), /must be apart/);
   });
 });
 

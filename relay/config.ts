@@ -1,5 +1,5 @@
 import { homedir, networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, resolve, isAbsolute } from 'node:path';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.ts';
 
 /** Log verbosity of the relay. */
@@ -475,7 +475,25 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
     flag.apply(config, value);
   }
   if (!config.mediaIp) config.mediaIp = defaultMediaIp();
+  checkStorageDirs(config);
   return config;
+}
+
+/**
+ * Refuse recordings and HLS in one directory, or one inside the other: recordings would list the
+ * HLS runs (and the disk quota count both twice), and HLS, which anyone may read, could serve the
+ * recordings beneath it. Throws with what to change.
+ */
+export function checkStorageDirs(config: Pick<RelayConfig, 'recordingsDir' | 'hlsDir'>): void {
+  const recordings = resolve(config.recordingsDir);
+  const hls = resolve(config.hlsDir);
+  const inside = (dir: string, parent: string) => {
+    const path = relative(parent, dir);
+    return path === '' || (!path.startsWith('..') && !isAbsolute(path));
+  };
+  if (inside(recordings, hls) || inside(hls, recordings)) {
+    throw new Error(`--recordings-dir (${recordings}) and --hls-dir (${hls}) must be apart: neither may be the other or inside it`);
+  }
 }
 
 /** The text of `--help`. */

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
-import { DEFAULTS, defaultMediaIp, type RelayConfig } from './config.ts';
+import { checkStorageDirs, DEFAULTS, defaultMediaIp, type RelayConfig } from './config.ts';
 import type { RelayContext } from './context.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Bans } from './rooms/bans.ts';
@@ -97,6 +97,7 @@ function isHandshake(req: IncomingMessage): boolean {
 export async function startRelay(options: RelayOptions): Promise<Relay> {
   checkWsInternals();
   const config: RelayConfig = { ...DEFAULTS, mediaIp: defaultMediaIp(), ...stripUndefined(options) };
+  checkStorageDirs(config);
   const log = options.logger ?? createLogger(config.logLevel);
   const budgets = relayBudgets(config);
   const frames = options.frames ?? new FrameScheduler();

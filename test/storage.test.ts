@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULTS } from '../relay/config.ts';
 import { createLogger } from '../relay/log.ts';
+import type { Room } from '../src/room.ts';
 import type { TappedTrack } from '../relay/media/board.ts';
 import type { OutputContext } from '../relay/outputs/board.ts';
 import { RecordingProvider } from '../relay/outputs/recording.ts';
@@ -282,13 +283,18 @@ describe('issue 11: storage — one private directory per project and room, exac
     }
     for (const root of refused) {
       await assert.rejects(privateRoot(root), UnsafeStorageError, root);
-      const relay = await startTestRelay({ recordingsDir: root, hlsDir: root });
-      try {
-        const host = await relay.join({ token: relay.token({ roomId: 'r', grant: { canRecord: true, canHls: true } }) });
-        assert.equal((await rejectsWith(host.recording.start(), 'INTERNAL_ERROR')).reason, 'unsafe-storage');
-        assert.equal((await rejectsWith(host.hls.start(), 'INTERNAL_ERROR')).reason, 'unsafe-storage');
-      } finally {
-        await relay.close();
+      // (recordings and HLS in one directory are refused at start: each root is tried for each)
+      for (const [dirs, start] of [
+        [{ recordingsDir: root, hlsDir: join(dir, 'apart-hls') }, (host: Room) => host.recording.start()],
+        [{ recordingsDir: join(dir, 'apart-rec'), hlsDir: root }, (host: Room) => host.hls.start()],
+      ] as const) {
+        const relay = await startTestRelay(dirs);
+        try {
+          const host = await relay.join({ token: relay.token({ roomId: 'r', grant: { canRecord: true, canHls: true } }) });
+          assert.equal((await rejectsWith(start(host), 'INTERNAL_ERROR')).reason, 'unsafe-storage');
+        } finally {
+          await relay.close();
+        }
       }
     }
     assert.deepEqual(readdirSync(victim), [], 'nothing written through the link');
