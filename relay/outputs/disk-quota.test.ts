@@ -64,6 +64,31 @@ describe('disk quota per project', () => {
     assert.equal(walks, 2);
   });
 
+  it('a deletion while a walk is under way is not taken off twice: it counts as still there until the next look, which walks again', async () => {
+    const dir = project('during', 2, 8 * KiB);
+    let walks = 0;
+    let release: () => void = () => undefined;
+    const q = new DiskQuota(
+      () => 1024 * KiB,
+      async () => {
+        walks++;
+        if (walks === 1) await new Promise<void>((r) => (release = r));
+        return [dir];
+      },
+      { walkEveryMs: 60_000 },
+    );
+    const looking = q.usage('during');
+    await tick(5);
+    // deleted while the walk waits: the walk will not see the file
+    rmSync(join(dir, 'room', 'f0'));
+    q.freed('during', 8 * KiB);
+    release();
+    const one = 8 * KiB + BLOCK;
+    assert.equal(await looking, one, 'what the walk saw, the deletion not taken off again (was 8 KiB less)');
+    assert.equal(await q.usage('during'), one, 'the next look walks again');
+    assert.equal(walks, 2);
+  });
+
   it('running outputs are measured by one shared timer; past the quota every running output of that project is told once, never another project', async () => {
     const dirs = new Map([
       ['a', project('a', 0, 0)],

@@ -152,9 +152,16 @@ export class DiskQuota {
     };
   }
 
-  /** A deletion took `bytes` of the project's files away. */
+  /**
+   * A deletion took `bytes` of the project's files away. During a walk the walk may or may not
+   * have counted them: subtracted as well, files the walk missed were taken off twice, and the
+   * project could go past its quota until the next walk. Then they count as still there (the safe
+   * side) and the next look walks again.
+   */
   freed(project: string, bytes: number): void {
-    this.project(project).delta -= bytes;
+    const p = this.project(project);
+    if (p.walking) p.stale = true;
+    else p.delta -= bytes;
   }
 
   /** Running outputs counted (for tests). */
