@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { RelayError } from '../errors.ts';
-import { DiskQuota } from './disk-quota.ts';
+import { DiskQuota, overQuota } from './disk-quota.ts';
 import { BLOCK, diskUsage } from './disk-usage.ts';
 import { createRecordingDir, deleteRecording, newRecordingId, recordingWritten } from './storage.ts';
 
@@ -89,6 +89,34 @@ describe('disk quota per project', () => {
     assert.equal(walks, 2);
   });
 
+  it('a running output with more files than are looked at counts as over the quota (its bytes were a lower bound); settled, it makes the next look walk', async () => {
+    const dir = project('crowded', 0, 0);
+    let walks = 0;
+    const q = new DiskQuota(
+      () => 1024 * KiB,
+      async () => {
+        walks++;
+        return [dir];
+      },
+      { intervalMs: 10, walkEveryMs: 60_000, maxOutputEntries: 5 },
+    );
+    const out = join(dir, 'room', 'run');
+    mkdirSync(out);
+    const told: number[] = [];
+    const watch = q.watch('crowded', out, (used) => told.push(used));
+    for (let i = 0; i < 5; i++) writeFileSync(join(out, `s${i}`), 'x');
+    await tick(40);
+    assert.deepEqual(told, [], 'five small files: measured, under the quota');
+    writeFileSync(join(out, 's5'), 'x');
+    await tick(40);
+    assert.deepEqual(told, [Infinity], 'six: more than are looked at (was: five blocks counted, under the quota)');
+    assert.match(overQuota('hls', Infinity, 1024 * KiB).message, /more files than the relay counts/);
+    const before = walks;
+    await watch.settle();
+    await q.usage('crowded');
+    assert.equal(walks, before + 1, 'the next look walks the project again');
+  });
+
   it('running outputs are measured by one shared timer; past the quota every running output of that project is told once, never another project', async () => {
     const dirs = new Map([
       ['a', project('a', 0, 0)],
@@ -142,7 +170,7 @@ describe('disk quota per project', () => {
   it('a project with more files than a walk looks at counts as over its quota', async () => {
     const dir = project('many', 30, 1);
     const q = new DiskQuota(() => 1024 * 1024 * KiB, async () => [dir], { maxEntries: 20 });
-    await assert.rejects(q.check('many', 'hls'), (err: RelayError) => err.reason === 'disk-quota' && /more than \d+ files/.test(err.message));
+    await assert.rejects(q.check('many', 'hls'), (err: RelayError) => err.reason === 'disk-quota' && /more files than the relay counts \(100000 a project/.test(err.message));
   });
 
   it('never follows a link and never reads past its depth', async () => {

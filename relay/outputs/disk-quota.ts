@@ -12,7 +12,7 @@
  * what an output left when it stopped and what a deletion freed are added to the walk's total.
  */
 import { RelayError } from '../errors.ts';
-import { diskUsage, outputDirUsage } from './disk-usage.ts';
+import { diskUsage, OUTPUT_DIR_ENTRIES, outputDirUsage } from './disk-usage.ts';
 
 /** How often running outputs' directories are measured (ms), as the disk reserve looks at free space. */
 export const QUOTA_CHECK_MS = 2_000;
@@ -35,7 +35,7 @@ const mib = (bytes: number) => (bytes < 1048576 ? `${Math.ceil(bytes / 1024)} Ki
 export const overQuota = (output: string, used: number, quota: number) =>
   new RelayError(
     'RATE_LIMITED',
-    `${output}: this project's recordings and HLS ${Number.isFinite(used) ? `take ${mib(used)}` : `hold more than ${QUOTA_MAX_ENTRIES} files`} of the ${mib(quota)} it may keep on this relay: delete recordings to free space (DELETE /api/v1/rooms/:room/recordings/:id)`,
+    `${output}: this project's recordings and HLS ${Number.isFinite(used) ? `take ${mib(used)}` : `hold more files than the relay counts (${QUOTA_MAX_ENTRIES} a project, ${OUTPUT_DIR_ENTRIES} a running output)`} of the ${mib(quota)} it may keep on this relay: delete recordings to free space (DELETE /api/v1/rooms/:room/recordings/:id)`,
     'disk-quota',
   );
 
@@ -70,6 +70,8 @@ export interface DiskQuotaOptions {
   intervalMs?: number;
   walkEveryMs?: number;
   maxEntries?: number;
+  /** Entries of one running output's directory looked at, at most (past them it counts as over the quota). */
+  maxOutputEntries?: number;
   now?: () => number;
 }
 
@@ -85,6 +87,7 @@ export class DiskQuota {
   private readonly intervalMs: number;
   private readonly walkEveryMs: number;
   private readonly maxEntries: number;
+  private readonly maxOutputEntries: number;
   private readonly now: () => number;
 
   /**
@@ -99,6 +102,7 @@ export class DiskQuota {
     this.intervalMs = options.intervalMs ?? QUOTA_CHECK_MS;
     this.walkEveryMs = options.walkEveryMs ?? QUOTA_WALK_MS;
     this.maxEntries = options.maxEntries ?? QUOTA_MAX_ENTRIES;
+    this.maxOutputEntries = options.maxOutputEntries ?? OUTPUT_DIR_ENTRIES;
     this.now = options.now ?? (() => performance.now());
   }
 
@@ -143,10 +147,12 @@ export class DiskQuota {
       settle: () =>
         (settled ??= (async () => {
           live.tell = null;
-          const { bytes } = await outputDirUsage(dir);
+          const { bytes, complete } = await outputDirUsage(dir, this.maxOutputEntries);
           if (p.live.get(dir) !== live) return;
           p.live.delete(dir);
           p.delta += bytes;
+          // more files than were looked at: the next look walks the project (and sees them all, or counts it as over)
+          if (!complete) p.stale = true;
           this.stopWhenIdle();
         })()),
     };
@@ -215,7 +221,12 @@ export class DiskQuota {
     try {
       for (const [project, p] of [...this.projects]) {
         if (p.live.size === 0) continue;
-        for (const [dir, live] of [...p.live]) live.bytes = (await outputDirUsage(dir)).bytes;
+        for (const [dir, live] of [...p.live]) {
+          // a running output with more files than are looked at counts as over the quota, as a
+          // project does past its walk's limit: what was looked at is only a lower bound
+          const usage = await outputDirUsage(dir, this.maxOutputEntries);
+          live.bytes = usage.complete ? usage.bytes : Infinity;
+        }
         const quota = this.quota();
         if (quota <= 0) continue;
         const used = await this.usage(project);

@@ -87,7 +87,7 @@ async function walk(dir: string, depth: number, limits: WalkLimits, usage: Usage
 /** Entries of one output's directory (a recording, an HLS run: its tracks, segments, parts) looked at, at most. */
 export const OUTPUT_DIR_ENTRIES = 10_000;
 
-/** What one output's directory holds (its files and `.composite/` parts: two levels). */
-export function outputDirUsage(dir: string): Promise<Usage> {
-  return diskUsage([dir], { maxEntries: OUTPUT_DIR_ENTRIES, maxDepth: 2 });
+/** What one output's directory holds (its files and `.composite/` parts: two levels), looking at `maxEntries` entries at most. */
+export function outputDirUsage(dir: string, maxEntries = OUTPUT_DIR_ENTRIES): Promise<Usage> {
+  return diskUsage([dir], { maxEntries, maxDepth: 2 });
 }
