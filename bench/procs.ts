@@ -1,8 +1,10 @@
 /** Child processes of the benchmarks: start them, await their messages, ask them, stop them. */
 import { fork, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
 
-const here = new URL('.', import.meta.url).pathname;
+const here = fileURLToPath(new URL('.', import.meta.url));
 const children = new Set<ChildProcess>();
 let reaping = false;
 
@@ -20,10 +22,13 @@ const bundles = new Map<string, string>();
 function shipped(script: string): string {
   let out = bundles.get(script);
   if (!out) {
-    out = `${here}.build/${script.replace(/\.ts$/, '.mjs')}`;
+    // one bundle per benchmark process (two at once must not fork each other's half-written file),
+    // removed when it exits
+    const path = `${here}.build/${script.replace(/\.ts$/, '')}.${process.pid}.mjs`;
     // packages stay imports (resolved from bench/.build/ up to the repository's node_modules)
-    buildSync({ entryPoints: [`${here}${script}`], outfile: out, bundle: true, platform: 'node', format: 'esm', target: 'es2022', packages: 'external', sourcemap: 'linked', logLevel: 'warning' });
-    bundles.set(script, out);
+    buildSync({ entryPoints: [`${here}${script}`], outfile: path, bundle: true, platform: 'node', format: 'esm', target: 'es2022', packages: 'external', logLevel: 'warning' });
+    process.once('exit', () => rmSync(path, { force: true }));
+    bundles.set(script, (out = path));
   }
   return out;
 }

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { checkStorageDirs, parseCli } from './config.ts';
 import { HEAP_GROWTH_FLAG, setHeapGrowth } from './heap-growth.ts';
@@ -29,6 +32,19 @@ describe('relay flags of the storage directories', () => {
       assert.throws(() => checkStorageDirs({ recordingsDir: recordings!, hlsDir: hls! }), /must be apart/);
     }
     assert.throws(() => parseCli([], { TESSERA_RECORDINGS_DIR: '/srv/x', TESSERA_HLS_DIR: '/srv/x/hls' }), /must be apart/);
+    // a child whose name starts with two dots is inside, not above (found by review)
+    for (const child of ['/srv/t/..hls', '/srv/t/...']) assert.throws(() => checkStorageDirs({ recordingsDir: '/srv/t', hlsDir: child }), /must be apart/, child);
+    assert.doesNotThrow(() => checkStorageDirs({ recordingsDir: '/srv/t/a', hlsDir: '/srv/t/..a' }));
+    // through a link: compared where the directories really are
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-dirs-'));
+    try {
+      mkdirSync(join(dir, 'real'));
+      symlinkSync(join(dir, 'real'), join(dir, 'link'));
+      assert.throws(() => checkStorageDirs({ recordingsDir: join(dir, 'real', 'rec'), hlsDir: join(dir, 'link', 'rec', 'hls') }), /must be apart/);
+      assert.doesNotThrow(() => checkStorageDirs({ recordingsDir: join(dir, 'real', 'rec'), hlsDir: join(dir, 'link', 'hls') }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

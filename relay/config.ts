@@ -1,5 +1,6 @@
 import { homedir, networkInterfaces } from 'node:os';
-import { join, relative, resolve, isAbsolute } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.ts';
 
 /** Log verbosity of the relay. */
@@ -479,17 +480,33 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
   return config;
 }
 
+/** `path` with the links of its deepest existing ancestor resolved (the rest may not exist yet). */
+function realish(path: string): string {
+  const rest: string[] = [];
+  for (let dir = resolve(path); ; ) {
+    try {
+      return join(realpathSync.native(dir), ...rest.reverse());
+    } catch {
+      const parent = dirname(dir);
+      if (parent === dir) return resolve(path);
+      rest.push(basename(dir));
+      dir = parent;
+    }
+  }
+}
+
 /**
- * Refuse recordings and HLS in one directory, or one inside the other: recordings would list the
- * HLS runs (and the disk quota count both twice), and HLS, which anyone may read, could serve the
- * recordings beneath it. Throws with what to change.
+ * Refuse recordings and HLS in one directory, or one inside the other, compared as real paths
+ * (links resolved as far as the directories exist). Nothing there was made to share: a project's
+ * disk quota would count runs that are not its own, an HLS run's id could be a project's
+ * directory, and the runs would use up a recordings listing's entries. Throws with what to change.
  */
 export function checkStorageDirs(config: Pick<RelayConfig, 'recordingsDir' | 'hlsDir'>): void {
-  const recordings = resolve(config.recordingsDir);
-  const hls = resolve(config.hlsDir);
+  const recordings = realish(config.recordingsDir);
+  const hls = realish(config.hlsDir);
   const inside = (dir: string, parent: string) => {
     const path = relative(parent, dir);
-    return path === '' || (!path.startsWith('..') && !isAbsolute(path));
+    return path === '' || !(path === '..' || path.startsWith(`..${sep}`) || isAbsolute(path));
   };
   if (inside(recordings, hls) || inside(hls, recordings)) {
     throw new Error(`--recordings-dir (${recordings}) and --hls-dir (${hls}) must be apart: neither may be the other or inside it`);

@@ -89,7 +89,7 @@ describe('disk quota per project', () => {
     assert.equal(walks, 2);
   });
 
-  it('a running output with more files than are looked at counts as over the quota (its bytes were a lower bound); settled, it makes the next look walk', async () => {
+  it('a running output with more entries than are looked at stops alone (its bytes were a lower bound); the project\'s others go on; settled, it makes the next look walk', async () => {
     const dir = project('crowded', 0, 0);
     let walks = 0;
     const q = new DiskQuota(
@@ -101,20 +101,53 @@ describe('disk quota per project', () => {
       { intervalMs: 10, walkEveryMs: 60_000, maxOutputEntries: 5 },
     );
     const out = join(dir, 'room', 'run');
+    const other = join(dir, 'room', 'other');
     mkdirSync(out);
+    mkdirSync(other);
     const told: number[] = [];
+    const otherTold: number[] = [];
     const watch = q.watch('crowded', out, (used) => told.push(used));
+    const otherWatch = q.watch('crowded', other, (used) => otherTold.push(used));
     for (let i = 0; i < 5; i++) writeFileSync(join(out, `s${i}`), 'x');
     await tick(40);
     assert.deepEqual(told, [], 'five small files: measured, under the quota');
     writeFileSync(join(out, 's5'), 'x');
     await tick(40);
     assert.deepEqual(told, [Infinity], 'six: more than are looked at (was: five blocks counted, under the quota)');
-    assert.match(overQuota('hls', Infinity, 1024 * KiB).message, /more files than the relay counts/);
+    assert.deepEqual(otherTold, [], "the project's other output goes on");
+    await q.check('crowded', 'recording');
+    assert.match(overQuota('hls', Infinity, 1024 * KiB).message, /more files and directories than the relay counts/);
+    await otherWatch.settle();
     const before = walks;
     await watch.settle();
     await q.usage('crowded');
     assert.equal(walks, before + 1, 'the next look walks the project again');
+  });
+
+  it('a start that waited for a walk during which files were deleted walks once more before refusing (an HLS restart deletes its old run, then checks)', async () => {
+    const dir = project('restart', 1, 32 * KiB);
+    let walks = 0;
+    let release: () => void = () => undefined;
+    const q = new DiskQuota(
+      () => 32 * KiB,
+      async () => {
+        walks++;
+        if (walks === 1) await new Promise<void>((r) => (release = r));
+        // (the run's files are gone by the next walk; the one under way had read them before)
+        if (walks === 2) rmSync(join(dir, 'room', 'f0'));
+        return [dir];
+      },
+      { walkEveryMs: 60_000 },
+    );
+    // another look's walk is under way (a sweep, another room's start) and counts the old run
+    const other = q.usage('restart');
+    await tick(5);
+    q.freed('restart', 32 * KiB);
+    const start = q.check('restart', 'hls');
+    release();
+    await other;
+    await start; // was refused: the walk it waited for had counted the deleted run
+    assert.equal(walks, 2);
   });
 
   it('running outputs are measured by one shared timer; past the quota every running output of that project is told once, never another project', async () => {
@@ -170,7 +203,7 @@ describe('disk quota per project', () => {
   it('a project with more files than a walk looks at counts as over its quota', async () => {
     const dir = project('many', 30, 1);
     const q = new DiskQuota(() => 1024 * 1024 * KiB, async () => [dir], { maxEntries: 20 });
-    await assert.rejects(q.check('many', 'hls'), (err: RelayError) => err.reason === 'disk-quota' && /more files than the relay counts \(100000 a project/.test(err.message));
+    await assert.rejects(q.check('many', 'hls'), (err: RelayError) => err.reason === 'disk-quota' && /more files and directories than the relay counts \(100000 a project/.test(err.message));
   });
 
   it('never follows a link and never reads past its depth', async () => {

@@ -35,7 +35,7 @@ const mib = (bytes: number) => (bytes < 1048576 ? `${Math.ceil(bytes / 1024)} Ki
 export const overQuota = (output: string, used: number, quota: number) =>
   new RelayError(
     'RATE_LIMITED',
-    `${output}: this project's recordings and HLS ${Number.isFinite(used) ? `take ${mib(used)}` : `hold more files than the relay counts (${QUOTA_MAX_ENTRIES} a project, ${OUTPUT_DIR_ENTRIES} a running output)`} of the ${mib(quota)} it may keep on this relay: delete recordings to free space (DELETE /api/v1/rooms/:room/recordings/:id)`,
+    `${output}: this project's recordings and HLS ${Number.isFinite(used) ? `take ${mib(used)}` : `hold more files and directories than the relay counts (${QUOTA_MAX_ENTRIES} a project, ${OUTPUT_DIR_ENTRIES} a running output)`} of the ${mib(quota)} it may keep on this relay: delete recordings to free space (DELETE /api/v1/rooms/:room/recordings/:id)`,
     'disk-quota',
   );
 
@@ -115,7 +115,10 @@ export class DiskQuota {
   async check(project: string, output: string): Promise<void> {
     const quota = this.quota();
     if (quota <= 0) return;
-    const used = await this.usage(project);
+    let used = await this.usage(project);
+    // a deletion during the walk just waited for (an HLS restart's old run) may not be in it:
+    // before refusing, one more walk (see `freed`)
+    if (used >= quota && this.project(project).stale) used = await this.usage(project);
     if (used >= quota) throw overQuota(output, used, quota);
   }
 
@@ -221,26 +224,31 @@ export class DiskQuota {
     try {
       for (const [project, p] of [...this.projects]) {
         if (p.live.size === 0) continue;
-        for (const [dir, live] of [...p.live]) {
-          // a running output with more files than are looked at counts as over the quota, as a
-          // project does past its walk's limit: what was looked at is only a lower bound
-          const usage = await outputDirUsage(dir, this.maxOutputEntries);
-          live.bytes = usage.complete ? usage.bytes : Infinity;
-        }
         const quota = this.quota();
+        for (const [dir, live] of [...p.live]) {
+          const usage = await outputDirUsage(dir, this.maxOutputEntries);
+          live.bytes = usage.bytes;
+          // a running output with more entries than are looked at: its bytes are only a lower
+          // bound, and the relay will not spend more to measure it. With a quota on, it alone
+          // stops (the project's other outputs go on, counted with its lower bound)
+          if (!usage.complete && quota > 0) tell(live, Infinity);
+        }
         if (quota <= 0) continue;
         const used = await this.usage(project);
         if (used <= quota) continue;
-        for (const live of [...p.live.values()]) {
-          const tell = live.tell;
-          live.tell = null;
-          tell?.(used);
-        }
+        for (const live of [...p.live.values()]) tell(live, used);
       }
     } finally {
       this.sweeping = false;
     }
   }
+}
+
+/** Tell a running output it is over the quota, once. */
+function tell(live: LiveDir, used: number): void {
+  const over = live.tell;
+  live.tell = null;
+  over?.(used);
 }
 
 const quotas = new WeakMap<object, DiskQuota>();
