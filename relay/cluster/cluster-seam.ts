@@ -258,8 +258,12 @@ export class ClusterSeam implements RoomSeam {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return;
       let request = h.request as RequestFrame;
-      // a publish's payload of bytes came as the message's bytes (see `RemotePort.request`)
-      if (h.raw === true && payload && isRecord(h.request)) request = withPayload(request, new RawPayload(payload));
+      // a publish's payload of bytes came as the message's bytes (see `RemotePort.request`); without
+      // them the request is malformed (its params hold a null where the payload was)
+      if (h.raw === true) {
+        if (!payload || !isRecord(h.request)) return this.relay.log.warn('cluster: a request without its payload', { from });
+        request = withPayload(request, new RawPayload(payload));
+      }
       const queued = this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port, link }) => {
         const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
         port?.request(request, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
