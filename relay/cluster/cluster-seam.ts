@@ -15,6 +15,7 @@ import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
 import { isId, isRecord } from '../../src/protocol/parse.ts';
+import { wireError } from '../../src/protocol/codes.ts';
 import { GuestTable, type Guest } from './guests.ts';
 import { RawPayload, withPayload } from '../data/raw-json.ts';
 
@@ -261,7 +262,12 @@ export class ClusterSeam implements RoomSeam {
       // a publish's payload of bytes came as the message's bytes (see `RemotePort.request`); without
       // them the request is malformed (its params hold a null where the payload was)
       if (h.raw === true) {
-        if (!payload || !isRecord(h.request)) return this.relay.log.warn('cluster: a request without its payload', { from });
+        if (!payload || !isRecord(h.request)) {
+          this.relay.log.warn('cluster: a request without its payload', { from });
+          // answered, so that its caller does not wait for its timeout
+          if (typeof request?.id === 'number') guest.link.send({ type: 'response', id: request.id, error: wireError('INTERNAL_ERROR', 'the request reached the room without its payload: send it again', 'internal') });
+          return;
+        }
         request = withPayload(request, new RawPayload(payload));
       }
       const queued = this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port, link }) => {
