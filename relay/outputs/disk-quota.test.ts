@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { RelayError } from '../errors.ts';
-import { DiskQuota, overQuota } from './disk-quota.ts';
+import { DiskQuota, overQuota, type DiskQuotaOptions } from './disk-quota.ts';
 import { BLOCK, diskUsage } from './disk-usage.ts';
 import { createRecordingDir, deleteRecording, newRecordingId, recordingWritten } from './storage.ts';
 
@@ -22,6 +22,27 @@ describe('disk quota per project', () => {
     for (let i = 0; i < files; i++) writeFileSync(join(dir, 'room', `f${i}`), Buffer.alloc(size));
     return dir;
   };
+
+  /**
+   * A quota of `quota` bytes over `dir` that counts its walks; with `firstWaits`, the first walk
+   * waits for `release()`; `onWalk(n)` runs as walk n begins.
+   */
+  const counted = (dir: string, quota: number, options: DiskQuotaOptions, firstWaits = false, onWalk: (n: number) => unknown = () => undefined) => {
+    let walks = 0;
+    let release: () => void = () => undefined;
+    const q = new DiskQuota(
+      () => quota,
+      async () => {
+        walks++;
+        if (firstWaits && walks === 1) await new Promise<void>((r) => (release = r));
+        onWalk(walks);
+        return [dir];
+      },
+      options,
+    );
+    return { q, walks: () => walks, release: () => release() };
+  };
+  const firstWalkWaits = (dir: string, quota: number, onWalk?: (n: number) => unknown) => counted(dir, quota, { walkEveryMs: 60_000 }, true, onWalk);
 
   it('refuses a start at or over the quota (RATE_LIMITED, disk-quota), for that project only; 0 turns it off', async () => {
     const dirs = new Map([
@@ -66,17 +87,7 @@ describe('disk quota per project', () => {
 
   it('a deletion while a walk is under way is not taken off twice: it counts as still there until the next look, which walks again', async () => {
     const dir = project('during', 2, 8 * KiB);
-    let walks = 0;
-    let release: () => void = () => undefined;
-    const q = new DiskQuota(
-      () => 1024 * KiB,
-      async () => {
-        walks++;
-        if (walks === 1) await new Promise<void>((r) => (release = r));
-        return [dir];
-      },
-      { walkEveryMs: 60_000 },
-    );
+    const { q, walks, release } = firstWalkWaits(dir, 1024 * KiB);
     const looking = q.usage('during');
     await tick(5);
     // deleted while the walk waits: the walk will not see the file
@@ -86,20 +97,12 @@ describe('disk quota per project', () => {
     const one = 8 * KiB + BLOCK;
     assert.equal(await looking, one, 'what the walk saw, the deletion not taken off again (was 8 KiB less)');
     assert.equal(await q.usage('during'), one, 'the next look walks again');
-    assert.equal(walks, 2);
+    assert.equal(walks(), 2);
   });
 
   it('a running output with more entries than are looked at stops alone (its bytes were a lower bound); the project\'s others go on; settled, it makes the next look walk', async () => {
     const dir = project('crowded', 0, 0);
-    let walks = 0;
-    const q = new DiskQuota(
-      () => 1024 * KiB,
-      async () => {
-        walks++;
-        return [dir];
-      },
-      { intervalMs: 10, walkEveryMs: 60_000, maxOutputEntries: 5 },
-    );
+    const { q, walks } = counted(dir, 1024 * KiB, { intervalMs: 10, walkEveryMs: 60_000, maxOutputEntries: 5 });
     const out = join(dir, 'room', 'run');
     const other = join(dir, 'room', 'other');
     mkdirSync(out);
@@ -118,27 +121,16 @@ describe('disk quota per project', () => {
     await q.check('crowded', 'recording');
     assert.match(overQuota('hls', Infinity, 1024 * KiB).message, /more files and directories than the relay counts/);
     await otherWatch.settle();
-    const before = walks;
+    const before = walks();
     await watch.settle();
     await q.usage('crowded');
-    assert.equal(walks, before + 1, 'the next look walks the project again');
+    assert.equal(walks(), before + 1, 'the next look walks the project again');
   });
 
   it('a start that waited for a walk during which files were deleted walks once more before refusing (an HLS restart deletes its old run, then checks)', async () => {
     const dir = project('restart', 1, 32 * KiB);
-    let walks = 0;
-    let release: () => void = () => undefined;
-    const q = new DiskQuota(
-      () => 32 * KiB,
-      async () => {
-        walks++;
-        if (walks === 1) await new Promise<void>((r) => (release = r));
-        // (the run's files are gone by the next walk; the one under way had read them before)
-        if (walks === 2) rmSync(join(dir, 'room', 'f0'));
-        return [dir];
-      },
-      { walkEveryMs: 60_000 },
-    );
+    // (the run's files are gone by the next walk; the one under way had read them before)
+    const { q, walks, release } = firstWalkWaits(dir, 32 * KiB, (n) => n === 2 && rmSync(join(dir, 'room', 'f0')));
     // another look's walk is under way (a sweep, another room's start) and counts the old run
     const other = q.usage('restart');
     await tick(5);
@@ -147,7 +139,7 @@ describe('disk quota per project', () => {
     release();
     await other;
     await start; // was refused: the walk it waited for had counted the deleted run
-    assert.equal(walks, 2);
+    assert.equal(walks(), 2);
   });
 
   it('running outputs are measured by one shared timer; past the quota every running output of that project is told once, never another project', async () => {
