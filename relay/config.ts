@@ -1,7 +1,9 @@
 import { homedir, networkInterfaces } from 'node:os';
-import { realpathSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { join } from 'node:path';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap-growth.ts';
+import { checkStorageDirs } from './storage-dirs.ts';
+
+export { checkStorageDirs } from './storage-dirs.ts';
 
 /** Log verbosity of the relay. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -478,39 +480,6 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
   if (!config.mediaIp) config.mediaIp = defaultMediaIp();
   checkStorageDirs(config);
   return config;
-}
-
-/** `path` with the links of its deepest existing ancestor resolved (the rest may not exist yet). */
-function realish(path: string): string {
-  const rest: string[] = [];
-  for (let dir = resolve(path); ; ) {
-    try {
-      return join(realpathSync.native(dir), ...rest.reverse());
-    } catch {
-      const parent = dirname(dir);
-      if (parent === dir) return resolve(path);
-      rest.push(basename(dir));
-      dir = parent;
-    }
-  }
-}
-
-/**
- * Refuse recordings and HLS in one directory, or one inside the other, compared as real paths
- * (links resolved as far as the directories exist). Nothing there was made to share: a project's
- * disk quota would count runs that are not its own, an HLS run's id could be a project's
- * directory, and the runs would use up a recordings listing's entries. Throws with what to change.
- */
-export function checkStorageDirs(config: Pick<RelayConfig, 'recordingsDir' | 'hlsDir'>): void {
-  const recordings = realish(config.recordingsDir);
-  const hls = realish(config.hlsDir);
-  const inside = (dir: string, parent: string) => {
-    const path = relative(parent, dir);
-    return path === '' || !(path === '..' || path.startsWith(`..${sep}`) || isAbsolute(path));
-  };
-  if (inside(recordings, hls) || inside(hls, recordings)) {
-    throw new Error(`--recordings-dir (${recordings}) and --hls-dir (${hls}) must be apart: neither may be the other or inside it`);
-  }
 }
 
 /** The text of `--help`. */

@@ -1,4 +1,4 @@
-import type { JoinedFrame, RequestFrame, ResumeFrame, WireError } from '../../src/protocol/messages.ts';
+import type { JoinedFrame, ResumeFrame, WireError } from '../../src/protocol/messages.ts';
 import type { RelayContext } from '../context.ts';
 import type { Verdict } from '../join.ts';
 import { LocalSeam } from '../local-seam.ts';
@@ -17,7 +17,7 @@ import type { RoomObservers } from '../rooms/observers.ts';
 import { isId, isRecord } from '../../src/protocol/parse.ts';
 import { wireError } from '../../src/protocol/codes.ts';
 import { GuestTable, type Guest } from './guests.ts';
-import { RawPayload, withPayload } from '../data/raw-json.ts';
+import { requestFromBus } from '../data/raw-json.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
@@ -258,17 +258,13 @@ export class ClusterSeam implements RoomSeam {
     req: (from, { header: h, payload }) => {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return;
-      let request = h.request as RequestFrame;
-      // a publish's payload of bytes came as the message's bytes (see `RemotePort.request`); without
-      // them the request is malformed (its params hold a null where the payload was)
-      if (h.raw === true) {
-        if (!payload || !isRecord(h.request)) {
-          this.relay.log.warn('cluster: a request without its payload', { from });
-          // answered, so that its caller does not wait for its timeout
-          if (typeof request?.id === 'number') guest.link.send({ type: 'response', id: request.id, error: wireError('INTERNAL_ERROR', 'the request reached the room without its payload: send it again', 'internal') });
-          return;
-        }
-        request = withPayload(request, new RawPayload(payload));
+      const request = requestFromBus(h.request, h.raw, payload);
+      if (!request) {
+        // logged, and answered so that its caller does not wait for its timeout
+        this.relay.log.warn('cluster: a request without its payload', { from });
+        const id = (h.request as { id?: unknown } | null)?.id;
+        if (typeof id === 'number') guest.link.send({ type: 'response', id, error: wireError('INTERNAL_ERROR', 'the request reached the room without its payload: send it again', 'internal') });
+        return;
       }
       const queued = this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port, link }) => {
         const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { eventFrame, eventFrameOfJson, messageJsonParts } from './raw-json.ts';
-import type { JsonValue, PubSubMessage } from '../../src/protocol/messages.ts';
+import { eventFrame, eventFrameOfJson, messageJsonParts, RawPayload, rawPayloadOf, requestFromBus, withPayload } from './raw-json.ts';
+import type { JsonValue, PubSubMessage, RequestFrame } from '../../src/protocol/messages.ts';
 
 describe('raw JSON of the relay', () => {
   it('a pubsub message built around its payload\'s JSON is exactly JSON.stringify of the message', () => {
@@ -18,5 +18,22 @@ describe('raw JSON of the relay', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('a publish whose payload travels apart from its request (to the room\'s node) gets it back as bytes; without them it is refused, not published as the null left in its place', () => {
+    const publish = { type: 'request', id: 4, method: 'pubsub.publish', params: { topic: 't', payload: 0 } } as RequestFrame;
+    const raw = new RawPayload(Buffer.from('{"a":[1,2]}'));
+    const sent = withPayload(publish, raw);
+    assert.equal(rawPayloadOf(sent), raw);
+    const bare = JSON.parse(JSON.stringify(withPayload(sent, null))) as unknown;
+    const back = requestFromBus(bare, true, Buffer.from('{"a":[1,2]}'));
+    assert.ok(back);
+    assert.deepEqual(rawPayloadOf(back)?.value, { a: [1, 2] });
+    assert.equal(requestFromBus(bare, true, null), null, 'marked raw, its bytes missing');
+    assert.equal(requestFromBus('not a request', true, Buffer.from('1')), null);
+    assert.deepEqual(requestFromBus(bare, undefined, null), bare, 'not marked: as it came');
+    const list = { type: 'request', id: 5, method: 'participants.list', params: { tier: 'viewer' } } as RequestFrame;
+    assert.equal(withPayload(list, raw), list, 'another method is left as it is');
+    assert.equal(rawPayloadOf(list), null);
   });
 });

@@ -51,6 +51,17 @@ export function withPayload(request: RequestFrame, payload: Payload): RequestFra
   return { ...request, params: { ...(request.params as Params<'pubsub.publish'>), payload: payload as JsonValue } };
 }
 
+/**
+ * The request of another node's `req` message, with its payload's bytes put back where
+ * `RemotePort.request` took them out (`raw`, the message's bytes); null when they are missing
+ * (the request's params would hold the null left in their place).
+ */
+export function requestFromBus(request: unknown, raw: unknown, bytes: Buffer | null): RequestFrame | null {
+  if (raw !== true) return request as RequestFrame;
+  if (!bytes || typeof request !== 'object' || request === null) return null;
+  return withPayload(request as RequestFrame, new RawPayload(bytes));
+}
+
 /** A payload's value (a raw payload parsed). */
 export function payloadValue(payload: Payload): JsonValue {
   return payload instanceof RawPayload ? payload.value : payload;
