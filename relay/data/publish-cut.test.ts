@@ -22,13 +22,30 @@ function expected(text: string): { frame: Record<string, unknown>; payload: unkn
   return { frame, payload: frame.params.payload };
 }
 
-/** The cut agrees with `JSON.parse`: the payload's bytes parse to its payload, the rest of the frame to the rest. */
-function agrees(text: string): 'cut' | 'not cut' {
-  const bytes = Buffer.from(text);
+/** Whether the text holds a number (outside strings) that encoding its value again would change: infinite, or a negative zero. */
+function changesWhenEncoded(text: string): boolean {
+  for (const [token] of text.matchAll(/"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g)) {
+    if (token.startsWith('"')) continue;
+    const value = Number(token);
+    if (!Number.isFinite(value) || Object.is(value, -0)) return true;
+  }
+  return false;
+}
+
+/**
+ * The cut agrees with `JSON.parse`: the payload's bytes parse to its payload, the rest of the frame to
+ * the rest. `JSON.parse` reads the text the bytes decode to, as the relay does: an edit may leave half
+ * a surrogate pair in `text`, which UTF-8 cannot carry (ws refuses such a frame; `Buffer.from` writes
+ * U+FFFD).
+ */
+function agrees(spelled: string): 'cut' | 'not cut' {
+  const bytes = Buffer.from(spelled);
+  const text = bytes.toString('utf8');
   const cut = cutPublishPayload(bytes, MAX_PAYLOAD_DEPTH);
   const want = expected(text);
   if (!cut) {
-    assert.equal(want, null, `not cut, but JSON.parse reads a publish: ${text.slice(0, 200)}`);
+    // such a number anywhere sends the frame the ordinary way, even in a key's value JSON.parse drops
+    if (!changesWhenEncoded(text)) assert.equal(want, null, `not cut, but JSON.parse reads a publish: ${text.slice(0, 200)}`);
     return 'not cut';
   }
   assert.ok(want, `cut, but JSON.parse refuses it or reads no publish: ${text.slice(0, 200)}`);
