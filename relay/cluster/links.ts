@@ -4,7 +4,7 @@
  * Both only forward, through the {@link NodeBus}.
  */
 import type { RequestFrame, ServerFrame } from '../../src/protocol/messages.ts';
-import { rawPayloadOf, withPayload } from '../data/raw-json.ts';
+import { rawPayloadOf, withoutPayload } from '../data/raw-json.ts';
 import type { Answerer } from '../dispatch.ts';
 import type { MemberConnection, PortMember, RoomPort } from '../seam.ts';
 import type { NodeBus } from './bus.ts';
@@ -99,7 +99,7 @@ export class RemotePort implements RoomPort {
     // (see publish-cut.ts) travels as the message's bytes, not parsed to be encoded again: copied,
     // as the bus sends once this turn is over, after the frame's bytes were given back
     const raw = rawPayloadOf(request);
-    if (raw) this.bus.send(this.home, { t: 'req', link: this.link, request: withPayload(request, null), raw: true }, Buffer.from(raw.json));
+    if (raw) this.bus.send(this.home, { t: 'req', link: this.link, request: withoutPayload(request), raw: true }, Buffer.from(raw.json));
     else this.bus.send(this.home, { t: 'req', link: this.link, request });
     return Promise.resolve();
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { eventFrame, eventFrameOfJson, messageJsonParts, RawPayload, rawPayloadOf, requestFromBus, withPayload } from './raw-json.ts';
+import { eventFrame, eventFrameOfJson, messageJsonParts, RawPayload, rawPayloadOf, requestFromBus, withoutPayload, withPayload } from './raw-json.ts';
 import type { JsonValue, PubSubMessage, RequestFrame } from '../../src/protocol/messages.ts';
 
 describe('raw JSON of the relay', () => {
@@ -20,12 +20,16 @@ describe('raw JSON of the relay', () => {
     );
   });
 
-  it('a publish whose payload travels apart from its request (to the room\'s node) gets it back as bytes; without them it is refused, not published as the null left in its place', () => {
+  it('a publish whose payload travels apart from its request (to the room\'s node) goes without a payload key and gets it back as bytes; without them it is refused, not published', () => {
     const publish = { type: 'request', id: 4, method: 'pubsub.publish', params: { topic: 't', payload: 0 } } as RequestFrame;
     const raw = new RawPayload(Buffer.from('{"a":[1,2]}'));
     const sent = withPayload(publish, raw);
     assert.equal(rawPayloadOf(sent), raw);
-    const bare = JSON.parse(JSON.stringify(withPayload(sent, null))) as unknown;
+    const bare = JSON.parse(JSON.stringify(withoutPayload(sent))) as unknown;
+    // no key at all: a node of an older version reads the payload from the request, and must fail
+    // the publish (it counts the bytes of nothing, and throws), not publish a null in its place
+    assert.equal(Object.hasOwn((bare as { params: object }).params, 'payload'), false);
+    assert.deepEqual(bare, { type: 'request', id: 4, method: 'pubsub.publish', params: { topic: 't' } });
     const back = requestFromBus(bare, true, Buffer.from('{"a":[1,2]}'));
     assert.ok(back);
     assert.deepEqual(rawPayloadOf(back)?.value, { a: [1, 2] });
@@ -34,6 +38,7 @@ describe('raw JSON of the relay', () => {
     assert.deepEqual(requestFromBus(bare, undefined, null), bare, 'not marked: as it came');
     const list = { type: 'request', id: 5, method: 'participants.list', params: { tier: 'viewer' } } as RequestFrame;
     assert.equal(withPayload(list, raw), list, 'another method is left as it is');
+    assert.equal(withoutPayload(list), list);
     assert.equal(rawPayloadOf(list), null);
   });
 });

@@ -52,9 +52,20 @@ export function withPayload(request: RequestFrame, payload: Payload): RequestFra
 }
 
 /**
+ * A publish whose payload travels apart from it (to the room's node, as the bus message's bytes),
+ * without its payload: no `payload` key at all, not a null in its place, so that a node of an
+ * older version, which reads the payload from the request, fails the publish (its byte count of
+ * nothing throws; the member is answered `INTERNAL_ERROR`) rather than publishing a null.
+ */
+export function withoutPayload(request: RequestFrame): RequestFrame {
+  if (request.method !== 'pubsub.publish') return request;
+  const { payload: _left, ...params } = request.params as Params<'pubsub.publish'>;
+  return { ...request, params: params as Params<'pubsub.publish'> };
+}
+
+/**
  * The request of another node's `req` message, with its payload's bytes put back where
- * `RemotePort.request` took them out (`raw`, the message's bytes); null when they are missing
- * (the request's params would hold the null left in their place).
+ * `RemotePort.request` took them out (`raw`, the message's bytes); null when they are missing.
  */
 export function requestFromBus(request: unknown, raw: unknown, bytes: Buffer | null): RequestFrame | null {
   if (raw !== true) return request as RequestFrame;
