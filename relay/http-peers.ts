@@ -9,6 +9,7 @@ import { request as httpRequest, type IncomingMessage, type ServerResponse } fro
 import { request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream';
 import { isRecordingFile, MAX_LISTED_RECORDINGS, RECORDING_ID, type RecordingEntry } from './outputs/storage.ts';
+import { onSocketClose } from './send-file.ts';
 
 /**
  * The files of one output as the cluster knows their writer: a recording of a project's room (a
@@ -41,6 +42,11 @@ const MAX_PASSED = 256;
 const PASSED_HEADERS = ['content-type', 'content-length', 'cache-control', 'last-modified', 'access-control-allow-origin', 'www-authenticate', 'retry-after', 'x-content-type-options'];
 
 let passing = 0;
+
+/** Answers of other nodes being passed on now (this process's, all its relays'). */
+export function filesPassing(): number {
+  return passing;
+}
 
 /** True if this request was passed by another node. */
 export function fromPeer(req: IncomingMessage): boolean {
@@ -94,9 +100,27 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
   passing++;
   // the slot is held until the answer has been passed on, or until it is known there is none
   let handedOff = false;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    passing--;
+    res.off('close', gone);
+    forget();
+  };
   const aborted = new AbortController();
-  const gone = () => aborted.abort();
+  let answered: IncomingMessage | undefined;
+  // a response queued behind another on its socket (pipelined) never closes if the socket closes
+  // first, and the pipeline below waits for it: the socket's close ends the hand-off too
+  const gone = () => {
+    aborted.abort();
+    if (!handedOff) return;
+    answered?.destroy();
+    res.destroy();
+    release();
+  };
   res.once('close', gone);
+  const forget = onSocketClose(req.socket, gone);
   try {
     const base = await peers.locate(place).catch(() => undefined);
     if (base === undefined) {
@@ -115,17 +139,14 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
     res.setTimeout(PEER_IDLE_MS, () => res.destroy());
     answer.setTimeout(PEER_IDLE_MS, () => answer.destroy());
     handedOff = true;
+    answered = answer;
     pipeline(answer, res, () => {
-      passing--;
-      res.off('close', gone);
+      release();
       answer.destroy();
     });
     return true;
   } finally {
-    if (!handedOff) {
-      passing--;
-      res.off('close', gone);
-    }
+    if (!handedOff) release();
   }
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { pipeline } from 'node:stream';
 import { MAX_TIMER_SECONDS } from './config.ts';
 import type { RelayContext } from './context.ts';
@@ -40,6 +41,11 @@ export class DownloadPool {
     this.byAddress.set(address, mine + 1);
     if (group !== undefined) this.byGroup.set(group, ours + 1);
     return true;
+  }
+
+  /** Places held now, in all. */
+  get inUse(): number {
+    return this.open;
   }
 
   give(address: string, group?: string): void {
@@ -97,12 +103,42 @@ export interface SendRefusals {
   busy(error: string): void;
 }
 
+/** What waits for each socket's close (`onSocketClose`). */
+const closeWatchers = new WeakMap<Socket, Set<() => void>>();
+
+/**
+ * Call `fn` when `socket` closes (at once if it has); the function returned forgets it. A
+ * pipelined request's response waits in Node's queue behind the one before it, without a socket:
+ * if the socket closes first, Node never emits `close` on that response, nor lets `destroy` reach
+ * it, so only the socket can say its reader is gone. One listener a socket, however many wait.
+ */
+export function onSocketClose(socket: Socket, fn: () => void): () => void {
+  if (socket.closed) {
+    process.nextTick(fn);
+    return () => undefined;
+  }
+  let waiting = closeWatchers.get(socket);
+  if (!waiting) {
+    const fresh = new Set<() => void>();
+    closeWatchers.set(socket, fresh);
+    socket.once('close', () => {
+      closeWatchers.delete(socket);
+      for (const f of fresh) f();
+    });
+    waiting = fresh;
+  }
+  const mine = waiting;
+  mine.add(fn);
+  return () => void mine.delete(fn);
+}
+
 /**
  * Send a file without check-then-use: open it (no link followed), check the handle is a
  * regular file, stream exactly the size it had from the handle. A file deleted afterwards is
  * still sent whole; one truncated meanwhile cuts the response. The handle and the pool's place
  * are released on every path, a client that goes away included. A pipelined request's response
- * waits for its socket (Node queues it behind the one before, with backpressure).
+ * waits for its socket (Node queues it behind the one before, with backpressure); the socket's
+ * close, not the response's, says its client went away before its turn.
  */
 export async function sendFile(
   req: IncomingMessage,
@@ -134,11 +170,13 @@ export async function sendFile(
   let released = false;
   let deadline: NodeJS.Timeout | undefined;
   let pace: NodeJS.Timeout | undefined;
+  let forget = (): void => undefined;
   const release = () => {
     if (released) return;
     released = true;
     clearTimeout(deadline);
     clearInterval(pace);
+    forget();
     pool.give(address, group);
     void opened.handle.close().catch(() => undefined);
   };
@@ -155,17 +193,26 @@ export async function sendFile(
     // never trips the idle limit, and would hold its file (and its place among the downloads)
     // for hours: a deadline set by the size alone gave a 33 MiB file 18 minutes at any pace.
     const { httpIdleMs: idleMs, downloadMinRate: minRate } = relay.config;
-    res.setTimeout(2 * idleMs, () => res.destroy());
-    // clamped to what a timer can hold (past 24.8 days Node would fire it at once)
-    deadline = setTimeout(() => res.destroy(), Math.min(MAX_TIMER_SECONDS * 1000, idleMs + (opened.size / minRate) * 1000));
-    deadline.unref();
     const stream = opened.handle.createReadStream({ start: 0, end: opened.size - 1, autoClose: false });
+    // released here, not only when the pipeline calls back: a response still queued behind
+    // another has no socket, and neither destroying it nor its file's side ends the pipeline
+    // (it waits for every stream to close, and the response never does)
+    const cut = () => {
+      stream.destroy();
+      res.destroy();
+      release();
+    };
+    forget = onSocketClose(req.socket, cut);
+    res.setTimeout(2 * idleMs, cut);
+    // clamped to what a timer can hold (past 24.8 days Node would fire it at once)
+    deadline = setTimeout(cut, Math.min(MAX_TIMER_SECONDS * 1000, idleMs + (opened.size / minRate) * 1000));
+    deadline.unref();
     // what it has read from the file is ahead of what the client took by the streams' buffers
     // (and the kernel's): the pace is measured generously, but it is measured as it goes
     const began = performance.now();
     pace = setInterval(() => {
       const late = performance.now() - began - idleMs;
-      if (late > 0 && stream.bytesRead < (late / 1000) * minRate) res.destroy();
+      if (late > 0 && stream.bytesRead < (late / 1000) * minRate) cut();
     }, Math.min(PACE_CHECK_MS, Math.max(100, idleMs / 2)));
     pace.unref();
     stream.on('end', () => {

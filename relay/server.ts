@@ -93,6 +93,9 @@ function isHandshake(req: IncomingMessage): boolean {
   return req.method === 'GET' && req.headers.upgrade?.toLowerCase() === 'websocket' && typeof key === 'string' && /^[+/0-9A-Za-z]{22}==$/.test(key) && (version === '13' || version === '8');
 }
 
+/** A GET upgrade that is not a handshake, answered here: ws reads the version as a number (`13.0`, `0xd`) and would switch protocols. */
+const NOT_A_HANDSHAKE = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nSec-WebSocket-Version: 13, 8\r\nContent-Type: text/plain\r\nContent-Length: 27\r\n\r\nnot a WebSocket handshake\r\n';
+
 /** Start a relay and resolve once it listens. */
 export async function startRelay(options: RelayOptions): Promise<Relay> {
   checkWsInternals();
@@ -164,7 +167,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     endOnError(socket);
     // not a WebSocket handshake: ws answers it 400; it takes nobody's place (a joiner waiting for
     // its join frame would otherwise be evicted by a request that costs its sender no socket)
-    if (!isHandshake(req)) return wss.handleUpgrade(req, socket, head, () => socket.destroy());
+    if (!isHandshake(req)) {
+      if (req.method === 'GET') return void socket.end(NOT_A_HANDSHAKE);
+      return wss.handleUpgrade(req, socket, head, () => socket.destroy());
+    }
     if (sessions.size + upgrading.size >= config.maxConnections) {
       log.warn('connection refused: relay at capacity', { connections: sessions.size });
       refuse(socket);

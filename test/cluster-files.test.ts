@@ -7,13 +7,15 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { KeyStore } from '../relay/token/keys.ts';
 import { startRelay, type Relay } from '../relay/server.ts';
-import { PEER_HEADER } from '../relay/http-peers.ts';
+import { filesPassing, PEER_HEADER } from '../relay/http-peers.ts';
+import { downloadPool } from '../relay/send-file.ts';
 import { clusterKey } from '../relay/cluster/bus.ts';
 import { Redis } from 'ioredis';
 import { mintToken, type MintOptions } from '../src/server/mint.ts';
@@ -123,6 +125,25 @@ describe('recordings and HLS through any node of three', () => {
     assert.equal((await get(2, composite.url)).status, 401);
     assert.equal((await get(2, composite.url, token({ roomId: 'other', participantId: 'x', grant: { canRecord: true } }))).status, 404);
     assert.deepEqual((await list(1, token({ roomId: 'other', participantId: 'x', grant: { canRecord: true } }))).recordings, []);
+  });
+
+  it('downloads pipelined through another node give back their places there and at the home when their socket closes before their turn', async () => {
+    // a file larger than the sockets' buffers: the first download stays in flight, the second queued behind it
+    writeFileSync(join(dir, 'rec-0', 'acme', 'studio', first.recording, 'big--camera.webm'), Buffer.alloc(64 * 1024 * 1024, 3), { mode: 0o600 });
+    const path = first.composite.replace('composite.mp4', 'big--camera.webm');
+    const get = `GET ${path} HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer ${reader}\r\n\r\n`;
+    const homePool = downloadPool(nodes[0]!.context, 'recordings');
+    for (let round = 0; round < 3; round++) {
+      const socket = connect(Number(new URL(http(2)).port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      await new Promise((r) => socket.once('connect', r));
+      socket.pause();
+      socket.write(get + get);
+      await until(() => filesPassing() === 2, 5000, 'both downloads passed on (the second waiting behind the first)');
+      socket.destroy();
+      await until(() => filesPassing() === 0, 5000, `round ${round}: node 2's places given back`);
+      await until(() => homePool.inUse === 0, 5000, `round ${round}: the home's places given back`);
+    }
   });
 
   it("a room recorded on two homes lists both recordings, newest first, through the third; a removal at the room's new home holds at the old one", async () => {

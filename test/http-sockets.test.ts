@@ -5,7 +5,7 @@
  * a file is not there.
  */
 import assert from 'node:assert/strict';
-import fs, { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,10 +13,20 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { encodeId } from '../relay/outputs/storage.ts';
+import { downloadPool } from '../relay/send-file.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawHttp, request } from './fuzz/http.ts';
 
 const RUN = 'a'.repeat(32);
+
+/** Where a link points, or '' (a descriptor closed meanwhile). */
+function readlinkOr(path: string): string {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return '';
+  }
+}
 const MiB = 1024 * 1024;
 
 /** A socket that writes `bytes` and does not read until `drain()`; resolves with it once connected. */
@@ -119,6 +129,22 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
     await until(async () => (await rawHttp(port, request(`/hls/${RUN}/index.m3u8`))).status === 200, 3000, 'the places given back');
   });
 
+  it('downloads pipelined behind another give back their places and files when their socket closes before their turn (Node never closes such a response)', async () => {
+    const pool = downloadPool(t.relay.context, 'hls');
+    await until(() => pool.inUse === 0, 3000, 'the earlier tests\' places given back');
+    const get = request(`/hls/${RUN}/seg0.ts`).replace('Connection: close\r\n', '');
+    const openFiles = () => readdirSync('/proc/self/fd').filter((fd) => readlinkOr(`/proc/self/fd/${fd}`).endsWith('seg0.ts')).length;
+    // before the fix, each round kept the second download's place and file until the relay
+    // stopped: seven rounds, and the address had no place left
+    for (let round = 0; round < 10; round++) {
+      const socket = await nonReader(port, get + get);
+      await until(() => pool.inUse === 2, 3000, 'both downloads began (the second queued behind the first)');
+      socket.destroy();
+      await until(() => pool.inUse === 0, 3000, `round ${round}: both places given back`);
+    }
+    await until(() => openFiles() === 0, 3000, 'every file closed');
+  });
+
   it('a download whose reader stops is cut when it makes no progress for twice the idle time', async () => {
     const socket = await nonReader(port, request(`/hls/${RUN}/seg0.ts`));
     await new Promise((r) => setTimeout(r, 7000));
@@ -185,6 +211,11 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
     const closes = joiners.map((ws) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code))));
     const bogus = await rawHttp(port, 'GET / HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
     assert.equal(bogus.status, 400);
+    // a version ws would read as 13 (it takes it as a number) is not switched to, then closed: refused
+    for (const version of ['13.0', '0xd', '1.3e1']) {
+      const odd = await rawHttp(port, `GET / HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: ${version}\r\n\r\n`);
+      assert.equal(odd.status, 400, version);
+    }
     const evicted = await Promise.race([Promise.race(closes), new Promise((r) => setTimeout(() => r('none'), 500))]);
     assert.equal(evicted, 'none', 'no joiner was evicted');
     for (const ws of joiners) ws.terminate();

@@ -14,7 +14,8 @@ export type BodyRule = 'none' | 'json';
 function announcesBody(req: IncomingMessage): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
   const length = req.headers['content-length'];
-  return length !== undefined && length !== '0';
+  // Node takes a length of several zeros ("00") as zero
+  return length !== undefined && !/^0+$/.test(length);
 }
 
 /**
