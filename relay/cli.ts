@@ -41,7 +41,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     });
   } else {
     // dev mode: a key kept in a file of the user's, shared with `tessera token`
-    const dev = env.TESSERA_DEV_SECRET ? { apiKey: DEV_API_KEY, secret: env.TESSERA_DEV_SECRET, path: '(TESSERA_DEV_SECRET)' } : loadOrCreateDevKeys(env);
+    let dev;
+    try {
+      dev = env.TESSERA_DEV_SECRET ? { apiKey: DEV_API_KEY, secret: env.TESSERA_DEV_SECRET, path: '(TESSERA_DEV_SECRET)' } : loadOrCreateDevKeys(env);
+    } catch (err) {
+      process.stderr.write(`tessera-relay: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
     keys.replace({ [dev.apiKey]: dev.secret });
     process.stdout.write(`dev mode (no --keys): API key "${dev.apiKey}", secret "${dev.secret}" (kept in ${dev.path}; \`npx tessera token\` signs with it)\n`);
   }
