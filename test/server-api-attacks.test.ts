@@ -311,6 +311,66 @@ describe('server API: attacks', () => {
     }
   });
 
+  it('RoomService: a call that reached a node and lost its answer goes to the next node only if it is a read (a publish is not sent twice)', async () => {
+    const seen: string[] = [];
+    // node A reads the whole request, then drops the connection; node B is the real relay
+    const dropper = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      req.resume();
+      req.on('end', () => res.socket?.destroy());
+    });
+    await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
+    const a = `http://127.0.0.1:${(dropper.address() as AddressInfo).port}`;
+    const host = await t.join({ token: t.token({ roomId: 'twice', participantId: 'host', grant: { canSubscribeData: true } }) });
+    try {
+      const got: unknown[] = [];
+      host.pubsub.subscribe('news', (m) => got.push(m.payload));
+      await new Promise((r) => setTimeout(r, 100));
+      const service = new RoomService({ url: [a, t.url], apiKey: API_KEY, secret: SECRET });
+      const lost = await rejectsWith(service.publishData('twice', 'news', 'once'), 'CONNECTION_FAILED');
+      assert.equal(lost.reason, 'answer-lost');
+      assert.deepEqual(seen, ['POST /api/v1/rooms/twice/data']);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(got, [], 'not published by the next node');
+      // a read goes on to the next node
+      assert.equal((await service.getRoom('twice')).roomId, 'twice');
+      assert.equal(seen.length, 2);
+    } finally {
+      await host.leave();
+      dropper.closeAllConnections();
+      await new Promise((resolve) => dropper.close(resolve));
+    }
+  });
+
+  it('RoomService: absurd settings and arguments are refused as SdkErrors, by rejection; options cannot replace the topic or payload', async () => {
+    for (const timeoutMs of [Number.NaN, 0, -5, Infinity, 2 ** 31, 1.5]) {
+      assert.throws(() => new RoomService({ url: t.url, apiKey: API_KEY, secret: SECRET, timeoutMs }), { code: 'INVALID_ARGUMENT' }, String(timeoutMs));
+    }
+    assert.throws(() => new RoomService({ url: t.url, apiKey: API_KEY, secret: SECRET, tokenTtl: Number.NaN }), { code: 'INVALID_ARGUMENT' });
+    const service = new RoomService({ url: t.url, apiKey: API_KEY, secret: SECRET });
+    // every method rejects, none throws where it is called
+    const bad = service.getRoom(123 as unknown as string);
+    await rejectsWith(bad, 'INVALID_ARGUMENT');
+    await rejectsWith(service.getRoom('a\uD800'), 'INVALID_ARGUMENT');
+    await rejectsWith(service.listParticipants('b\uDC00x'), 'INVALID_ARGUMENT');
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await rejectsWith(service.publishData('r', 't', cyclic as never), 'INVALID_ARGUMENT');
+    await rejectsWith(service.publishData('r', 't', 10n as never), 'INVALID_ARGUMENT');
+    const host = await t.join({ token: t.token({ roomId: 'opts', participantId: 'host', grant: { canSubscribeData: true } }) });
+    try {
+      const got: Array<{ topic: string; payload: unknown }> = [];
+      host.pubsub.subscribe('real', (m) => got.push({ topic: m.topic, payload: m.payload }));
+      host.pubsub.subscribe('other', (m) => got.push({ topic: m.topic, payload: m.payload }));
+      await new Promise((r) => setTimeout(r, 100));
+      await service.publishData('opts', 'real', 'mine', { topic: 'other', payload: 'theirs' } as never);
+      await until(() => got.length === 1, 2000, 'the message arrived');
+      assert.deepEqual(got, [{ topic: 'real', payload: 'mine' }]);
+    } finally {
+      await host.leave();
+    }
+  });
+
   it('each key has its own rate: a key at its limit does not slow another project', async () => {
     const slow = await startTestRelay({ apiRate: 1, keys: (() => {
       const k = new KeyStore();

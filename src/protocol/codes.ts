@@ -120,7 +120,7 @@ export const ERROR_REASONS = [
   'force-unpublished',
   // the server API and webhooks (`tessera/server`, `/api/v1`)
   'admin-token', 'admin-required', 'bad-body-hash', 'unknown-room', 'unknown-route', 'method-not-allowed',
-  'bad-content-type', 'body-too-large', 'body-timeout', 'bad-body', 'bad-query', 'api-rate', 'bad-response',
+  'bad-content-type', 'body-too-large', 'body-timeout', 'bad-body', 'bad-query', 'api-rate', 'bad-response', 'answer-lost',
 ] as const;
 
 /** One of {@link ERROR_REASONS}. */

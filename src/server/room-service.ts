@@ -11,7 +11,9 @@ import { signJwt } from './jwt.ts';
 export interface RoomServiceOptions {
   /**
    * The relay: its `ws://`/`wss://` URL (as given to `Sdk.join`) or its `http://`/`https://` one.
-   * Several URLs (nodes of one cluster): a call that cannot reach one goes to the next.
+   * Several URLs (nodes of one cluster): a call that cannot reach one goes to the next. A call
+   * whose connection fails after it reached a node goes to the next only if it is a read; any
+   * other is `CONNECTION_FAILED` (`answer-lost`): it may have been carried out.
    */
   url: string | readonly string[];
   /** Your API key: the `iss` of the tokens the service mints. */
@@ -42,6 +44,9 @@ export interface PublishDataOptions {
   persist?: boolean;
 }
 
+/** The longest `timeoutMs` (what a timer holds). */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
 /** Largest answer read from the relay. */
 const MAX_ANSWER = 16 * 1024 * 1024;
 
@@ -54,6 +59,8 @@ function httpBase(url: string): string {
 
 function nonEmpty(name: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0) throw new SdkError('INVALID_ARGUMENT', `${name} must be a non-empty string`);
+  // a lone surrogate cannot be sent in a URL (encodeURIComponent throws a URIError)
+  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value)) throw new SdkError('INVALID_ARGUMENT', `${name} is not well-formed text (a lone surrogate)`);
   return value;
 }
 
@@ -88,8 +95,10 @@ export class RoomService {
     this.apiKey = nonEmpty('apiKey', options.apiKey);
     this.secret = nonEmpty('secret', options.secret);
     this.timeoutMs = options.timeoutMs ?? 20_000;
+    // NaN, 0, negatives and values past a timer's range would time every call out at once
+    if (!(Number.isInteger(this.timeoutMs) && this.timeoutMs >= 1 && this.timeoutMs <= MAX_TIMEOUT_MS)) throw new SdkError('INVALID_ARGUMENT', `timeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}`);
     this.tokenTtl = options.tokenTtl ?? 60;
-    if (!(this.tokenTtl > 0 && this.tokenTtl <= 3600)) throw new SdkError('INVALID_ARGUMENT', 'tokenTtl must be 1 to 3600 seconds');
+    if (!(Number.isInteger(this.tokenTtl) && this.tokenTtl > 0 && this.tokenTtl <= 3600)) throw new SdkError('INVALID_ARGUMENT', 'tokenTtl must be 1 to 3600 seconds');
   }
 
   /**
@@ -105,7 +114,7 @@ export class RoomService {
    * } while (cursor);
    * ```
    */
-  listRooms(options: { limit?: number; cursor?: string | null } = {}): Promise<RoomPage> {
+  async listRooms(options: { limit?: number; cursor?: string | null } = {}): Promise<RoomPage> {
     const query = new URLSearchParams();
     if (options.limit !== undefined) query.set('limit', String(options.limit));
     if (options.cursor) query.set('cursor', options.cursor);
@@ -120,7 +129,7 @@ export class RoomService {
    * const { counts, outputs } = await service.getRoom('town-hall');
    * ```
    */
-  getRoom(roomId: string): Promise<RoomSummary> {
+  async getRoom(roomId: string): Promise<RoomSummary> {
     return this.call('GET', ['rooms', nonEmpty('roomId', roomId)]);
   }
 
@@ -134,7 +143,7 @@ export class RoomService {
    * const next = page.nextCursor && (await service.listParticipants('town-hall', { tier: 'viewer', cursor: page.nextCursor }));
    * ```
    */
-  listParticipants(roomId: string, options: ListParticipantsOptions = {}): Promise<ParticipantPage> {
+  async listParticipants(roomId: string, options: ListParticipantsOptions = {}): Promise<ParticipantPage> {
     const query = new URLSearchParams({ tier: options.tier ?? 'speaker' });
     if (options.limit !== undefined) query.set('limit', String(options.limit));
     if (options.cursor) query.set('cursor', options.cursor);
@@ -175,7 +184,7 @@ export class RoomService {
    * const status = await service.startOutput('town-hall', 'livestream', { url: 'rtmp://live.example/app/key' });
    * ```
    */
-  startOutput<O extends OutputName>(roomId: string, output: O, options?: OutputOptions[O]): Promise<OutputStatus<O>> {
+  async startOutput<O extends OutputName>(roomId: string, output: O, options?: OutputOptions[O]): Promise<OutputStatus<O>> {
     return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'start'], undefined, options === undefined ? {} : { options });
   }
 
@@ -187,7 +196,7 @@ export class RoomService {
    * await service.stopOutput('town-hall', 'recording');
    * ```
    */
-  stopOutput<O extends OutputName>(roomId: string, output: O): Promise<OutputStatus<O>> {
+  async stopOutput<O extends OutputName>(roomId: string, output: O): Promise<OutputStatus<O>> {
     return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'stop']);
   }
 
@@ -200,8 +209,9 @@ export class RoomService {
    * await service.publishData('town-hall', 'announcements', { text: 'We start in 5 minutes' }, { persist: true });
    * ```
    */
-  publishData(roomId: string, topic: string, payload: JsonValue, options: PublishDataOptions = {}): Promise<PublishResult> {
-    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'data'], undefined, { topic, payload, ...options });
+  async publishData(roomId: string, topic: string, payload: JsonValue, options: PublishDataOptions = {}): Promise<PublishResult> {
+    // the options' own fields only: an options object built from user data cannot replace the topic or payload
+    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'data'], undefined, { topic, payload, to: options.to, persist: options.persist });
   }
 
   /**
@@ -229,7 +239,12 @@ export class RoomService {
 
   private async call<T>(method: string, path: string[], query?: URLSearchParams, body?: unknown): Promise<T> {
     const target = `${API_PREFIX}/${path.map(pathSegment).join('/')}${query && query.size > 0 ? `?${query}` : ''}`;
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+    let payload: string | undefined;
+    try {
+      payload = body === undefined ? undefined : JSON.stringify(body);
+    } catch (err) {
+      throw new SdkError('INVALID_ARGUMENT', `the call's body cannot be sent as JSON (${(err as Error).message})`, { reason: 'bad-body', cause: err });
+    }
     let lastError: unknown;
     for (const base of this.bases) {
       let res: { status: number; text: string };
@@ -237,6 +252,8 @@ export class RoomService {
         res = await send(base, method, target, `Bearer ${this.token()}`, payload, this.timeoutMs);
       } catch (err) {
         if (err instanceof SdkError) throw err;
+        // a call that reached a node may have been carried out there: only a read goes to the next
+        if (err instanceof AnswerLost && method !== 'GET') throw new SdkError('CONNECTION_FAILED', `the relay took the call but its answer was lost (${err.message}): it may have been carried out`, { reason: 'answer-lost', cause: err });
         lastError = err;
         continue;
       }
@@ -255,10 +272,14 @@ function pathSegment(value: string): string {
   return /^\.+$/.test(value) ? value.replace(/\./g, '%2E') : encodeURIComponent(value);
 }
 
+/** The socket failed after it connected: the node may have the request. */
+class AnswerLost extends Error {}
+
 /**
  * One request with its path sent as written (node:http does not resolve dot segments), its
  * answer read up to {@link MAX_ANSWER}. Rejects with an `SdkError` for a timeout or an answer
- * too large, with the socket's error when the relay cannot be reached (the next node is tried).
+ * too large, with the socket's error when the relay cannot be reached (the next node is tried),
+ * with {@link AnswerLost} when the socket failed after it connected.
  */
 function send(base: string, method: string, target: string, authorization: string, body: string | undefined, timeoutMs: number): Promise<{ status: number; text: string }> {
   const url = new URL(base);
@@ -296,7 +317,12 @@ function send(base: string, method: string, target: string, authorization: strin
       res.on('error', (err) => finish(new SdkError('CONNECTION_FAILED', `the relay's answer was cut (${err.message})`, { reason: 'unreachable', cause: err })));
     };
     const req = secure ? httpsRequest(options, onResponse) : httpRequest(options, onResponse);
-    req.on('error', (err) => finish(err));
+    let connected = false;
+    req.once('socket', (socket) => {
+      if (!socket.connecting) connected = true;
+      else socket.once('connect', () => (connected = true));
+    });
+    req.on('error', (err) => finish(connected ? new AnswerLost(err.message) : err));
     req.end(body);
   });
 }
