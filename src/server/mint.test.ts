@@ -70,4 +70,26 @@ describe('mintToken', () => {
     assert.equal(parseTtl('45'), 45);
     for (const bad of [0, -1, Number.NaN, '', 'soon', '1w', '-5m']) assert.throws(() => parseTtl(bad), SdkError);
   });
+
+  it('inputs that would mint a token the relay refuses, or throw something else than an SdkError, are refused as SdkErrors', () => {
+    let n = 0;
+    const refused = (options: unknown, code: string) => assert.throws(() => mintToken(options as never), (e: unknown) => e instanceof SdkError && e.code === code, `case ${++n}`);
+    refused(undefined, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, ttl: '9'.repeat(400) }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, ttl: true }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, ttl: {} }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, notBefore: Number.NaN }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, notBefore: Infinity }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, notBefore: '10' }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, now: 1e300 }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: {}, ttl: 1e300 }, 'INVALID_ARGUMENT');
+    refused({ ...base, grant: { extra: 10n } }, 'INVALID_TOKEN');
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    refused({ ...base, grant: { extra: cyclic } }, 'INVALID_TOKEN');
+    refused({ ...base, grant: {}, jti: 'j'.repeat(60_000) }, 'INVALID_TOKEN');
+    // a long jti that fits is minted, and verified
+    const token = mintToken({ ...base, grant: {}, jti: 'j'.repeat(4000), now: 1_000_000 });
+    assert.ok(verifyToken(token, { keys, maxTtlRoom: 86400, maxTtlDomain: 3600, now: 1_000_000 }).ok);
+  });
 });

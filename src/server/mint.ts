@@ -30,15 +30,19 @@ export interface MintOptions {
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
+/** The longest token minted: a join frame carries it, and the relay reads join frames of 16 KiB. */
+export const MAX_TOKEN_LENGTH = 8192;
+
 /** Parse a lifetime (`3600`, `'90s'`, `'15m'`, `'1h'`, `'2d'`) into seconds. */
 export function parseTtl(ttl: number | string): number {
   if (typeof ttl === 'number') {
     if (Number.isFinite(ttl) && ttl > 0) return ttl;
-  } else {
+  } else if (typeof ttl === 'string') {
     const match = /^(\d+(?:\.\d+)?)\s*([smhd]?)$/.exec(ttl.trim());
     if (match) {
       const seconds = Number(match[1]) * (UNITS[match[2] || 's'] ?? 1);
-      if (seconds > 0) return seconds;
+      // four hundred nines are Infinity seconds: an `exp` JSON writes as null
+      if (Number.isFinite(seconds) && seconds > 0) return seconds;
     }
   }
   throw new SdkError('INVALID_ARGUMENT', `ttl must be a positive number of seconds or a string like '15m' or '1h', got ${JSON.stringify(ttl)}`);
@@ -64,11 +68,16 @@ export function parseTtl(ttl: number | string): number {
  * ```
  */
 export function mintToken(options: MintOptions): string {
+  if (typeof options !== 'object' || options === null) throw new SdkError('INVALID_ARGUMENT', 'mintToken takes an options object');
   if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) {
     throw new SdkError('INVALID_ARGUMENT', 'apiKey must be a non-empty string');
   }
   if (typeof options.secret !== 'string' || options.secret.length === 0) {
     throw new SdkError('INVALID_ARGUMENT', 'secret must be a non-empty string');
+  }
+  for (const name of ['now', 'notBefore'] as const) {
+    const value = options[name];
+    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value))) throw new SdkError('INVALID_ARGUMENT', `${name} must be a finite number of seconds`);
   }
   const now = Math.floor(options.now ?? Date.now() / 1000);
   const claims: TokenClaims = {
@@ -97,5 +106,20 @@ export function mintToken(options: MintOptions): string {
       reason: 'ask-with-moderate',
     });
   }
-  return signJwt(claims as unknown as Record<string, unknown>, options.secret);
+  // times past what a double holds exactly would not mean the moment they say
+  for (const claim of ['exp', 'nbf'] as const) {
+    const value = claims[claim];
+    if (value !== undefined && !Number.isSafeInteger(value)) throw new SdkError('INVALID_ARGUMENT', `${claim} comes to ${value}: give a shorter ttl or notBefore`);
+  }
+  let token: string;
+  try {
+    token = signJwt(claims as unknown as Record<string, unknown>, options.secret);
+  } catch (err) {
+    // a grant holding what JSON cannot write (a BigInt, a cycle) among its extra keys
+    throw new SdkError('INVALID_TOKEN', `the claims cannot be written as JSON (${(err as Error).message})`, { reason: 'bad-claim', cause: err });
+  }
+  if (token.length > MAX_TOKEN_LENGTH) {
+    throw new SdkError('INVALID_TOKEN', `the token is ${token.length} characters; the relay reads join frames of 16 KiB, so tokens are at most ${MAX_TOKEN_LENGTH} (a long jti or grant?)`, { reason: 'bad-claim' });
+  }
+  return token;
 }
