@@ -343,6 +343,10 @@ describe('webhooks: attacks', () => {
     }
     const expired = signed(body, { exp: now() - 3600 });
     assert.equal(outcome(() => new WebhookReceiver({ apiKey: API_KEY, secret: SECRET, leeway: 0 }).receive(body, expired)), 'SdkError:INVALID_TOKEN/expired');
+    // no options, or keys that are no object: an SdkError, not a TypeError
+    for (const options of [undefined, null, 'secret', { keys: null }]) {
+      assert.throws(() => new WebhookReceiver(options as never), { name: 'SdkError', code: 'INVALID_ARGUMENT' }, String(options));
+    }
   });
 
   it('WebhookReceiver: re-encoded bodies, another body\'s hash, another project\'s key, encodings (held)', () => {

@@ -39,7 +39,8 @@ export class WebhookReceiver {
   private readonly leeway: number;
 
   constructor(options: WebhookReceiverOptions) {
-    const keys = 'keys' in options ? Object.entries(options.keys) : [[options.apiKey, options.secret] as [string, string]];
+    if (typeof options !== 'object' || options === null) throw new SdkError('INVALID_ARGUMENT', 'WebhookReceiver takes an options object: { apiKey, secret } or { keys }');
+    const keys = 'keys' in options ? Object.entries(options.keys ?? {}) : [[options.apiKey, options.secret] as [string, string]];
     if (keys.length === 0 || keys.some(([k, s]) => typeof k !== 'string' || !k || typeof s !== 'string' || !s)) {
       throw new SdkError('INVALID_ARGUMENT', 'give apiKey and secret (or keys: { apiKey: secret }) as non-empty strings');
     }
