@@ -88,6 +88,8 @@ describe('mintToken', () => {
     cyclic.self = cyclic;
     refused({ ...base, grant: { extra: cyclic } }, 'INVALID_TOKEN');
     refused({ ...base, grant: {}, jti: 'j'.repeat(60_000) }, 'INVALID_TOKEN');
+    // a fractional notBefore is minted, as before
+    assert.ok(mintToken({ ...base, grant: {}, notBefore: 1.5, now: 1_000_000 }));
     // a long jti that fits is minted, and verified
     const token = mintToken({ ...base, grant: {}, jti: 'j'.repeat(4000), now: 1_000_000 });
     assert.ok(verifyToken(token, { keys, maxTtlRoom: 86400, maxTtlDomain: 3600, now: 1_000_000 }).ok);

@@ -106,10 +106,10 @@ export function mintToken(options: MintOptions): string {
       reason: 'ask-with-moderate',
     });
   }
-  // times past what a double holds exactly would not mean the moment they say
+  // times past what a double holds exactly would not mean the moment they say (a fractional nbf is fine)
   for (const claim of ['exp', 'nbf'] as const) {
     const value = claims[claim];
-    if (value !== undefined && !Number.isSafeInteger(value)) throw new SdkError('INVALID_ARGUMENT', `${claim} comes to ${value}: give a shorter ttl or notBefore`);
+    if (value !== undefined && !(Math.abs(value) <= Number.MAX_SAFE_INTEGER)) throw new SdkError('INVALID_ARGUMENT', `${claim} comes to ${value}: give a shorter ttl or notBefore`);
   }
   let token: string;
   try {
