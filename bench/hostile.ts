@@ -16,7 +16,7 @@
  * Their scale: BENCH_PREAUTH, BENCH_ROOM_OPENERS, BENCH_TOPIC_VIEWERS, BENCH_CURSORS,
  * BENCH_CHURNERS, BENCH_AIMED, BENCH_PRESENCE; BENCH_VIEWERS for the normal room's audience. The relay runs with
  * what the `tessera-relay` command sets in V8 (`--heap-growth`); BENCH_HEAP_GROWTH=0 leaves V8's own.
- * BENCH_SAMPLES=FILE writes every chat sample of both phases ([seconds into the phase, ms]) for a
+ * BENCH_SAMPLES=FILE writes every chat and floor sample of both phases ([seconds into the phase, ms]) for a
  * timeline; BENCH_GC_LOG=FILE has the relay write its garbage collections ([wall-clock ms, ms
  * paused, kind]) when it exits, and BENCH_MEM_LOG=FILE its memory every 100 ms ([wall-clock ms,
  * then MiB of RSS, heap used, V8's external memory, array buffers, history and held frames in
@@ -128,7 +128,10 @@ if (PROBES_NICE !== 0) {
 }
 echoSocket.on('message', (data) => {
   const at = Number(String(data));
-  echoPhase?.floor.push(performance.now() - at);
+  if (!echoPhase) return;
+  const rtt = performance.now() - at;
+  echoPhase.floor.push(rtt);
+  echoPhase.floorAt.push([(at - echoPhase.startedAt) / 1000, rtt]);
 });
 
 // ---- the normal room ---------------------------------------------------------------------
@@ -138,6 +141,8 @@ interface Phase {
   floor: number[];
   /** [seconds into the phase it was sent, round trip] of every chat sample. */
   chatAt: Array<[number, number]>;
+  /** [seconds into the phase it was sent, round trip] of every floor sample. */
+  floorAt: Array<[number, number]>;
   startedAt: number;
   list: number[];
   ipc: number[];
@@ -176,7 +181,7 @@ interface Phase {
   peaks: Map<string, number>;
 }
 const newPhase = (): Phase => ({
-  chat: [], floor: [], chatAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0, waited: 0, selfWaited: 0, relayLag: { p99: 0, max: 0 },
+  chat: [], floor: [], chatAt: [], floorAt: [], startedAt: 0, list: [], ipc: [], published: 0, publishFailed: 0, skipped: 0, listFailed: 0, probes: 0, probeFailures: [], joins: [], joinFailures: [], rssPeak: 0, rssSeries: [], ipcTimeouts: 0, cpu: 0, waited: 0, selfWaited: 0, relayLag: { p99: 0, max: 0 },
   viewerChat: 0, viewerDelay: { p50: 0, p99: 0, max: 0, n: 0 }, viewerFrames: 0, viewerBytes: 0, audienceCpu: 0, selfCpu: 0, selfLag: 0, audienceClosed: 0, sdkDisconnects: 0, victims: {}, peaks: new Map(),
 });
 const phases: Phase[] = [newPhase(), newPhase(), newPhase()]; // warm-up, alone, attack
@@ -481,8 +486,10 @@ const [, alone, attack] = phases as [Phase, Phase, Phase];
 // BENCH_SAMPLES=FILE: every chat sample ([seconds into the phase, round trip ms]) of both phases, for a timeline
 if (process.env.BENCH_SAMPLES) {
   // the phases' starts in wall-clock ms too, to line the samples up with the relay's BENCH_GC_LOG
-  const starts = { alone: performance.timeOrigin + alone.startedAt, attack: performance.timeOrigin + attack.startedAt };
-  writeFileSync(process.env.BENCH_SAMPLES, JSON.stringify({ alone: alone.chatAt, attack: attack.chatAt, starts }));
+  // (and the attack's in µs of the system's monotonic clock, the clock of a `--cpu-prof` profile)
+  const monoUs = (at: number) => Number(process.hrtime.bigint() / 1000n) - Math.round((performance.now() - at) * 1000);
+  const starts = { alone: performance.timeOrigin + alone.startedAt, attack: performance.timeOrigin + attack.startedAt, attackMonoUs: monoUs(attack.startedAt) };
+  writeFileSync(process.env.BENCH_SAMPLES, JSON.stringify({ alone: alone.chatAt, attack: attack.chatAt, floorAlone: alone.floorAt, floorAttack: attack.floorAt, starts }));
 }
 const chatAlone = summary(alone.chat);
 const chatAttack = summary(attack.chat);
