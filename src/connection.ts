@@ -111,6 +111,20 @@ interface Handshake {
   early: Inbound[];
 }
 
+/** WebSocket's close code for a message too big to process (RFC 6455 §7.4.1). */
+const MESSAGE_TOO_BIG = 1009;
+
+/**
+ * Why the join failed when the relay closed the socket before answering it. Before the join the
+ * only frame sent is the join (or resume) frame, so a 1009 refuses that frame: a token or `name`
+ * too long for what the relay reads before authentication (16 KiB by default). Every node would
+ * refuse it alike, so it is not a connection failure to retry elsewhere.
+ */
+function closedBeforeJoin(code: number): SdkError {
+  if (code === MESSAGE_TOO_BIG) return new SdkError('PAYLOAD_TOO_LARGE', 'the join frame is larger than the relay reads before a join (16 KiB by default): a shorter token or name', { reason: 'frame-too-large' });
+  return new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${code})`);
+}
+
 /** Open a socket, send the first frame, and resolve with the relay's `joined` answer. */
 function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeoutMs: number; signal?: AbortSignal; onWaiting?: OpenOptions['onWaiting'] }): Promise<Handshake> {
   const Impl = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
@@ -147,7 +161,7 @@ function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeo
     options.signal?.addEventListener('abort', onAbort);
     ws.onopen = () => ws.send(JSON.stringify(first));
     ws.onerror = () => settle(new SdkError('CONNECTION_FAILED', `cannot connect to ${url}`));
-    ws.onclose = (event) => settle(new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${event.code})`));
+    ws.onclose = (event) => settle(closedBeforeJoin(event.code));
     ws.onmessage = (event) => {
       const parsed = inbound(event.data);
       // frames right behind `joined` in the same read, before the connection adopts the socket

@@ -34,4 +34,13 @@ describe('Sdk.join against a real relay', () => {
     assert.equal(err.kind, ErrorKind.Auth);
     assert.equal(err.reason, 'expired');
   });
+
+  it('a join frame larger than the relay reads before a join (a 20,000-character name) is PAYLOAD_TOO_LARGE (frame-too-large), not a bare CONNECTION_FAILED', async () => {
+    const err = await rejectsWith(t.join({ token: t.token({ roomId: 'r1', grant: {} }), name: 'n'.repeat(20_000), url: [t.url, t.url] }), 'PAYLOAD_TOO_LARGE');
+    assert.equal(err.kind, ErrorKind.Request);
+    assert.equal(err.reason, 'frame-too-large');
+    // the same name within the limit joins: it was the frame's size, not the name
+    const room = await t.join({ token: t.token({ roomId: 'r1', grant: {} }), name: 'n'.repeat(256) });
+    await room.leave();
+  });
 });
