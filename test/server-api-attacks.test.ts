@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { KeyStore } from '../relay/token/keys.ts';
 import { ADMIN_ACTOR } from '../src/protocol/server-api.ts';
@@ -339,6 +339,25 @@ describe('server API: attacks', () => {
       await host.leave();
       dropper.closeAllConnections();
       await new Promise((resolve) => dropper.close(resolve));
+    }
+  });
+
+  it('RoomService: an https node whose TLS handshake fails never had the call: a publish goes on to the next node (not answer-lost)', async () => {
+    // node A accepts TCP and closes before any TLS: the request was never sent
+    const closer = createNetServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => closer.listen(0, '127.0.0.1', resolve));
+    const a = `https://127.0.0.1:${(closer.address() as AddressInfo).port}`;
+    const host = await t.join({ token: t.token({ roomId: 'tls-first', participantId: 'host', grant: { canSubscribeData: true } }) });
+    try {
+      const got: unknown[] = [];
+      host.pubsub.subscribe('news', (m) => got.push(m.payload));
+      await new Promise((r) => setTimeout(r, 100));
+      await new RoomService({ url: [a, t.url], apiKey: API_KEY, secret: SECRET }).publishData('tls-first', 'news', 'once');
+      await until(() => got.length === 1, 2000, 'the publish through the next node');
+      assert.deepEqual(got, ['once']);
+    } finally {
+      await host.leave();
+      await new Promise((resolve) => closer.close(resolve));
     }
   });
 

@@ -11,7 +11,8 @@ import { signJwt } from './jwt.ts';
 export interface RoomServiceOptions {
   /**
    * The relay: its `ws://`/`wss://` URL (as given to `Sdk.join`) or its `http://`/`https://` one.
-   * Several URLs (nodes of one cluster): a call that cannot reach one goes to the next. A call
+   * Several URLs (nodes of one cluster): a call that cannot reach one (for `https`, whose TLS
+   * handshake fails too) goes to the next. A call
    * whose connection fails after it reached a node goes to the next only if it is a read; any
    * other is `CONNECTION_FAILED` (`answer-lost`): it may have been carried out.
    */
@@ -317,10 +318,12 @@ function send(base: string, method: string, target: string, authorization: strin
       res.on('error', (err) => finish(new SdkError('CONNECTION_FAILED', `the relay's answer was cut (${err.message})`, { reason: 'unreachable', cause: err })));
     };
     const req = secure ? httpsRequest(options, onResponse) : httpRequest(options, onResponse);
+    // the request can reach the node only once its socket is up: for https, once TLS is (a
+    // handshake that fails never carried it, and the next node may have it)
     let connected = false;
     req.once('socket', (socket) => {
       if (!socket.connecting) connected = true;
-      else socket.once('connect', () => (connected = true));
+      else socket.once(secure ? 'secureConnect' : 'connect', () => (connected = true));
     });
     req.on('error', (err) => finish(connected ? new AnswerLost(err.message) : err));
     req.end(body);
