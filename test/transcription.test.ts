@@ -11,6 +11,7 @@ import type { TimedEvent } from '../relay/rooms/timeline.ts';
 import type { Room } from '../src/room.ts';
 import type { Transcript } from '../src/protocol/transcript.ts';
 import { nextEvent, rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawJoin } from './raw.ts';
 import { nodePlatform } from './media-helpers.ts';
 import { unrefLibraryDelays } from './media-fixtures.ts';
 import { realTrack, type RealTrack } from './real-media.ts';
@@ -106,6 +107,31 @@ describe('transcription, local engine (issue 13)', { skip: SKIP, timeout: 120_00
     await stopped;
     assert.deepEqual(carolHeard, []);
     await Promise.all([ada, bob, carol, mod].map((r: Room) => r.leave()));
+  });
+
+  it('a domain-wide canTranscribe viewer starting and stopping transcription in a loop in three rooms runs one model check, not an ffmpeg per start (60 at once, 5.9 GB, before)', async () => {
+    const token = t.token({ isViewer: true, grant: { canTranscribe: true } });
+    const clients = await Promise.all([0, 1, 2].map((r) => rawJoin(t.url, token, { roomId: `tx-loop-${r}`, participantId: `looper-${r}` })));
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, runningFfmpeg())), 5);
+    try {
+      let id = 1000;
+      await Promise.all(
+        clients.map(async (c) => {
+          for (let i = 0; i < 20; i++) {
+            c.ws.send(JSON.stringify({ type: 'request', id: id++, method: 'output.start', params: { output: 'transcription' } }));
+            const stop = id++;
+            c.ws.send(JSON.stringify({ type: 'request', id: stop, method: 'output.stop', params: { output: 'transcription' } }));
+            await c.next((f) => f.type === 'response' && f.id === stop, 10_000);
+          }
+        }),
+      );
+      await until(() => runningFfmpeg() === 0, 10_000, 'no ffmpeg left after the loop');
+    } finally {
+      clearInterval(sampler);
+      for (const c of clients) c.ws.close();
+    }
+    assert.ok(peak <= 1, `${peak} ffmpeg processes at once (the model is checked once per relay)`);
   });
 });
 

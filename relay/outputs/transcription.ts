@@ -33,6 +33,8 @@ export class TranscriptionProvider implements OutputProvider<'transcription'> {
   private microphones: Microphones | null = null;
   private service: SpeechService | null = null;
   private scratch: ScratchDir | null = null;
+  /** Stopped, maybe while starting: a start still under way builds nothing more. */
+  private stopped = false;
 
   constructor(
     private readonly ctx: OutputContext,
@@ -47,10 +49,18 @@ export class TranscriptionProvider implements OutputProvider<'transcription'> {
     }
     const ffmpeg = requireFfmpeg(this.settings.ffmpeg);
     const recognise = await this.engine(engine, ffmpeg, language);
-    this.scratch = await scratchDir('transcription');
+    const scratch = this.stopped ? null : await scratchDir('transcription');
+    if (!scratch || this.stopped) {
+      // stop() ran meanwhile, before any of this was here to stop
+      this.service?.close();
+      await scratch?.release();
+      throw stoppedWhileStarting();
+    }
+    this.scratch = scratch;
     this.microphones = new Microphones({
       tap: (tap) => this.ctx.tapMedia(tap),
       pool: this.settings.pool,
+      project: this.ctx.project,
       room: `${this.ctx.project}\u0000${this.ctx.roomId}`,
       engine: recognise,
       workDir: this.scratch.path,
@@ -62,6 +72,7 @@ export class TranscriptionProvider implements OutputProvider<'transcription'> {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.microphones?.stop();
     this.microphones = null;
     this.service?.close();
@@ -86,3 +97,5 @@ export class TranscriptionProvider implements OutputProvider<'transcription'> {
     this.ctx.timeline.emit({ type: 'transcription', ...transcript });
   }
 }
+
+const stoppedWhileStarting = () => new RelayError('INVALID_STATE', 'transcription was stopped while starting', 'output-stopped');

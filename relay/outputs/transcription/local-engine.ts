@@ -47,11 +47,31 @@ export function asrModel(dir: string, language: string): AsrModel {
 
 const asrFilter = (model: AsrModel) => `asr=hmm=${model.hmm}:dict=${model.dict}:lm=${model.lm}`;
 
+/** A check that failed is made again after this (ms): a model installed meanwhile is found. */
+const FAILED_CHECK_MS = 30_000;
+
+/** The checks made or under way, by ffmpeg and model: one process however many starts ask. */
+const checks = new Map<string, { result: Promise<void>; failedAt: number | null }>();
+
 /**
- * Load the model once through ffmpeg's `asr` (0.4 s): an ffmpeg built without pocketsphinx, or
- * a model that does not load, fails here, at the output's start, not at each microphone.
+ * Load the model through ffmpeg's `asr` (0.4 s of CPU, 144 MB): an ffmpeg built without
+ * pocketsphinx, or a model that does not load, fails here, at the output's start, not at each
+ * microphone. Made once per ffmpeg and model for the relay's life, and shared by the starts that
+ * ask meanwhile: started and stopped in a loop in many rooms (a domain-wide `canTranscribe`
+ * token), every start ran one, outside the recognisers' caps (60 processes at once, 5.9 GB, from
+ * one token in three rooms). A failure is kept for {@link FAILED_CHECK_MS}.
  */
-export async function checkAsr(ffmpeg: string, model: AsrModel): Promise<void> {
+export function checkAsr(ffmpeg: string, model: AsrModel): Promise<void> {
+  const key = [ffmpeg, model.hmm, model.dict, model.lm].join('\u0000');
+  const known = checks.get(key);
+  if (known && (known.failedAt === null || Date.now() - known.failedAt < FAILED_CHECK_MS)) return known.result;
+  const check = { result: runAsrCheck(ffmpeg, model), failedAt: null as number | null };
+  check.result.catch(() => (check.failedAt = Date.now()));
+  checks.set(key, check);
+  return check.result;
+}
+
+async function runAsrCheck(ffmpeg: string, model: AsrModel): Promise<void> {
   const lines = reasonLines();
   let proc: FfmpegProcess;
   try {

@@ -16,6 +16,8 @@ import type { Recogniser, RecogniserEngine, Utterance } from './recogniser.ts';
 export interface MicrophonesOptions {
   tap(tap: TrackTap): () => void;
   pool: RecogniserPool;
+  /** The room's project, as the pool counts it. */
+  project: string;
   /** The room, as the pool counts it (project and room id). */
   room: string;
   engine: RecogniserEngine;
@@ -86,7 +88,7 @@ export class Microphones {
   private want(mic: Mic): void {
     if (mic.gone || this.stopped) return;
     let granted = false;
-    const cancel = this.options.pool.request(this.options.room, mic.track.participantId, (release) => {
+    const cancel = this.options.pool.request({ project: this.options.project, room: this.options.room, participant: mic.track.participantId }, (release) => {
       granted = true;
       mic.cancel = null;
       const launch = this.launch(mic, release);

@@ -25,14 +25,16 @@ function manualClock(): PoolClock & { advance(ms: number): void } {
   };
 }
 
-const LIMITS = { perRoom: 2, perRelay: 3, participantSpacingMs: 3000, relayStartEveryMs: 1000 };
+const LIMITS = { perRoom: 2, perProject: 3, perRelay: 3, participantSpacingMs: 3000, relayStartEveryMs: 1000 };
+/** A place in project `p` (the room ids of these tests are unique across projects). */
+const at = (room: string, participant: string, project = 'p') => ({ project, room, participant });
 
 describe('RecogniserPool', () => {
   it('caps recognisers per room and per relay; a freed place goes to the first waiting', () => {
     const clock = manualClock();
     const pool = new RecogniserPool(LIMITS, clock);
     const releases = new Map<string, () => void>();
-    const ask = (room: string, who: string) => pool.request(room, who, (release) => releases.set(`${room}/${who}`, release));
+    const ask = (room: string, who: string) => pool.request(at(room, who), (release) => releases.set(`${room}/${who}`, release));
     ask('a', '1');
     ask('a', '2');
     ask('a', '3');
@@ -57,7 +59,7 @@ describe('RecogniserPool', () => {
     const pool = new RecogniserPool(LIMITS, clock);
     let starts = 0;
     const loop = () =>
-      pool.request('a', 'mallory', (release) => {
+      pool.request(at('a', 'mallory'), (release) => {
         starts++;
         release();
         loop();
@@ -70,9 +72,9 @@ describe('RecogniserPool', () => {
 
   it('relay-wide, starts refill one a second once the bucket is spent', () => {
     const clock = manualClock();
-    const pool = new RecogniserPool({ ...LIMITS, perRoom: 100, perRelay: 3 }, clock);
+    const pool = new RecogniserPool({ ...LIMITS, perRoom: 100, perProject: 100, perRelay: 3 }, clock);
     let starts = 0;
-    for (let i = 0; i < 10; i++) pool.request('r', `p${i}`, (release) => (starts++, release()));
+    for (let i = 0; i < 10; i++) pool.request(at('r', `p${i}`), (release) => (starts++, release()));
     assert.equal(starts, 3, 'the bucket');
     clock.advance(2000);
     assert.equal(starts, 5);
@@ -82,11 +84,23 @@ describe('RecogniserPool', () => {
     const pool = new RecogniserPool({ ...LIMITS, perRoom: 1 }, manualClock());
     const granted: string[] = [];
     const holder = { release: () => {} };
-    pool.request('a', '1', (release) => (granted.push('1'), (holder.release = release)));
-    const cancel = pool.request('a', '2', () => granted.push('2'));
+    pool.request(at('a', '1'), (release) => (granted.push('1'), (holder.release = release)));
+    const cancel = pool.request(at('a', '2'), () => granted.push('2'));
     cancel();
     holder.release();
     assert.deepEqual(granted, ['1']);
     assert.equal(pool.running, 0);
+  });
+
+  it('one project takes at most its share: a microphone of another project gets a place while those of the first wait', () => {
+    const pool = new RecogniserPool({ perRoom: 4, perProject: 4, perRelay: 8, participantSpacingMs: 3000, relayStartEveryMs: 1000 }, manualClock());
+    const granted: string[] = [];
+    // a leaked domain-wide token of project "evil" in three rooms, four microphones each
+    for (const room of ['e1', 'e2', 'e3']) for (let i = 0; i < 4; i++) pool.request(at(`evil/${room}`, `m${i}`, 'evil'), () => granted.push(`evil/${room}/m${i}`));
+    assert.equal(granted.length, 4, 'half of the relay');
+    assert.equal(pool.queued, 8);
+    pool.request(at('good/r', 'speaker', 'good'), () => granted.push('good/r/speaker'));
+    assert.ok(granted.includes('good/r/speaker'), 'the other project gets one at once');
+    assert.equal(pool.running, 5);
   });
 });

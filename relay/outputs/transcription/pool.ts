@@ -1,7 +1,9 @@
 /**
  * Who may run a speech recogniser now. Each one is an ffmpeg decoding a microphone and, for the
  * local engine, pocketsphinx (about a sixth of a core while it listens, and 0.4 s of CPU to load
- * its model at every start). So recognisers are capped per room and per relay, and starts are
+ * its model at every start). So recognisers are capped per room, per project and per relay (one
+ * project, e.g. through a leaked domain-wide token with `canTranscribe` in many rooms, takes at
+ * most half of the relay's: the other projects' microphones keep the rest), and starts are
  * paced: per participant (one member republishing a microphone in a loop starts at most one
  * recogniser per `participantSpacingMs`) and relay-wide (a bucket of `perRelay` starts that
  * refills one per `relayStartEveryMs`). Microphones over a cap wait, first come first served,
@@ -12,6 +14,8 @@
 export interface RecogniserLimits {
   /** Recognisers one room runs at once. */
   perRoom: number;
+  /** Recognisers one project runs at once, all its rooms together. */
+  perProject: number;
   /** Recognisers the relay runs at once, all rooms together. */
   perRelay: number;
   /** Least time between two starts for one participant of a room (ms). */
@@ -21,7 +25,7 @@ export interface RecogniserLimits {
 }
 
 /** The defaults: sized for a small machine (two cores run eight recognisers with room to spare). */
-export const RECOGNISER_LIMITS: RecogniserLimits = Object.freeze({ perRoom: 4, perRelay: 8, participantSpacingMs: 3000, relayStartEveryMs: 1000 });
+export const RECOGNISER_LIMITS: RecogniserLimits = Object.freeze({ perRoom: 4, perProject: 4, perRelay: 8, participantSpacingMs: 3000, relayStartEveryMs: 1000 });
 
 /** Time, for tests to replace. */
 export interface PoolClock {
@@ -36,15 +40,22 @@ const REAL_CLOCK: PoolClock = {
   clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
 };
 
-interface Waiter {
+/** Whose microphone asks for a recogniser. */
+export interface RecogniserPlace {
+  project: string;
+  /** The room (unique across projects). */
   room: string;
   participant: string;
+}
+
+interface Waiter extends RecogniserPlace {
   granted(release: () => void): void;
 }
 
 export class RecogniserPool {
   private readonly waiting: Waiter[] = [];
   private readonly perRoom = new Map<string, number>();
+  private readonly perProject = new Map<string, number>();
   /** When each participant (room + id) last started one. */
   private readonly lastStart = new Map<string, number>();
   private active = 0;
@@ -75,8 +86,8 @@ export class RecogniserPool {
    * once) with the function that gives it back. Returns a function that withdraws the request
    * (nothing happens if it was granted: release that instead).
    */
-  request(room: string, participant: string, granted: (release: () => void) => void): () => void {
-    const waiter: Waiter = { room, participant, granted };
+  request({ project, room, participant }: RecogniserPlace, granted: (release: () => void) => void): () => void {
+    const waiter: Waiter = { project, room, participant, granted };
     this.waiting.push(waiter);
     this.pump();
     return () => {
@@ -100,7 +111,7 @@ export class RecogniserPool {
       const w = this.waiting[i]!;
       const key = `${w.room}\u0000${w.participant}`;
       const last = this.lastStart.get(key);
-      if ((this.perRoom.get(w.room) ?? 0) >= this.limits.perRoom) {
+      if ((this.perRoom.get(w.room) ?? 0) >= this.limits.perRoom || (this.perProject.get(w.project) ?? 0) >= this.limits.perProject) {
         i++;
         continue;
       }
@@ -116,6 +127,7 @@ export class RecogniserPool {
       this.tokens--;
       this.active++;
       this.perRoom.set(w.room, (this.perRoom.get(w.room) ?? 0) + 1);
+      this.perProject.set(w.project, (this.perProject.get(w.project) ?? 0) + 1);
       this.lastStart.set(key, now);
       this.waiting.splice(i, 1);
       grants.push(w);
@@ -128,19 +140,24 @@ export class RecogniserPool {
         this.pump();
       }, Math.max(1, wake - now));
     }
-    for (const w of grants) w.granted(this.releaser(w.room));
+    for (const w of grants) w.granted(this.releaser(w));
   }
 
-  private releaser(room: string): () => void {
+  private releaser({ project, room }: RecogniserPlace): () => void {
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.active--;
-      const n = (this.perRoom.get(room) ?? 1) - 1;
-      if (n > 0) this.perRoom.set(room, n);
-      else this.perRoom.delete(room);
+      lower(this.perRoom, room);
+      lower(this.perProject, project);
       this.pump();
     };
   }
+}
+
+function lower(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 1) - 1;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }
