@@ -6,9 +6,12 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { KeyStore } from '../relay/token/keys.ts';
+import { createRecordingDir, newRecordingId, recordingWritten } from '../relay/outputs/storage.ts';
 import { ADMIN_ACTOR } from '../src/protocol/server-api.ts';
 import { signJwt } from '../src/server/jwt.ts';
 import { RoomService } from '../src/server/room-service.ts';
@@ -468,6 +471,30 @@ describe('the dashboard of examples/token-server: attacks', () => {
     const same = await fetch(`${web}/api/dashboard/remove`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin: web }, body: '{"room":"csrf","participantId":"victim"}' });
     assert.equal(same.status, 200, 'the page itself still works');
     await member.leave().catch(() => undefined);
+  });
+
+  it('a client that asks for a recording and never reads it makes the token server hold little, not the file (it held 200 MiB a request)', async () => {
+    const id = newRecordingId();
+    const dir = await createRecordingDir(t.relay.context.config.recordingsDir, 'default', 'held', id);
+    writeFileSync(join(dir, 'timeline.jsonl'), Buffer.alloc(96 * 1024 * 1024, 0x61));
+    recordingWritten(dir);
+    await fetch(`${web}/api/token`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ room: 'held', role: 'moderator' }) });
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) * 1024;
+    const before = rss();
+    const sockets: Socket[] = [];
+    try {
+      for (const route of ['/api/recording', '/api/dashboard/recording']) {
+        const socket = connect(Number(new URL(web).port), '127.0.0.1');
+        socket.pause();
+        socket.write(`GET ${route}?room=held&path=${encodeURIComponent(`/recordings/${id}/timeline.jsonl`)} HTTP/1.1\r\nHost: x\r\nCookie: ${cookie}\r\n\r\n`);
+        sockets.push(socket);
+      }
+      await new Promise((r) => setTimeout(r, 2500));
+      const grown = rss() - before;
+      assert.ok(grown < 48 * 1024 * 1024, `the token server grew ${(grown / 1048576).toFixed(0)} MiB for two unread 96 MiB downloads`);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
   });
 
   it('without its login nothing of the dashboard answers; a forged webhook is refused (held)', async () => {

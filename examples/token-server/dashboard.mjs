@@ -2,6 +2,8 @@
 // relay's webhooks through `WebhookReceiver` (this token server is the demo's webhook receiver:
 // `npm start` points the relay's --webhook-url at POST /api/webhooks). Every dashboard route
 // needs the toy login of server.mjs.
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { RoomService, WebhookReceiver } from 'tessera/server';
 
 /** Webhook events the dashboard keeps, newest last. */
@@ -13,6 +15,35 @@ const ROOM = /^[\w-]{1,64}$/;
  * resolves `..` and `.`, and `/recordings/../metrics` would ask the relay's other routes.
  */
 export const RECORDING_PATH = /^\/recordings\/[\w~-][\w.~-]*\/[\w~-][\w.~-]*$/;
+
+/**
+ * Pass a file of the relay to the browser at the browser's pace: the relay's answer is read only
+ * as fast as the browser takes it, and dropped when the browser goes. (Written chunk by chunk
+ * without waiting, a client that asked and never read made this server hold the whole file:
+ * 200 MiB a request.)
+ * @param {import('node:http').ServerResponse} res
+ * @param {string} url the file at the relay
+ * @param {string} token a token that may read it
+ * @param {string} filename the name the browser saves it under
+ * @param {Function} send answers JSON (an error before any byte of the file)
+ */
+export async function passDownload(res, url, token, filename, send) {
+  const abort = new AbortController();
+  const gone = () => abort.abort();
+  res.once('close', gone);
+  try {
+    const answer = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
+    if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
+    res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${filename}"` });
+    await pipeline(Readable.fromWeb(answer.body), res);
+  } catch {
+    // the relay could not be reached, or one side went away mid-file
+    if (!res.headersSent && !res.destroyed) send(res, 502, { error: 'the relay did not answer' });
+    else res.destroy();
+  } finally {
+    res.off('close', gone);
+  }
+}
 
 /**
  * The dashboard's routes, to merge into the token server's table.
@@ -97,11 +128,7 @@ export function dashboardRoutes({ relayUrl, apiKey, secret, sessionOf, send, rea
       const room = roomOf(query.get('room'));
       const path = query.get('path') ?? '';
       if (!room || !RECORDING_PATH.test(path)) return send(res, 400, { error: 'room and a path of the listing' });
-      const answer = await fetch(`${relayHttp}${path}`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
-      if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
-      res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${path.split('/').slice(-2).join('-')}"` });
-      for await (const chunk of answer.body) res.write(chunk);
-      res.end();
+      await passDownload(res, `${relayHttp}${path}`, recordToken(room), path.split('/').slice(-2).join('-'), send);
     }),
   };
 }

@@ -8,7 +8,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import { mintToken } from 'tessera/server';
-import { dashboardRoutes, RECORDING_PATH } from './dashboard.mjs';
+import { dashboardRoutes, passDownload, RECORDING_PATH } from './dashboard.mjs';
 
 const API_KEY = process.env.TESSERA_API_KEY;
 const API_SECRET = process.env.TESSERA_API_SECRET;
@@ -111,12 +111,7 @@ const routes = {
     if (!room) return;
     const path = query.get('path') ?? '';
     if (!RECORDING_PATH.test(path)) return send(res, 400, { error: 'path: a recording file of the listing' });
-    const answer = await fetch(`${RELAY_HTTP}${path}`, { headers: { authorization: `Bearer ${recordToken(room)}` } });
-    if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
-    const name = path.split('/').slice(-2).join('-');
-    res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${name}"` });
-    for await (const chunk of answer.body) res.write(chunk);
-    res.end();
+    await passDownload(res, `${RELAY_HTTP}${path}`, recordToken(room), path.split('/').slice(-2).join('-'), send);
   },
 };
 
