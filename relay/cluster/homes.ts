@@ -10,6 +10,7 @@ import { clusterKey, type NodeBus } from './bus.ts';
 import { ClusterApi } from './cluster-api.ts';
 import { randomBytes } from 'node:crypto';
 import { restoreRoom, RoomRecords, type Quietly } from './room-record.ts';
+import { RecentMap } from '../recent-map.ts';
 
 /** How long a node's claim to be a room's home lasts unless renewed (ms). */
 export const LEASE_MS = 6000;
@@ -42,6 +43,9 @@ interface Scripts {
   tesseraReclaim(lease: string, record: string, node: string, ms: number, restarted: 0 | 1): Promise<string | null>;
 }
 
+/** Homes of rooms elsewhere a node remembers (about 250 bytes each); a room past them costs a Redis lookup at its next join. */
+export const MAX_KNOWN_HOMES = 10_000;
+
 /** A room's key in this node's maps. */
 export const roomKey = (project: string, roomId: string) => `${project}\u0000${roomId}`;
 
@@ -49,8 +53,13 @@ export const roomKey = (project: string, roomId: string) => `${project}\u0000${r
 export class RoomHomes {
   /** Leases this node holds, by room key. */
   private readonly leases = new Map<string, { project: string; roomId: string }>();
-  /** Homes of rooms elsewhere found before, by room key: forgotten when the node dies or says it is not the home. */
-  private readonly known = new Map<string, string>();
+  /**
+   * Homes of rooms elsewhere found before, by room key: forgotten when the node dies or says it
+   * is not the home, and the oldest past {@link MAX_KNOWN_HOMES} (a room found once was kept for
+   * ever: one member opening rooms on one node and joining them through another added 254 bytes
+   * a room, 300 MB an hour, to this node).
+   */
+  private readonly known = new RecentMap<string, string>(MAX_KNOWN_HOMES);
   /** Rooms being restored from their records here, by room key: entries wait for them. */
   private readonly restoring = new Map<string, Promise<void>>();
   private readonly timer: ReturnType<typeof setInterval>;
