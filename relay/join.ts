@@ -131,12 +131,13 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     if (!pinned) {
       return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };
     }
-    existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity');
+    // the room stays through the swap: emptied by the old connection's leave (its only member, a
+    // reload of the page), it was ended, its history, outputs and reservations with it, and a new one made
+    relay.rooms.keep(current!, () => existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity'));
   } else {
     const full = capacity(relay, verdict, current?.lobby.has(frame.participantId) ? 0 : 1);
     if (full) return full;
   }
-  // after a takeover, which may have emptied and dropped the room
   const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
   const member: Member = {
     id: frame.participantId,

@@ -35,6 +35,21 @@ describe('identity (DECISIONS.md: Identity)', () => {
     await observer.leave();
   });
 
+  it('a takeover of the room\'s only member (a reload, a second tab) keeps the room: its history and whiteboard survive', async () => {
+    const token = t.token({ roomId: 'solo', participantId: 'host', grant: { canPublishData: true, canWhiteboard: true } });
+    const first = await t.join({ token, reconnect: false });
+    await first.pubsub.publish('notes', 'kept for late joiners', { persist: true });
+    await first.whiteboard.start();
+    const before = t.relay.context.rooms.get('default', 'solo');
+    assert.ok(before);
+    const second = await t.join({ token, reconnect: false });
+    assert.equal(t.relay.context.rooms.get('default', 'solo'), before, 'the same room, not a new one');
+    assert.deepEqual((await second.pubsub.getHistory('notes')).map((m) => m.payload), ['kept for late joiners']);
+    assert.equal(second.whiteboard.state, 'active');
+    await second.leave();
+    await until(() => t.relay.context.rooms.get('default', 'solo') === undefined, 2000, 'the room ends once it is empty');
+  });
+
   it('limits: participants per room and rooms per relay, with clear errors; a takeover needs no seat', async () => {
     const small = await startTestRelay({ maxRoomSize: 2, maxRooms: 2 });
     try {

@@ -225,6 +225,8 @@ export class MemoryRoomRegistry implements RoomRegistry {
   private readonly byProject = new Map<string, Set<MemoryRoom>>();
   private readonly domainOpened = new Map<string, number>();
   private domainTotal = 0;
+  /** Rooms that stay open however empty while a member is taken over (see {@link keep}). */
+  private readonly kept = new Set<Room>();
 
   constructor(private readonly services: RoomServices) {}
 
@@ -281,7 +283,16 @@ export class MemoryRoomRegistry implements RoomRegistry {
   }
 
   release(room: Room): void {
-    if (room.size === 0 && room.lobby.size === 0) this.delete(room);
+    if (room.size === 0 && room.lobby.size === 0 && !this.kept.has(room)) this.delete(room);
+  }
+
+  keep<T>(room: Room, fn: () => T): T {
+    this.kept.add(room);
+    try {
+      return fn();
+    } finally {
+      this.kept.delete(room);
+    }
   }
 
   inProject(project: string): IterableIterator<Room> {

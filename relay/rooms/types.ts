@@ -143,6 +143,8 @@ export interface RoomRegistry {
   delete(room: Room): void;
   /** Forget a room if nobody is in it or waiting in its lobby: called whenever someone leaves either. */
   release(room: Room): void;
+  /** Run `fn` with `room` kept open however empty it becomes meanwhile (a member's takeover by a new connection). */
+  keep<T>(room: Room, fn: () => T): T;
   /** Rooms open now, and how many of them a project's domain-wide tokens opened. */
   readonly size: number;
   /** Rooms open now that domain-wide tokens opened: of one project, or of all. */
