@@ -78,6 +78,22 @@ describe('issue 11: nothing crosses rooms, projects or identities', () => {
     await ceo.leave();
   });
 
+  it('item 15: an unpinned id taken again after its holder left does not read what that holder sent to someone (a viewer\'s question to the host)', async () => {
+    const host = await join(p1({ roomId: 'town', participantId: 'host', grant: {} }));
+    const audience = p1({ roomId: 'town', isViewer: true, grant: { canPublishData: true } });
+    const alice = await join(audience);
+    await alice.pubsub.publish('ask', 'my question, host only', { to: ['host'], persist: true });
+    assert.deepEqual((await alice.pubsub.getHistory('ask')).map((m) => m.payload), ['my question, host only'], 'the sender reads its own while it is there');
+    const aliceId = alice.localParticipant.id;
+    await alice.leave();
+    const impostor = await join(audience, { participantId: aliceId });
+    assert.deepEqual(await impostor.pubsub.getHistory('ask'), [], 'not the impostor\'s');
+    await impostor.pubsub.publish('ask', 'mine', { to: ['host'], persist: true });
+    assert.deepEqual((await impostor.pubsub.getHistory('ask')).map((m) => m.payload), ['mine'], 'what it sent itself it reads');
+    assert.deepEqual((await host.pubsub.getHistory('ask')).map((m) => m.payload), ['my question, host only', 'mine']);
+    await Promise.all([impostor.leave(), host.leave()]);
+  });
+
   it('item 16: a removal sticks to what the token means: a respelt signature and an unpinned token stay out', async () => {
     const mod = await join(p1({ roomId: 'rm', participantId: 'mod', grant: { canModerate: true } }));
     const pinned = p1({ roomId: 'rm', participantId: 'guest', grant: {} });

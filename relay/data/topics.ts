@@ -98,6 +98,12 @@ export class TopicBoard {
   private topicsWithHistory = 0;
   private seq = 0;
   private keptSeq = 0;
+  /**
+   * The last kept message when each member arrived. An unpinned id is anyone's once its holder
+   * has left: a targeted message kept before its sender's id was taken again is not the new
+   * holder's own (a shared audience token read a departed viewer's messages to the host).
+   */
+  private readonly arrivedAfter = new WeakMap<Member, number>();
   private disposed = false;
 
   constructor(
@@ -297,17 +303,24 @@ export class TopicBoard {
   history(reader: Member, name: string, limit: number, maxBytes: number, pay: (bytes: number) => void): Buffer {
     const stored = this.topics.get(name)?.history ?? [];
     const mayReadTargeted = reader.pinned || !this.reserved(reader.id);
+    // what the reader's id sent: all of it for a pinned identity (the id is its token's), else what it sent since it arrived
+    const ownSince = reader.pinned ? 0 : (this.arrivedAfter.get(reader) ?? Infinity);
     const out: KeptBytes[] = [];
     let bytes = HISTORY_WRAPPER_BYTES;
     for (let i = stored.length - 1; i >= 0 && out.length < limit; i--) {
       const s = stored[i]!;
-      if (s.to && s.from !== reader.id && !(mayReadTargeted && s.to.has(reader.id))) continue;
+      if (s.to && !(s.from === reader.id && s.seq > ownSince) && !(mayReadTargeted && s.to.has(reader.id))) continue;
       if (bytes + s.json.length + 1 > maxBytes) break;
       bytes += s.json.length + 1;
       out.push(s.json);
     }
     pay(bytes);
     return objectOfArray('messages', out.reverse());
+  }
+
+  /** A member arrived in the room (see {@link arrivedAfter}). */
+  arrived(member: Member): void {
+    this.arrivedAfter.set(member, this.keptSeq);
   }
 
   /** Where a member's subscriptions are counted. */

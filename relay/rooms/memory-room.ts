@@ -119,6 +119,7 @@ export class MemoryRoom implements Room {
 
   add(member: Member, position?: number): void {
     if (member.pinned) this.pinnedIds.add(member.id);
+    this.topics.arrived(member);
     const seq = this.tiers[member.tier].append(member, position);
     const entry: Entry = { member, seq, announced: 0 };
     this.entries.set(member.id, entry);
