@@ -103,7 +103,20 @@ export interface RelayBudgets {
    * otherwise).
    */
   readonly listings: BucketMap;
+  /**
+   * Per token (`project\0tokenKey`): its lobby requests that ended unadmitted (went away, timed
+   * out, denied, replaced). Each request and its end are events to the room's moderators and its
+   * webhooks: a knock-and-leave loop of the cheapest ask token sent a moderator 5,800 frames a
+   * second until it was cut, and pushed the room's own events out of the webhook queue. A token
+   * in debt may not knock ({@link LOBBY_CHURN_RATE} a second once {@link LOBBY_CHURN_BURST} are spent).
+   */
+  readonly lobbyChurn: BucketMap;
 }
+
+/** Unadmitted lobby requests a token may make a second, on average. */
+export const LOBBY_CHURN_RATE = 2;
+/** ...and at once: a shared ask token's crowd whose members leave while waiting is not refused for the first. */
+export const LOBBY_CHURN_BURST = 20;
 
 /** The limits of {@link relayBudgets}: the relay's configuration has them. */
 export interface BudgetLimits extends PresenceLimits {
@@ -134,6 +147,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
     presence: new PresenceBudgets(config),
     outputStarts: new OutputStarts(config.outputStarts),
     listings: new BucketMap(() => new TokenBucket(config.dataByteRate, config.dataByteBurst)),
+    lobbyChurn: new BucketMap(() => new TokenBucket(LOBBY_CHURN_RATE, LOBBY_CHURN_BURST)),
     history,
     arena: new ByteArena(),
     whiteboard: new Budget(config.whiteboardBytesTotal),

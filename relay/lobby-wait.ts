@@ -1,5 +1,6 @@
 import { wireError } from '../src/protocol/codes.ts';
 import type { Budget } from './budget.ts';
+import { presenceKey } from './rooms/presence.ts';
 import type { RelayContext } from './context.ts';
 import { capacity, identityRefusal, joinRateRefusal, type Verdict } from './join.ts';
 import type { Waiting } from './rooms/lobby.ts';
@@ -37,6 +38,10 @@ function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefi
   if (relay.lobbyCooldowns.has(project, roomId, verdict.tokenKey, Date.now() / 1000)) {
     return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-cooldown', message: `a moderator denied this token a moment ago: ask again in up to ${config.lobbyCooldownSec} s` };
   }
+  const churn = relay.budgets.lobbyChurn.peek(presenceKey(verdict));
+  if (churn && !churn.hasCredit()) {
+    return { code: 'RATE_LIMITED', kind: 'Request', reason: 'join-rate', message: `this token's requests to join left the lobby unadmitted too often: ask again in ${Math.ceil(churn.msUntilToken(0) / 1000)} s` };
+  }
   const reserved = identityRefusal(room, verdict);
   if (reserved) return reserved;
   const id = frame.participantId;
@@ -68,6 +73,8 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
   const policy = claims.joinPolicy;
   const ttl = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl);
   const requestedAt = Date.now();
+  // a request that ends without an admission costs its token (see `lobbyChurn`)
+  const unadmitted = () => relay.budgets.lobbyChurn.get(presenceKey(verdict)).spend(1);
   const waiting: Waiting = {
     request: { participantId: id, name: frame.name ?? id, requestedAt },
     admit: () => {
@@ -88,6 +95,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       return debt ? wireError(debt.code, debt.message, debt.reason) : null;
     },
     refuse: (error) => {
+      unadmitted();
       if (error.code === 'ENTRY_DENIED' && error.reason === 'denied' && config.lobbyCooldownSec > 0) {
         relay.lobbyCooldowns.add(project, roomId, verdict.tokenKey, Date.now() / 1000 + config.lobbyCooldownSec);
       }
@@ -100,7 +108,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
   joiner.send({ type: 'lobby', requestedAt, ttl });
   return {
     cancel: () => {
-      room.lobby.cancel(id, waiting);
+      if (room.lobby.cancel(id, waiting)) unadmitted();
       relay.log.info('lobby: joiner went away', { participant: id, room: room.id });
       relay.rooms.release(room);
     },

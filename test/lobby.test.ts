@@ -194,4 +194,32 @@ describe('lobby (joinPolicy ask)', () => {
       await small.close();
     }
   });
+
+  it('a token knocking and going away in a loop is refused join-rate after its burst: its moderator is not flooded (5,800 frames a second before)', async () => {
+    const mod = await moderator('knock');
+    const seen = requests(mod);
+    const ask = t.token({ roomId: 'knock', isViewer: true, grant: {}, joinPolicy: { mode: 'ask' } });
+    let knocks = 0;
+    let refused: Record<string, unknown> | null = null;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const c = await rawConnect(t.url);
+      c.send({ type: 'join', v: 1, token: ask, participantId: `knocker-${i}`, name: 'n'.repeat(256) });
+      const answer = await c.next((f) => f.type === 'lobby' || f.type === 'join-error');
+      if (answer.type === 'lobby') knocks++;
+      else refused = answer.error as Record<string, unknown>;
+      c.ws.close();
+      await c.closed;
+    }
+    assert.equal(refused?.code, 'RATE_LIMITED');
+    assert.equal(refused?.reason, 'join-rate');
+    assert.ok(knocks >= 20 && knocks <= 24, `${knocks} knocks before the refusal (a burst of 20)`);
+    await until(() => seen.length === knocks, 2000, 'the moderator saw each knock');
+    // another token of the room still asks (the budget is the token's)
+    const guest = t.join({ token: guestToken('knock', 'guest') });
+    await until(() => seen.some((r) => r.participantId === 'guest'), 2000, 'the other token knocks');
+    await mod.lobby.admit('guest');
+    await (await guest).leave();
+    await mod.leave();
+  });
+
 });

@@ -82,9 +82,9 @@ export class Lobby {
     return error ? { participantId, ok: false, error } : { participantId, ok: true };
   }
 
-  /** The joiner went away (socket closed or join aborted). */
-  cancel(participantId: string, waiting: Waiting): void {
-    if (this.held.get(participantId)?.request === waiting.request) this.release(participantId, 'cancelled');
+  /** The joiner went away (socket closed or join aborted); false if it was no longer waiting. */
+  cancel(participantId: string, waiting: Waiting): boolean {
+    return this.held.get(participantId)?.request === waiting.request && this.release(participantId, 'cancelled');
   }
 
   /** End one wait with an error (the identity asked again from elsewhere). */
