@@ -71,7 +71,9 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
   existing?.lobby.evict(id, { code: 'ENTRY_CANCELLED', kind: 'Lobby', message: 'the same identity asked again from elsewhere', reason: 'replaced' });
   const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
   const policy = claims.joinPolicy;
-  const ttl = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl);
+  // no longer than the token lives: an expired token is never admitted, and its place would be held for nothing
+  const lives = Math.max(1, Math.floor(claims.exp + config.tokenLeeway - Date.now() / 1000));
+  const ttl = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl, lives);
   const requestedAt = Date.now();
   // a request that ends without an admission costs its token (see `lobbyChurn`)
   const unadmitted = () => relay.budgets.lobbyChurn.get(presenceKey(verdict)).spend(1);

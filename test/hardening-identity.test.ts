@@ -155,6 +155,25 @@ describe('issue 11: nothing crosses rooms, projects or identities', () => {
     await mod.leave();
   });
 
+  it('item 17: a lobby wait ends when its token does: the ttl is clamped to the token\'s life, not held until the lobby\'s own', async () => {
+    // the relay's leeway (30 s) is past its expiry: a token of 1 s waits 31 s at most, not --max-lobby-ttl
+    const strict = await startTestRelay({ keys: new KeyStore({ [P1.apiKey]: P1.secret }), tokenLeeway: 0, maxLobbyTtl: 3600 });
+    try {
+      const mod = await Sdk.join({ url: strict.url, token: mintToken({ ...P1, roomId: 'brief', participantId: 'mod', grant: { canModerate: true } }), reconnect: false });
+      let ttl = 0;
+      const began = Date.now();
+      const waiting = Sdk.join({ url: strict.url, token: mintToken({ ...P1, roomId: 'brief', participantId: 'w', grant: {}, ttl: 2, joinPolicy: { mode: 'ask', ttl: 3000 } }), reconnect: false, onWaiting: (i: { ttl: number }) => (ttl = i.ttl) });
+      const err = await rejectsWith(waiting, 'ENTRY_TIMEOUT');
+      assert.ok(ttl >= 1 && ttl <= 2, `the wait told: ${ttl} s`);
+      assert.ok(Date.now() - began < 4000, 'over when the token is');
+      assert.equal(err.reason, 'ttl');
+      assert.deepEqual(mod.lobby.pending, []);
+      await mod.leave();
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('item 17: a pinned guest asking again from elsewhere in an empty room replaces its request; the room lives on', async () => {
     const token = p1({ roomId: 'lob3', participantId: 'g', grant: {}, joinPolicy: { mode: 'ask' } });
     const first = rejectsWith(join(token), 'ENTRY_CANCELLED');
