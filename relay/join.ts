@@ -127,6 +127,10 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
   const inDebt = joinRateRefusal(relay, verdict);
   if (inDebt) return inDebt;
   const existing = current?.get(frame.participantId);
+  // an id waiting in the lobby is taken too: an unpinned join under it got what was sent to it, and its admission then failed
+  if (!existing && !pinned && current?.lobby.has(frame.participantId)) {
+    return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-in-use', message: 'this participantId is waiting in the room\'s lobby and the token does not pin it' };
+  }
   if (existing) {
     if (!pinned) {
       return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };

@@ -174,6 +174,20 @@ describe('issue 11: nothing crosses rooms, projects or identities', () => {
     }
   });
 
+  it('item 17: an id waiting in the lobby is not free for an unpinned direct join (it got what was sent to the waiter, whose admission then failed)', async () => {
+    const mod = await join(p1({ roomId: 'clinic', participantId: 'mod', grant: { canModerate: true } }));
+    const seen: LobbyRequest[] = [];
+    mod.on('lobby-request', (r) => seen.push(r));
+    const patient = join(p1({ roomId: 'clinic', grant: {}, joinPolicy: { mode: 'ask' } }), { participantId: 'patient-jane' });
+    await until(() => seen.length === 1);
+    const squat = await rejectsWith(join(p1({ roomId: 'clinic', isViewer: true, grant: {} }), { participantId: 'patient-jane' }), 'UNAUTHORIZED_PARTICIPANT');
+    assert.equal(squat.reason, 'identity-in-use');
+    await mod.lobby.admit('patient-jane');
+    const jane = await patient;
+    assert.equal(jane.localParticipant.id, 'patient-jane');
+    await Promise.all([jane.leave(), mod.leave()]);
+  });
+
   it('item 17: a pinned guest asking again from elsewhere in an empty room replaces its request; the room lives on', async () => {
     const token = p1({ roomId: 'lob3', participantId: 'g', grant: {}, joinPolicy: { mode: 'ask' } });
     const first = rejectsWith(join(token), 'ENTRY_CANCELLED');
