@@ -281,6 +281,7 @@ function metrics(relay: RelayContext, connections: number): string {
   metric('tessera_rooms', 'gauge', 'Rooms with members or waiting joiners.', [['', relay.rooms.size]]);
   metric('tessera_participants', 'gauge', 'Participants in rooms, by tier.', [['{tier="speaker"}', speakers], ['{tier="viewer"}', viewers]]);
   metric('tessera_lobby_waiting', 'gauge', 'Joiners waiting in lobbies.', [['', waiting]]);
+  metric('tessera_seats_away', 'gauge', 'Participants away on their resume grace period (at most --max-connections).', [['', relay.seats.away]]);
   metric('tessera_joins_total', 'counter', 'Joins accepted since start.', [['', relay.counters.joins]]);
   metric('tessera_join_refusals_total', 'counter', 'Joins refused since start, by code.', [...relay.counters.refusals].map(([code, n]) => [`{code="${code}"}`, n] as [string, number]));
   metric('tessera_optional_frames_dropped_total', 'counter', 'Optional frames (pubsub, whiteboard) not sent to members over their soft send limit.', [['', relay.counters.dropped]]);

@@ -22,6 +22,7 @@ export interface Seat {
 export class Seats {
   private readonly byCredential = new Map<string, Seat>();
   private readonly credentialOf = new Map<Member, string>();
+  private awayNow = 0;
 
   /** Told of each credential issued (a cluster node keeps it with the room's record in Redis). */
   onIssue: ((member: Member, room: Room, credential: string) => void) | null = null;
@@ -30,7 +31,21 @@ export class Seats {
    * @param prefix what a credential of a seat in `room` starts with (on a cluster: the node and
    *   the room, so that any node finds the seat, or the room's next home once the node is gone)
    */
-  constructor(private readonly prefix: (room: Room) => string = () => '') {}
+  constructor(
+    private readonly prefix: (room: Room) => string = () => '',
+    /**
+     * Seats held at once for members away: past it a member whose connection drops leaves at
+     * once (its client joins again). Held seats keep their members, each as much as a
+     * connection keeps, with no connection counted: a shared token joining and dropping its
+     * sockets in a loop held 42,000 of them past `--max-connections` 1,000.
+     */
+    readonly maxAway = Infinity,
+  ) {}
+
+  /** Members away on their grace period now. */
+  get away(): number {
+    return this.awayNow;
+  }
 
   /** A fresh credential for `member` (the previous one stops working). */
   issue(member: Member, room: Room, apiKey: string): string {
@@ -62,8 +77,7 @@ export class Seats {
       this.forget(seat.member);
       return seat.ended;
     }
-    if (seat.timer) clearTimeout(seat.timer);
-    seat.timer = null;
+    this.back(seat);
     return seat;
   }
 
@@ -71,14 +85,24 @@ export class Seats {
   hold(member: Member, graceMs: number, expire: () => void): boolean {
     const credential = this.credentialOf.get(member);
     const seat = credential ? this.byCredential.get(credential) : undefined;
-    if (!seat || graceMs <= 0) return false;
+    if (!seat || graceMs <= 0 || (seat.timer === null && this.awayNow >= this.maxAway)) return false;
+    this.back(seat);
+    this.awayNow++;
     seat.timer = setTimeout(() => {
-      seat.timer = null;
+      this.back(seat);
       this.forget(member);
       expire();
     }, graceMs);
     seat.timer.unref?.();
     return true;
+  }
+
+  /** The seat is no longer held for an absent member. */
+  private back(seat: Seat): void {
+    if (seat.timer === null) return;
+    clearTimeout(seat.timer);
+    seat.timer = null;
+    this.awayNow--;
   }
 
   /** The member was closed while away (removed, room ended...): its resume gets `why`. */
@@ -94,13 +118,13 @@ export class Seats {
     const credential = this.credentialOf.get(member);
     if (credential === undefined) return;
     const seat = this.byCredential.get(credential);
-    if (seat?.timer) clearTimeout(seat.timer);
+    if (seat) this.back(seat);
     this.byCredential.delete(credential);
     this.credentialOf.delete(member);
   }
 
   dispose(): void {
-    for (const seat of this.byCredential.values()) if (seat.timer) clearTimeout(seat.timer);
+    for (const seat of this.byCredential.values()) this.back(seat);
     this.byCredential.clear();
     this.credentialOf.clear();
   }

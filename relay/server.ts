@@ -126,7 +126,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     lobbyCooldowns: new Bans(),
     frames,
     delivery: options.delivery ?? new Delivery(frames),
-    seats: new Seats(bus ? (room) => ClusterSeam.credentialPrefix(bus.node, room) : undefined),
+    seats: new Seats(bus ? (room) => ClusterSeam.credentialPrefix(bus.node, room) : undefined, config.maxConnections),
     log,
   };
   const cluster = bus ? new ClusterSeam(context, bus, options.rooms ? null : observers) : null;

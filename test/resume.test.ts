@@ -4,6 +4,7 @@ import { startRelay } from '../relay/server.ts';
 import type { Room } from '../src/room.ts';
 import { Sdk } from '../src/sdk.ts';
 import { nextEvent, rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawConnect } from './raw.ts';
 
 /** Cut a client's socket as a network would: no closing handshake (the relay sees 1006). */
 function drop(room: Room): void {
@@ -119,6 +120,28 @@ describe('resume after a dropped connection', () => {
       await observer.leave();
     } finally {
       await short.close();
+    }
+  });
+
+  it('seats held for members away are capped by --max-connections: a token joining and cutting its sockets in a loop holds no more (42,000 past a cap of 1,000 before)', async () => {
+    const small = await startTestRelay({ maxConnections: 10, resumeGraceMs: 1000 });
+    try {
+      const viewer = small.token({ roomId: 'drops', isViewer: true, grant: {} });
+      for (let i = 0; i < 25; i++) {
+        const c = await rawConnect(small.url);
+        c.send({ type: 'join', v: 1, token: viewer, participantId: `v${i}` });
+        await c.next((f) => f.type === 'joined');
+        c.ws.terminate();
+        await c.closed;
+      }
+      await until(() => small.relay.connections === 0, 2000, 'every socket gone');
+      assert.equal(small.relay.context.seats.away, 10, 'as many seats held as connections allowed');
+      assert.equal(small.relay.context.rooms.get('default', 'drops')?.size, 10, 'the others left at once');
+      // given up after the grace period, and counted out
+      await until(() => small.relay.context.seats.away === 0, 3000, 'the seats given up');
+      assert.equal(small.relay.context.rooms.get('default', 'drops'), undefined);
+    } finally {
+      await small.close();
     }
   });
 
