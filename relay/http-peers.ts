@@ -5,6 +5,7 @@
  * {@link PEER_HEADER} and is never passed on again (no loops). Nothing of the caller's request
  * goes on but the path the relay built from checked segments and the bearer token.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream';
@@ -26,10 +27,23 @@ export interface PeerFiles {
   locate(place: FilePlace): Promise<string | null>;
   /** True if another node banned this token from this room (bans are kept in Redis). */
   banned(project: string, roomId: string, tokenKey: string, now: number): Promise<boolean>;
+  /**
+   * The secret the nodes sign the requests they pass with (kept in Redis), once read: a client
+   * that set the header itself passed as a node (out of every address's share of downloads).
+   */
+  readonly peerKey: Buffer | null;
 }
 
-/** Marks a request one node passed to another: it is answered from local files only. */
+/**
+ * Marks a request one node passed to another: it is answered from local files only, and had its
+ * share of downloads at the node that passed it. Its value, `<ms>.<HMAC>`, proves a node sent it
+ * (see {@link peerProof}); a value that does not is as no header.
+ */
 export const PEER_HEADER = 'x-tessera-peer';
+/** How old a passed request's proof may be (ms): the nodes' clocks, and the request's way. */
+const PROOF_MS = 60_000;
+/** Downloads one client (by its share key) may have passed at once by a node. */
+const passingBy = new Map<string, number>();
 /** How long a node may take to begin its answer (ms). */
 const PEER_TIMEOUT_MS = 5000;
 /** A passed download whose reader (or whose node) moves nothing for this long is cut (ms). */
@@ -48,17 +62,32 @@ export function filesPassing(): number {
   return passing;
 }
 
-/** True if this request was passed by another node. */
-export function fromPeer(req: IncomingMessage): boolean {
-  return req.headers[PEER_HEADER] === '1';
+const mac = (key: Buffer, at: string, method: string, target: string) => createHmac('sha256', key).update(`${at}\n${method}\n${target}`).digest();
+
+/** The value of {@link PEER_HEADER} for a request of `method` to `target` (its path and query, as sent). */
+export function peerProof(key: Buffer, method: string, target: string, now = Date.now()): string {
+  const at = String(Math.floor(now));
+  return `${at}.${mac(key, at, method, target).toString('base64url')}`;
 }
 
-/** GET or HEAD `path` at `base`; resolves with the answer's head, or rejects (unreachable, too slow). */
-function ask(base: string, path: string, method: string, authorization: string | undefined, signal?: AbortSignal): Promise<IncomingMessage> {
+/** True if this request was passed by another node of the cluster (its header proves it, with the cluster's key). */
+export function fromPeer(req: IncomingMessage, key: Buffer | null, now = Date.now()): boolean {
+  const value = req.headers[PEER_HEADER];
+  if (key === null || typeof value !== 'string' || value.length > 128) return false;
+  const dot = value.indexOf('.');
+  const at = value.slice(0, dot);
+  if (dot < 1 || !/^\d{1,16}$/.test(at) || Math.abs(now - Number(at)) > PROOF_MS) return false;
+  const given = Buffer.from(value.slice(dot + 1), 'base64url');
+  const expected = mac(key, at, req.method ?? '', req.url ?? '');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** GET or HEAD `path` at `base`, signed with `key`; resolves with the answer's head, or rejects (unreachable, too slow). */
+function ask(base: string, path: string, method: string, authorization: string | undefined, key: Buffer, signal?: AbortSignal): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const url = new URL(path, base);
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const headers: Record<string, string> = { [PEER_HEADER]: '1' };
+    const headers: Record<string, string> = { [PEER_HEADER]: peerProof(key, method, url.pathname + url.search) };
     if (authorization !== undefined) headers.authorization = authorization;
     const req = request(url, { method, headers, timeout: PEER_TIMEOUT_MS, ...(signal ? { signal } : {}) });
     req.on('timeout', () => req.destroy(new Error('the node did not answer in time')));
@@ -92,12 +121,20 @@ function unavailable(res: ServerResponse, error: string): void {
  * request to a node). That node's answer goes back as it is (its file, or its refusal). Resolves
  * to `false` when no live node other than this one wrote it: the caller answers 404.
  */
-export async function passToPeers(req: IncomingMessage, res: ServerResponse, peers: PeerFiles, place: FilePlace, path: string): Promise<boolean> {
-  if (passing >= MAX_PASSED) {
+export async function passToPeers(req: IncomingMessage, res: ServerResponse, peers: PeerFiles, place: FilePlace, path: string, share: { key: string; max: number }): Promise<boolean> {
+  const key = peers.peerKey;
+  const mine = passingBy.get(share.key) ?? 0;
+  if (passing >= MAX_PASSED || key === null) {
     unavailable(res, 'too many downloads at once');
     return true;
   }
+  // a client's share of downloads is taken here: the node that wrote the file serves passed requests from every client
+  if (share.max > 0 && mine >= share.max) {
+    unavailable(res, 'too many downloads from your address at once');
+    return true;
+  }
   passing++;
+  passingBy.set(share.key, mine + 1);
   // the slot is held until the answer has been passed on, or until it is known there is none
   let handedOff = false;
   let released = false;
@@ -105,6 +142,9 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
     if (released) return;
     released = true;
     passing--;
+    const left = (passingBy.get(share.key) ?? 1) - 1;
+    if (left > 0) passingBy.set(share.key, left);
+    else passingBy.delete(share.key);
     res.off('close', gone);
     forget();
   };
@@ -130,7 +170,7 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
     if (base === null) return false;
     let answer: IncomingMessage;
     try {
-      answer = await ask(base, path, req.method === 'HEAD' ? 'HEAD' : 'GET', req.headers.authorization, aborted.signal);
+      answer = await ask(base, path, req.method === 'HEAD' ? 'HEAD' : 'GET', req.headers.authorization, key, aborted.signal);
     } catch {
       if (!res.destroyed) unavailable(res, 'the node that holds this file did not answer: try again');
       return true;
@@ -169,10 +209,10 @@ function entriesOf(body: unknown): Listing | null {
 type Listing = { files: RecordingEntry[]; truncated: boolean };
 
 /** A node's listing of the caller's room, or `null` if it could not be read. */
-async function listingAt(base: string, authorization: string | undefined): Promise<Listing | null> {
+async function listingAt(base: string, authorization: string | undefined, key: Buffer): Promise<Listing | null> {
   let answer: IncomingMessage;
   try {
-    answer = await ask(base, '/recordings', 'GET', authorization);
+    answer = await ask(base, '/recordings', 'GET', authorization, key);
   } catch {
     return null;
   }
@@ -212,8 +252,9 @@ export async function recordingsEverywhere(
   authorization: string | undefined,
 ): Promise<{ files: RecordingEntry[]; truncated: boolean; unreachable: number }> {
   const nodes = await peers.nodes().catch(() => null);
+  const key = peers.peerKey;
   let listings: Array<Listing | null>;
-  if (nodes === null) {
+  if (nodes === null || key === null) {
     // without Redis the other nodes cannot be found: this node's files, and one node unaccounted for
     listings = [null];
   } else if (passing >= MAX_PASSED) {
@@ -221,7 +262,7 @@ export async function recordingsEverywhere(
   } else {
     passing++;
     try {
-      listings = await Promise.all(nodes.map((base) => listingAt(base, authorization)));
+      listings = await Promise.all(nodes.map((base) => listingAt(base, authorization, key)));
     } finally {
       passing--;
     }

@@ -9,7 +9,7 @@ import { fromPeer, passToPeers, recordingsEverywhere, type PeerFiles } from './h
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
 import { isRecordingFile, listRecordingFiles, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
-import { downloadPool, sendFile, type SendRefusals } from './send-file.ts';
+import { downloadPool, sendFile, shareKey, type SendRefusals } from './send-file.ts';
 import { tokenKey } from './token/identity.ts';
 import { verifyToken } from './token/verify.ts';
 
@@ -132,7 +132,7 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
       return true;
     }
     // a request another node passed here is answered from this node's files only
-    const done = handler(req, res, relay, connections, peers && { files: peers, pass: !fromPeer(req) });
+    const done = handler(req, res, relay, connections, peers && { files: peers, pass: !fromPeer(req, peers.peerKey) });
     if (done) done.catch((err: unknown) => failed(req, res, relay, err));
   } catch (err) {
     failed(req, res, relay, err);
@@ -207,19 +207,22 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
   if (!RECORDING_ID.test(id) || !isRecordingFile(file)) return notFound(req, res);
   const dir = await recordingDir(relay.config.recordingsDir, access.project, access.roomId, id);
   if (dir === null) {
-    if (peers?.pass && (await passToPeers(req, res, peers.files, { kind: 'recording', project: access.project, roomId: access.roomId, id }, recordingUrl(id, encodeURIComponent(file))))) return;
+    if (peers?.pass && (await passToPeers(req, res, peers.files, { kind: 'recording', project: access.project, roomId: access.roomId, id }, recordingUrl(id, encodeURIComponent(file)), clientShare(req, relay)))) return;
     return notFound(req, res);
   }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
   await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res), peers !== null && !peers.pass, `${access.project}\u0000${access.roomId}`);
 }
 
+/** The client's share of downloads passed to other nodes: as many as it may have here. */
+const clientShare = (req: IncomingMessage, relay: RelayContext) => ({ key: shareKey(req.socket.remoteAddress, false) ?? '', max: relay.config.downloadsPerAddress });
+
 /** HLS is public by design (an audience outside the room, CDNs): the unguessable run id is the key. */
 async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayContext, peers: Peers, run: string, file: string): Promise<void> {
   if (!RUN_ID.test(run) || !HLS_FILE.test(file)) return notFound(req, res);
   const dir = await runDir(relay.config.hlsDir, run);
   if (dir === null) {
-    if (peers?.pass && (await passToPeers(req, res, peers.files, { kind: 'hls', id: run }, `/hls/${run}/${encodeURIComponent(file)}`))) return;
+    if (peers?.pass && (await passToPeers(req, res, peers.files, { kind: 'hls', id: run }, `/hls/${run}/${encodeURIComponent(file)}`, clientShare(req, relay)))) return;
     return notFound(req, res);
   }
   const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';

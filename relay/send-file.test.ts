@@ -11,7 +11,7 @@ describe('downloads: pools and shares', () => {
     assert.equal(shareKey('2001:0DB8:0001:0002:aaaa::1', false), '2001:db8:1:2::/64');
     assert.equal(shareKey('2001:db8::1', false), '2001:db8:0:0::/64');
     assert.equal(shareKey('::1', false), '0:0:0:0::/64');
-    assert.equal(shareKey('203.0.113.7', true), 'cluster-peer');
+    assert.equal(shareKey('203.0.113.7', true), null);
     assert.equal(shareKey(undefined, false), '');
   });
 

@@ -30,15 +30,16 @@ export class DownloadPool {
 
   /**
    * Whether a download from `address` (of `group`, if any) may start now (it then holds a place
-   * until `give`); `perAddress` or `perGroup` 0: no such share.
+   * until `give`); `perAddress` or `perGroup` 0: no such share; `address` null: a request another
+   * node passed, which had its client's share there.
    */
-  take(address: string, group?: string): boolean {
-    const mine = this.byAddress.get(address) ?? 0;
+  take(address: string | null, group?: string): boolean {
+    const mine = address === null ? 0 : (this.byAddress.get(address) ?? 0);
     const ours = group === undefined ? 0 : (this.byGroup.get(group) ?? 0);
     if (this.open >= this.max || (this.perAddress > 0 && mine >= this.perAddress)) return false;
     if (group !== undefined && this.perGroup > 0 && ours >= this.perGroup) return false;
     this.open++;
-    this.byAddress.set(address, mine + 1);
+    if (address !== null) this.byAddress.set(address, mine + 1);
     if (group !== undefined) this.byGroup.set(group, ours + 1);
     return true;
   }
@@ -48,9 +49,9 @@ export class DownloadPool {
     return this.open;
   }
 
-  give(address: string, group?: string): void {
+  give(address: string | null, group?: string): void {
     this.open--;
-    drop(this.byAddress, address);
+    if (address !== null) drop(this.byAddress, address);
     if (group !== undefined) drop(this.byGroup, group);
   }
 }
@@ -80,10 +81,11 @@ export function downloadPool(relay: RelayContext, kind: 'hls' | 'recordings'): D
  * Whose share a download uses: its client's address, an IPv6 one by its /64 (what one host
  * is usually given, so that it cannot take a share per address of its prefix). `peer`: a
  * request another node of the cluster passed on, which carries many clients' downloads (they
- * had their share at that node).
+ * had their share at that node): none (null). All of them under one key, the node that wrote an
+ * HLS run served 8 passed downloads at once for the whole cluster.
  */
-export function shareKey(address: string | undefined, peer: boolean): string {
-  if (peer) return 'cluster-peer';
+export function shareKey(address: string | undefined, peer: boolean): string | null {
+  if (peer) return null;
   if (!address) return '';
   const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
   if (v4) return v4[1]!;

@@ -7,14 +7,15 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { KeyStore } from '../relay/token/keys.ts';
 import { startRelay, type Relay } from '../relay/server.ts';
-import { filesPassing, PEER_HEADER } from '../relay/http-peers.ts';
+import { filesPassing, PEER_HEADER, peerProof } from '../relay/http-peers.ts';
+import { get as httpGet, type ClientRequest } from 'node:http';
 import { downloadPool } from '../relay/send-file.ts';
 import { clusterKey } from '../relay/cluster/bus.ts';
 import { Redis } from 'ioredis';
@@ -101,8 +102,56 @@ describe('recordings and HLS through any node of three', () => {
     assert.equal((await fetch(`${http(1)}${playlist}`, { method: 'HEAD' })).status, 200);
     // a file of no run is still 404 everywhere, and a passed request is never passed on
     assert.equal((await get(1, playlist.replace(/\/hls\/[0-9a-f]{32}\//, `/hls/${'0'.repeat(32)}/`))).status, 404);
-    assert.equal((await get(1, playlist, undefined, { [PEER_HEADER]: '1' })).status, 404);
+    const client = new Redis(redis.url);
+    try {
+      const key = Buffer.from((await client.get(clusterKey('peer-key')))!, 'base64url');
+      const missing = playlist.replace(/index\.m3u8$/, 'nothing.m3u8');
+      assert.equal((await get(1, missing, undefined, { [PEER_HEADER]: peerProof(key, 'GET', missing) })).status, 404, 'a passed request is answered from local files only');
+      // the header with no proof is no header: the request is passed on as any client's
+      assert.equal((await get(1, playlist, undefined, { [PEER_HEADER]: '1' })).status, 200);
+    } finally {
+      client.disconnect();
+    }
     await host.hls.stop();
+  });
+
+  it('downloads passed between nodes: each client has its share of places at the node it asked, not one share for the whole cluster; a forged peer header is no header', async () => {
+    // an HLS run that node 0 wrote, with a segment large enough to stay open while unread
+    const run = 'ab'.repeat(16);
+    mkdirSync(join(dir, 'hls-0', run), { recursive: true });
+    writeFileSync(join(dir, 'hls-0', run, 'seg0.ts'), Buffer.alloc(16 * 1024 * 1024));
+    const client = new Redis(redis.url);
+    const http0 = http(0);
+    const bases = await client.hgetall(clusterKey('http'));
+    await client.set(clusterKey('file', 'hls', run), Object.keys(bases).find((node) => bases[node] === http0)!);
+    client.disconnect();
+    const path = `/hls/${run}/seg0.ts`;
+    const held: ClientRequest[] = [];
+    /** A download from `from` (a loopback address of its own) through `node`; kept open unread if `hold`. */
+    const download = (node: number, from: string, headers: Record<string, string> = {}, hold = false) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpGet(`${http(node)}${path}`, { localAddress: from, agent: false, headers }, (res) => {
+          if (hold && res.statusCode === 200) res.pause();
+          else res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        if (hold) held.push(req);
+      });
+    try {
+      // one client through node 1 with 8 downloads it does not read: its own share is spent there...
+      for (let i = 0; i < 8; i++) assert.equal(await download(1, '127.0.0.2', {}, true), 200);
+      assert.equal(await download(1, '127.0.0.2'), 503, 'its ninth');
+      // ...and nobody else's, through any node
+      for (const [node, from] of [[1, '127.0.0.3'], [1, '127.0.0.4'], [2, '127.0.0.5'], [0, '127.0.0.6']] as const) assert.equal(await download(node, from), 200, `${from} through node ${node}`);
+      // a client at node 0 claiming to be a node has its own share, as any client
+      for (let i = 0; i < 8; i++) assert.equal(await download(0, '127.0.0.7', { [PEER_HEADER]: '1' }, true), 200);
+      assert.equal(await download(0, '127.0.0.7', { [PEER_HEADER]: '1' }), 503);
+      for (const from of ['127.0.0.8', '127.0.0.9']) assert.equal(await download(1, from), 200, `${from} through node 1 while the forger holds its places`);
+    } finally {
+      for (const req of held) req.destroy();
+      rmSync(join(dir, 'hls-0', run), { recursive: true, force: true });
+    }
   });
 
   it('a recording made on one node is listed and downloaded, byte for byte, through another', async () => {

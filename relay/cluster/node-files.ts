@@ -5,6 +5,7 @@
  * room) and HLS run (`tessera:file:hls:<run>`) when the output becomes active. A node counts
  * only while its heartbeat lives.
  */
+import { randomBytes } from 'node:crypto';
 import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
 import type { FilePlace, PeerFiles } from '../http-peers.ts';
 import type { Room, RoomObserver } from '../rooms/types.ts';
@@ -15,25 +16,46 @@ const NODES_FRESH_MS = 1000;
 /** How long an HLS run's place is kept (s): a run is replaced at the room's next start, and old ones are the operator's. */
 const HLS_PLACE_S = 7 * 24 * 3600;
 const HTTP_KEY = clusterKey('http');
+/** The secret the nodes sign passed requests with: made by the first node, read by every one. */
+const PEER_KEY = clusterKey('peer-key');
+/** How often a node reads it again (ms): a Redis restarted empty gets a new one, which each node then takes up. */
+const PEER_KEY_EVERY_MS = 30_000;
 /** The Redis key naming the node that wrote a recording (of its project and room) or an HLS run. */
 export const placeKey = (place: FilePlace) => (place.kind === 'recording' ? clusterKey('file', 'recording', place.project, place.roomId, place.id) : clusterKey('file', 'hls', place.id));
 
 /** The cluster's view of its nodes' HTTP sides and of which node wrote which output files. */
 export class ClusterFiles implements PeerFiles, RoomObserver {
   private cached: { at: number; bases: Promise<string[]> } | null = null;
+  private key: Buffer | null = null;
+  private keyTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(
     private readonly bus: NodeBus,
     private readonly failed: (err: unknown) => void,
   ) {}
 
-  /** Say where this node's HTTP side is (`http://host:port`). */
+  get peerKey(): Buffer | null {
+    return this.key;
+  }
+
+  /** Say where this node's HTTP side is (`http://host:port`), and take up the cluster's key. */
   async announce(base: string): Promise<void> {
+    await this.readKey();
     await this.bus.redis.hset(HTTP_KEY, this.bus.node, base);
+    this.keyTimer ??= setInterval(() => void this.readKey().catch(this.failed), PEER_KEY_EVERY_MS);
+    this.keyTimer.unref();
+  }
+
+  private async readKey(): Promise<void> {
+    await this.bus.redis.set(PEER_KEY, randomBytes(32).toString('base64url'), 'NX');
+    const key = await this.bus.redis.get(PEER_KEY);
+    if (key) this.key = Buffer.from(key, 'base64url');
   }
 
   /** This node is leaving: nobody should ask it for files any more. */
   async withdraw(): Promise<void> {
+    if (this.keyTimer) clearInterval(this.keyTimer);
+    this.keyTimer = null;
     await this.bus.redis.hdel(HTTP_KEY, this.bus.node).catch(() => 0);
   }
 
