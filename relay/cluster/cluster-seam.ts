@@ -57,7 +57,7 @@ export class ClusterSeam implements RoomSeam {
     private readonly observers: RoomObservers | null,
   ) {
     this.local = new LocalSeam(relay);
-    this.guests = new GuestTable(relay.frames);
+    this.guests = new GuestTable(relay.frames, relay.budgets.held);
     this.records = new RoomRecords(relay, bus, Math.max(30_000, relay.config.resumeGraceMs + 2 * LEASE_MS));
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
@@ -255,7 +255,7 @@ export class ClusterSeam implements RoomSeam {
     wait: (from, envelope) => this.later(envelope, this.hostWait(from, envelope)),
     api: (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
     'api-rooms': (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
-    req: (from, { header: h, payload }) => {
+    req: (from, { header: h, payload, bytes }) => {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return;
       const request = requestFromBus(h.request, h.raw, payload);
@@ -269,7 +269,7 @@ export class ClusterSeam implements RoomSeam {
       const queued = this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port, link }) => {
         const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
         port?.request(request, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
-      });
+      }, undefined, true, bytes ?? 0);
       if (!queued && typeof request?.id === 'number') {
         guest.link.send({ type: 'response', id: request.id, error: { code: 'RATE_LIMITED', kind: 'Request', message: "your requests are waiting at the room's node: slow down", reason: 'message-rate' } });
       }

@@ -2,7 +2,8 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { FrameScheduler } from '../scheduler.ts';
 import type { RoomPort } from '../seam.ts';
-import { GuestTable, MAX_GUEST_WAITING, type Guest } from './guests.ts';
+import { Budget } from '../budget.ts';
+import { GuestTable, MAX_GUEST_WAITING, MAX_GUEST_WAITING_BYTES, type Guest } from './guests.ts';
 import type { RemoteLink } from './links.ts';
 
 const port = (tokenKey: string) => ({ member: { id: 'm', tier: 'viewer', project: 'p', tokenKey } }) as unknown as RoomPort;
@@ -46,5 +47,26 @@ describe('guests at a room\'s home', () => {
     table.delete('g');
     await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(ran, ['after first', 'h'], 'g left before its turns: only after ran; h ran');
+  });
+
+  it('what waits of one guest is bounded in bytes too, and counted in the relay\'s held budget until it runs (1,024 requests of 1 MiB could wait before, counted nowhere)', async () => {
+    const scheduler = new FrameScheduler({ defer: (fn) => void setImmediate(fn) });
+    const held = new Budget(3 * 1024 * 1024);
+    const table = new GuestTable(scheduler, held);
+    const g = guest('t');
+    const h = guest('u');
+    table.set('g', g);
+    table.set('h', h);
+    const busy = scheduler.join('busy');
+    scheduler.enqueue({ flow: busy, queued: false, step: () => false });
+    const MiB = 1024 * 1024;
+    assert.equal(table.run('g', g, () => {}, undefined, true, MiB), true);
+    assert.equal(table.run('g', g, () => {}, undefined, true, MiB), true);
+    assert.equal(table.run('g', g, () => {}, undefined, true, 1), false, `past ${MAX_GUEST_WAITING_BYTES} bytes of its own`);
+    assert.equal(held.inUse, 2 * MiB);
+    assert.equal(table.run('h', h, () => {}, undefined, true, MiB), true);
+    assert.equal(table.run('h', h, () => {}, undefined, true, MiB), false, 'the relay\'s held budget is spent');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(held.inUse, 0, 'given back as they ran');
   });
 });

@@ -1,3 +1,4 @@
+import type { Budget } from '../budget.ts';
 import { Fifo } from '../fifo.ts';
 import type { LobbyPlace, RoomPort } from '../seam.ts';
 import type { Flow, FrameScheduler, Turn } from '../scheduler.ts';
@@ -10,6 +11,12 @@ import type { RemoteLink } from './links.ts';
  * its chunks by their input window, so those always wait their turn).
  */
 export const MAX_GUEST_WAITING = 1024;
+/**
+ * Bytes of requests one guest may have waiting here, as a connection here may have held back
+ * (2 MiB); they count in the relay's `--max-held-total` too. By count alone, 1,024 requests of up
+ * to 1 MiB each could wait per guest, counted nowhere.
+ */
+export const MAX_GUEST_WAITING_BYTES = 2 * 1024 * 1024;
 
 /** At the home, a member (or lobby joiner) whose connection is on another node. */
 export interface Guest {
@@ -27,25 +34,50 @@ export interface Guest {
  */
 class GuestTurn implements Turn {
   queued = false;
-  private readonly work = new Fifo<() => void>();
+  private readonly work = new Fifo<{ fn: () => void; charged: number }>();
+  /** Bytes of what waits, as charged to the relay's held budget. */
+  private bytes = 0;
 
   constructor(
     readonly flow: Flow,
     private readonly scheduler: FrameScheduler,
+    private readonly held: Budget | null,
   ) {}
 
   get waiting(): number {
     return this.work.length;
   }
 
-  add(fn: () => void): void {
-    if (this.work.length === 0 && this.scheduler.open) return this.scheduler.runNow(this.flow, fn);
-    this.work.push(fn);
+  /**
+   * Run `fn` now if nothing waits and the relay has time, else in this guest's turn. `bounded`:
+   * refused (false) when {@link MAX_GUEST_WAITING} requests or {@link MAX_GUEST_WAITING_BYTES}
+   * wait already, or the relay's held budget has no room for `bytes`; else it waits whatever it
+   * costs (a stream chunk: its node bounds those by their input window).
+   */
+  add(fn: () => void, bytes: number, bounded: boolean): boolean {
+    if (this.work.length === 0 && this.scheduler.open) {
+      this.scheduler.runNow(this.flow, fn);
+      return true;
+    }
+    let charged = 0;
+    if (bounded) {
+      if (this.work.length >= MAX_GUEST_WAITING || this.bytes + bytes > MAX_GUEST_WAITING_BYTES) return false;
+      if (this.held && !this.held.take(bytes)) return false;
+      charged = bytes;
+    }
+    this.bytes += charged;
+    this.work.push({ fn, charged });
     this.scheduler.enqueue(this);
+    return true;
   }
 
   step(): boolean {
-    this.work.shift()?.();
+    const next = this.work.shift();
+    if (next) {
+      this.bytes -= next.charged;
+      this.held?.give(next.charged);
+      next.fn();
+    }
     return this.work.length > 0;
   }
 }
@@ -59,7 +91,11 @@ class GuestTurn implements Turn {
 export class GuestTable {
   private readonly guests = new Map<string, Guest>();
 
-  constructor(private readonly scheduler: FrameScheduler) {}
+  constructor(
+    private readonly scheduler: FrameScheduler,
+    /** The relay's budget of frames held back (`--max-held-total`), which waiting requests count in. */
+    private readonly held: Budget | null = null,
+  ) {}
 
   static key(from: string, link: string): string {
     return `${from}\u0000${link}`;
@@ -71,7 +107,7 @@ export class GuestTable {
 
   set(key: string, guest: Guest): void {
     this.delete(key);
-    if (guest.port) guest.turn = new GuestTurn(this.scheduler.join(presenceKey(guest.port.member)), this.scheduler);
+    if (guest.port) guest.turn = new GuestTurn(this.scheduler.join(presenceKey(guest.port.member)), this.scheduler, this.held);
     this.guests.set(key, guest);
   }
 
@@ -93,16 +129,18 @@ export class GuestTable {
 
   /**
    * Run `work` of the guest at `key` in its turn, if it is still that guest then; `after` runs
-   * then in any case. `bounded`: false (nothing queued) when {@link MAX_GUEST_WAITING} wait already.
+   * then in any case. `bounded`: false (nothing queued) when what waits is at its bounds (see
+   * {@link GuestTurn.add}); `bytes`: the request's size.
    */
-  run(key: string, guest: Guest, work: (guest: Guest) => void, after?: () => void, bounded = true): boolean {
+  run(key: string, guest: Guest, work: (guest: Guest) => void, after?: () => void, bounded = true, bytes = 0): boolean {
     const go = () => {
       if (this.guests.get(key) === guest) work(guest);
       after?.();
     };
-    if (!guest.turn) go();
-    else if (bounded && guest.turn.waiting >= MAX_GUEST_WAITING) return false;
-    else guest.turn.add(go);
-    return true;
+    if (!guest.turn) {
+      go();
+      return true;
+    }
+    return guest.turn.add(go, bytes, bounded);
   }
 }
