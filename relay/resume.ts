@@ -25,8 +25,11 @@ export function takeSeat(relay: RelayContext, frame: ResumeFrame, link: MemberCo
   const { member, room } = seat;
   if (!relay.keys.isActive(seat.apiKey)) {
     relay.seats.forget(member);
+    const old = member.link;
     member.link = link;
     room.remove(member);
+    // an old connection that still looked open ends too (it stayed, answered NOT_CONNECTED, until its heartbeat)
+    if (old !== link) old.replaced?.();
     relay.rooms.release(room);
     return { code: 'INVALID_API_KEY', kind: 'Auth', reason: 'revoked-api-key', message: 'the API key of this session has been revoked' };
   }

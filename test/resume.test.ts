@@ -106,6 +106,24 @@ describe('resume after a dropped connection', () => {
     }
   });
 
+  it('a resume refused for a revoked key ends the old connection too, if it still looked open (it stayed, answered NOT_CONNECTED)', async () => {
+    const own = await startTestRelay();
+    try {
+      const first = await rawConnect(own.url);
+      first.send({ type: 'join', v: 1, token: own.token({ roomId: 'r5b', grant: {} }), participantId: 'old' });
+      const joined = (await first.next((f) => f.type === 'joined')) as { resume: { credential: string } };
+      own.keys.replace({}, ['test-key']);
+      const second = await rawConnect(own.url);
+      second.send({ type: 'resume', v: 1, credential: joined.resume.credential });
+      const refused = (await second.next((f) => f.type === 'join-error')) as { error: { code: string } };
+      assert.equal(refused.error.code, 'INVALID_API_KEY');
+      await Promise.race([first.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('the old connection is still open')), 2000))]);
+      second.ws.close();
+    } finally {
+      await own.close();
+    }
+  });
+
   it('a seat nobody comes back to is given up after the grace period', async () => {
     const short = await startTestRelay({ resumeGraceMs: 300 });
     try {
