@@ -135,6 +135,9 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     if (!pinned) {
       return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-in-use', message: 'this participantId is already in the room and the token does not pin it' };
     }
+    // a takeover keeps the room's size, but a viewer taken over by a speaker's token goes on stage
+    const stage = existing.tier === 'viewer' ? capacity(relay, verdict, 0) : null;
+    if (stage) return stage;
     // the room stays through the swap: emptied by the old connection's leave (its only member, a
     // reload of the page), it was ended, its history, outputs and reservations with it, and a new one made
     relay.rooms.keep(current!, () => existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity'));

@@ -82,6 +82,11 @@ describe('identity (DECISIONS.md: Identity)', () => {
       const asking = await rejectsWith(small.join({ token: small.token({ roomId: 'stage', participantId: 'd', grant: {}, joinPolicy: { mode: 'ask' } }) }), 'RATE_LIMITED');
       assert.equal(asking.reason, 'stage-full', 'not queued in the lobby for a seat that is not there');
       const viewer = await small.join({ token: small.token({ roomId: 'stage', grant: {}, isViewer: true }) });
+      // a pinned viewer taken over by a speaker's token of the same id would go on stage: not while it is full
+      const pinnedViewer = await small.join({ token: small.token({ roomId: 'stage', participantId: 'v', grant: {}, isViewer: true }) });
+      assert.equal((await rejectsWith(small.join({ token: small.token({ roomId: 'stage', participantId: 'v', grant: {} }) }), 'RATE_LIMITED')).reason, 'stage-full');
+      assert.ok(pinnedViewer.connected, 'the viewer stays');
+      await pinnedViewer.leave();
       const again = await small.join({ token: small.token({ roomId: 'stage', participantId: 'a', grant: {} }) });
       await until(() => !a.connected, 2000, 'the older session closed');
       await b.leave();
