@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { WireError } from '../src/protocol/messages.ts';
+import { presenceKey } from './rooms/presence.ts';
 import type { Member, MemberLink, Room } from './rooms/types.ts';
 
 /** A member's right to come back on a new connection. */
@@ -23,6 +24,8 @@ export class Seats {
   private readonly byCredential = new Map<string, Seat>();
   private readonly credentialOf = new Map<Member, string>();
   private awayNow = 0;
+  /** Members away now, by their token (`presenceKey`). */
+  private readonly awayByToken = new Map<string, number>();
 
   /** Told of each credential issued (a cluster node keeps it with the room's record in Redis). */
   onIssue: ((member: Member, room: Room, credential: string) => void) | null = null;
@@ -34,10 +37,12 @@ export class Seats {
   constructor(
     private readonly prefix: (room: Room) => string = () => '',
     /**
-     * Seats held at once for members away: past it a member whose connection drops leaves at
-     * once (its client joins again). Held seats keep their members, each as much as a
-     * connection keeps, with no connection counted: a shared token joining and dropping its
-     * sockets in a loop held 42,000 of them past `--max-connections` 1,000.
+     * Seats held at once for members away, half of them at most for one token: past either, a
+     * member whose connection drops leaves at once (its client joins again). Held seats keep
+     * their members, each as much as a connection keeps, with no connection counted: a shared
+     * token joining and dropping its sockets in a loop held 42,000 of them past
+     * `--max-connections` 1,000, and with one cap alone it would take every other member's
+     * resume away.
      */
     readonly maxAway = Infinity,
   ) {}
@@ -85,9 +90,12 @@ export class Seats {
   hold(member: Member, graceMs: number, expire: () => void): boolean {
     const credential = this.credentialOf.get(member);
     const seat = credential ? this.byCredential.get(credential) : undefined;
-    if (!seat || graceMs <= 0 || (seat.timer === null && this.awayNow >= this.maxAway)) return false;
+    if (!seat || graceMs <= 0) return false;
+    const token = presenceKey(member);
+    if (seat.timer === null && (this.awayNow >= this.maxAway || (this.awayByToken.get(token) ?? 0) >= this.maxAway / 2)) return false;
     this.back(seat);
     this.awayNow++;
+    this.awayByToken.set(token, (this.awayByToken.get(token) ?? 0) + 1);
     seat.timer = setTimeout(() => {
       this.back(seat);
       this.forget(member);
@@ -103,6 +111,10 @@ export class Seats {
     clearTimeout(seat.timer);
     seat.timer = null;
     this.awayNow--;
+    const token = presenceKey(seat.member);
+    const left = (this.awayByToken.get(token) ?? 1) - 1;
+    if (left > 0) this.awayByToken.set(token, left);
+    else this.awayByToken.delete(token);
   }
 
   /** The member was closed while away (removed, room ended...): its resume gets `why`. */

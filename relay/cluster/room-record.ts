@@ -346,6 +346,9 @@ export function restoreRoom(relay: RelayContext, project: string, roomId: string
     const restored = addMembers(relay, project, opened, stored.members);
     for (const id of stored.reserved) opened.reserveIdentity(id);
     opened.topics.restore(stored.history);
+    // arrived now, as far as the history knows: the record does not say when each one came, and
+    // an unpinned id's own targeted messages may be a previous holder's (see TopicBoard.history)
+    for (const member of opened.members()) opened.topics.arrived(member);
     return { room: opened, restored };
   });
   relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length, messages: stored.history.length });
@@ -382,7 +385,11 @@ function addMembers(relay: RelayContext, project: string, room: Room, stored: St
     room.add(member, s.position);
     relay.seats.restore(member, room, s.apiKey, s.credential);
     if (holdSeat(relay, member, room)) restored++;
-    else room.remove(member);
+    else {
+      // no seat to hold (the away seats are full): its credential must not resume into a room it is not in
+      relay.seats.forget(member);
+      room.remove(member);
+    }
   }
   return restored;
 }
