@@ -51,7 +51,7 @@ describe('guests at a room\'s home', () => {
 
   it('what waits of one guest is bounded in bytes too, and counted in the relay\'s held budget until it runs (1,024 requests of 1 MiB could wait before, counted nowhere)', async () => {
     const scheduler = new FrameScheduler({ defer: (fn) => void setImmediate(fn) });
-    const held = new Budget(3 * 1024 * 1024);
+    const held = new Budget(6 * 1024 * 1024);
     const table = new GuestTable(scheduler, held);
     const g = guest('t');
     const h = guest('u');
@@ -65,8 +65,9 @@ describe('guests at a room\'s home', () => {
     assert.equal(table.run('g', g, () => {}, undefined, true, 1), false, `past ${MAX_GUEST_WAITING_BYTES} bytes of its own`);
     assert.equal(held.inUse, 2 * MiB);
     assert.equal(table.run('h', h, () => {}, undefined, true, MiB), true);
-    assert.equal(table.run('h', h, () => {}, undefined, true, MiB), false, 'the relay\'s held budget is spent');
+    assert.equal(table.run('h', h, () => {}, undefined, true, MiB), false, 'guests\' half of the relay\'s held budget is spent');
+    assert.ok(held.take(3 * MiB), 'the other half is the connections\' here');
     await new Promise((r) => setTimeout(r, 50));
-    assert.equal(held.inUse, 0, 'given back as they ran');
+    assert.equal(held.inUse, 3 * MiB, 'given back as they ran');
   });
 });

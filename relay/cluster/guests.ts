@@ -1,4 +1,4 @@
-import type { Budget } from '../budget.ts';
+import { Budget } from '../budget.ts';
 import { Fifo } from '../fifo.ts';
 import type { LobbyPlace, RoomPort } from '../seam.ts';
 import type { Flow, FrameScheduler, Turn } from '../scheduler.ts';
@@ -13,7 +13,7 @@ import type { RemoteLink } from './links.ts';
 export const MAX_GUEST_WAITING = 1024;
 /**
  * Bytes of requests one guest may have waiting here, as a connection here may have held back
- * (2 MiB); they count in the relay's `--max-held-total` too. By count alone, 1,024 requests of up
+ * (2 MiB); they count in half of the relay's `--max-held-total`. By count alone, 1,024 requests of up
  * to 1 MiB each could wait per guest, counted nowhere.
  */
 export const MAX_GUEST_WAITING_BYTES = 2 * 1024 * 1024;
@@ -91,11 +91,20 @@ class GuestTurn implements Turn {
 export class GuestTable {
   private readonly guests = new Map<string, Guest>();
 
+  /**
+   * What guests' waiting requests count in: half of the relay's budget of frames held back, as a
+   * part of it. A connection here that finds that budget spent is cut (4011), and guests, only
+   * ever refused, could otherwise have spent all of it.
+   */
+  private readonly held: Budget | null;
+
   constructor(
     private readonly scheduler: FrameScheduler,
-    /** The relay's budget of frames held back (`--max-held-total`), which waiting requests count in. */
-    private readonly held: Budget | null = null,
-  ) {}
+    /** The relay's budget of frames held back (`--max-held-total`). */
+    held: Budget | null = null,
+  ) {
+    this.held = held && new Budget(held.limit / 2, held);
+  }
 
   static key(from: string, link: string): string {
     return `${from}\u0000${link}`;
