@@ -105,7 +105,7 @@ export interface RelayBudgets {
   readonly listings: BucketMap;
   /**
    * Per token (`project\0tokenKey`): its lobby requests that ended unadmitted (went away, timed
-   * out, denied, replaced). Each request and its end are events to the room's moderators and its
+   * out, replaced; a denial has its own cooldown). Each request and its end are events to the room's moderators and its
    * webhooks: a knock-and-leave loop of the cheapest ask token sent a moderator 5,800 frames a
    * second until it was cut, and pushed the room's own events out of the webhook queue. A token
    * in debt may not knock ({@link LOBBY_CHURN_RATE} a second once {@link LOBBY_CHURN_BURST} are spent).

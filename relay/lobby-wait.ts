@@ -73,7 +73,8 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
   const policy = claims.joinPolicy;
   // no longer than the token lives: an expired token is never admitted, and its place would be held for nothing
   const lives = Math.max(1, Math.floor(claims.exp + config.tokenLeeway - Date.now() / 1000));
-  const ttl = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl, lives);
+  const asked = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl);
+  const ttl = Math.min(asked, lives);
   const requestedAt = Date.now();
   // a request that ends without an admission costs its token (see `lobbyChurn`)
   const unadmitted = () => relay.budgets.lobbyChurn.get(presenceKey(verdict)).spend(1);
@@ -97,7 +98,8 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       return debt ? wireError(debt.code, debt.message, debt.reason) : null;
     },
     refuse: (error) => {
-      unadmitted();
+      // a moderator's denial (which has its cooldown) or the room's end is not the token's doing
+      if (error.code !== 'ENTRY_DENIED') unadmitted();
       if (error.code === 'ENTRY_DENIED' && error.reason === 'denied' && config.lobbyCooldownSec > 0) {
         relay.lobbyCooldowns.add(project, roomId, verdict.tokenKey, Date.now() / 1000 + config.lobbyCooldownSec);
       }
@@ -105,7 +107,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       relay.rooms.release(room);
     },
   };
-  if (!room.lobby.hold(waiting, ttl, lobbyPool(relay, verdict))) return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
+  if (!room.lobby.hold(waiting, ttl, lobbyPool(relay, verdict), lives < asked)) return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-full', message: 'the lobby is full: try again later' };
   relay.log.info('lobby: waiting', { participant: id, room: roomId, project, ttl });
   joiner.send({ type: 'lobby', requestedAt, ttl });
   return {

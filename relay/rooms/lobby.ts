@@ -50,12 +50,16 @@ export class Lobby {
    * Hold a joiner for at most `ttlSeconds`, one of `pool` (the relay's count of waiting joiners,
    * or its project's part of it for a domain-wide token); false when that is spent.
    */
-  hold(waiting: Waiting, ttlSeconds: number, pool: Budget): boolean {
+  hold(waiting: Waiting, ttlSeconds: number, pool: Budget, tokenEnds = false): boolean {
     const id = waiting.request.participantId;
     if (!pool.take(1)) return false;
+    // `tokenEnds`: the wait ends because the token does (it would never be admitted after)
+    const timeout: WireError = tokenEnds
+      ? { code: 'INVALID_TOKEN', kind: 'Auth', message: 'the token expired while it waited in the lobby', reason: 'expired' }
+      : { code: 'ENTRY_TIMEOUT', kind: 'Lobby', message: `no moderator admitted you within ${ttlSeconds} s`, reason: 'ttl' };
     const timer = setTimeout(() => {
       if (!this.release(id, 'timeout')) return;
-      waiting.refuse({ code: 'ENTRY_TIMEOUT', kind: 'Lobby', message: `no moderator admitted you within ${ttlSeconds} s`, reason: 'ttl' });
+      waiting.refuse(timeout);
     }, ttlSeconds * 1000);
     timer.unref?.();
     this.held.set(id, { ...waiting, timer, pool });
