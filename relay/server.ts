@@ -116,7 +116,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       options.rooms ??
       new MemoryRoomRegistry({
         limits: config,
-        providers: options.providers ?? localProviders(config, budgets.whiteboard, budgets.arena),
+        providers: options.providers ?? localProviders(config, budgets.whiteboard, budgets.arena, () => options.keys.projectCount),
         log,
         media: options.media === undefined ? new WeriftEngine({ mediaIp: config.mediaIp, maxTransports: config.maxMediaTransports }) : options.media,
         budgets,

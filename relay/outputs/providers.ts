@@ -21,7 +21,7 @@ export interface ProviderSettings {
   transcriptionUrl?: string;
   /** The local transcription engine's pocketsphinx model directory (Debian's `pocketsphinx-en-us` by default). */
   asrModel?: string;
-  /** Caps of the relay's speech recognisers (per room, per relay, start pacing). */
+  /** Caps of the relay's speech recognisers (per room, per project, per relay, start pacing). */
   transcriptionLimits?: RecogniserLimits;
   /** The ffmpeg of the media outputs (a path, or a name on `PATH`; default `ffmpeg`). */
   ffmpeg?: string;
@@ -57,10 +57,11 @@ function projectQuota(settings: ProviderSettings): DiskQuota {
 
 /**
  * The relay's provider of each output. Replace an entry to plug in another implementation.
- * `whiteboards` is the relay-wide budget of whiteboard shapes, `arena` the memory they are kept in.
+ * `whiteboards` is the relay-wide budget of whiteboard shapes, `arena` the memory they are kept in,
+ * `projects` how many projects the relay serves (the recognisers' per-project cap applies past one).
  */
-export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity), arena: ByteArena = new ByteArena()): ProviderFactories {
-  const recognisers = new RecogniserPool(settings.transcriptionLimits);
+export function localProviders(settings: ProviderSettings, whiteboards: Budget = new Budget(Infinity), arena: ByteArena = new ByteArena(), projects?: () => number): ProviderFactories {
+  const recognisers = new RecogniserPool(settings.transcriptionLimits, undefined, projects);
   const disk = new DiskReserve(() => settings.diskMinFree ?? DEFAULTS.diskMinFree);
   const quota = projectQuota(settings);
   return {

@@ -90,6 +90,11 @@ export class KeyStore {
   get size(): number {
     return this.keys.size;
   }
+
+  /** Projects of the last (re)load. */
+  get projectCount(): number {
+    return this.projects.size;
+  }
 }
 
 /** The parsed content of a `--keys` file: always as projects (the flat form is `default`). */

@@ -32,4 +32,12 @@ describe('checkAsr', () => {
     await assert.rejects(checkAsr(ffmpeg.path, model), (err: { reason?: string }) => err.reason === 'ffmpeg-failed');
     assert.equal(ffmpeg.runs(), 1);
   });
+
+  it('a check that hangs is ended at its deadline and fails (kept pending, it held every later start)', async () => {
+    const ffmpeg = counting('ffmpeg-hangs', 'exec sleep 60');
+    const model = asrModel(DEFAULT_ASR_MODEL, 'en');
+    const began = Date.now();
+    await assert.rejects(checkAsr(ffmpeg.path, model, 300), (err: { reason?: string; message: string }) => err.reason === 'ffmpeg-failed' && /took over/.test(err.message));
+    assert.ok(Date.now() - began < 5000);
+  });
 });

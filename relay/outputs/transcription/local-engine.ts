@@ -47,6 +47,8 @@ export function asrModel(dir: string, language: string): AsrModel {
 
 const asrFilter = (model: AsrModel) => `asr=hmm=${model.hmm}:dict=${model.dict}:lm=${model.lm}`;
 
+/** The longest the model check may take (ms; it takes 0.4 s). */
+const CHECK_DEADLINE_MS = 20_000;
 /** A check that failed is made again after this (ms): a model installed meanwhile is found. */
 const FAILED_CHECK_MS = 30_000;
 
@@ -61,17 +63,17 @@ const checks = new Map<string, { result: Promise<void>; failedAt: number | null 
  * token), every start ran one, outside the recognisers' caps (60 processes at once, 5.9 GB, from
  * one token in three rooms). A failure is kept for {@link FAILED_CHECK_MS}.
  */
-export function checkAsr(ffmpeg: string, model: AsrModel): Promise<void> {
+export function checkAsr(ffmpeg: string, model: AsrModel, deadlineMs = CHECK_DEADLINE_MS): Promise<void> {
   const key = [ffmpeg, model.hmm, model.dict, model.lm].join('\u0000');
   const known = checks.get(key);
   if (known && (known.failedAt === null || Date.now() - known.failedAt < FAILED_CHECK_MS)) return known.result;
-  const check = { result: runAsrCheck(ffmpeg, model), failedAt: null as number | null };
+  const check = { result: runAsrCheck(ffmpeg, model, deadlineMs), failedAt: null as number | null };
   check.result.catch(() => (check.failedAt = Date.now()));
   checks.set(key, check);
   return check.result;
 }
 
-async function runAsrCheck(ffmpeg: string, model: AsrModel): Promise<void> {
+async function runAsrCheck(ffmpeg: string, model: AsrModel, deadlineMs: number): Promise<void> {
   const lines = reasonLines();
   let proc: FfmpegProcess;
   try {
@@ -84,7 +86,15 @@ async function runAsrCheck(ffmpeg: string, model: AsrModel): Promise<void> {
     if (err instanceof FfmpegMissing) throw new RelayError('INTERNAL_ERROR', err.message, 'ffmpeg-missing');
     throw err;
   }
-  const exit = await proc.exited;
+  // a check that hangs (a model on a stuck mount) is ended: kept pending, it would hold every later start
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), deadlineMs)));
+  const exit = await Promise.race([proc.exited, late]);
+  clearTimeout(timer);
+  if (exit === null) {
+    await proc.stop(1000);
+    throw new RelayError('INTERNAL_ERROR', `loading the speech model took over ${deadlineMs / 1000} s`, 'ffmpeg-failed');
+  }
   if (exit.code !== 0) throw new RelayError('INTERNAL_ERROR', lines.reason(`this ffmpeg cannot run the asr filter (built without pocketsphinx?) or the model does not load`), 'ffmpeg-failed');
 }
 

@@ -103,4 +103,15 @@ describe('RecogniserPool', () => {
     assert.ok(granted.includes('good/r/speaker'), 'the other project gets one at once');
     assert.equal(pool.running, 5);
   });
+
+  it('a relay of one project gives it every place: the per-project cap is a share between projects', () => {
+    let projects = 1;
+    const pool = new RecogniserPool({ perRoom: 4, perProject: 4, perRelay: 8, participantSpacingMs: 3000, relayStartEveryMs: 1000 }, manualClock(), () => projects);
+    let granted = 0;
+    for (const room of ['r1', 'r2', 'r3']) for (let i = 0; i < 4; i++) pool.request(at(room, `m${i}`), () => granted++);
+    assert.equal(granted, 8, 'the whole relay for the only project');
+    projects = 2;
+    pool.request(at('other', 'x', 'q'), () => granted++);
+    assert.equal(granted, 8, 'the relay is full: a second project waits for a place like anyone');
+  });
 });

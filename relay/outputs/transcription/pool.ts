@@ -1,9 +1,10 @@
 /**
  * Who may run a speech recogniser now. Each one is an ffmpeg decoding a microphone and, for the
  * local engine, pocketsphinx (about a sixth of a core while it listens, and 0.4 s of CPU to load
- * its model at every start). So recognisers are capped per room, per project and per relay (one
- * project, e.g. through a leaked domain-wide token with `canTranscribe` in many rooms, takes at
- * most half of the relay's: the other projects' microphones keep the rest), and starts are
+ * its model at every start). So recognisers are capped per room, per project and per relay (on a
+ * relay of several projects one project, e.g. through a leaked domain-wide token with
+ * `canTranscribe` in many rooms, takes at most half of the relay's: the other projects'
+ * microphones keep the rest; a relay of one project has all of them for it), and starts are
  * paced: per participant (one member republishing a microphone in a loop starts at most one
  * recogniser per `participantSpacingMs`) and relay-wide (a bucket of `perRelay` starts that
  * refills one per `relayStartEveryMs`). Microphones over a cap wait, first come first served,
@@ -14,7 +15,7 @@
 export interface RecogniserLimits {
   /** Recognisers one room runs at once. */
   perRoom: number;
-  /** Recognisers one project runs at once, all its rooms together. */
+  /** Recognisers one project runs at once, all its rooms together, while the relay serves more than one project. */
   perProject: number;
   /** Recognisers the relay runs at once, all rooms together. */
   perRelay: number;
@@ -66,6 +67,8 @@ export class RecogniserPool {
   constructor(
     readonly limits: RecogniserLimits = RECOGNISER_LIMITS,
     private readonly clock: PoolClock = REAL_CLOCK,
+    /** How many projects the relay serves now (its keys are reloaded): with one, `perProject` does not apply. */
+    private readonly projects: () => number = () => 2,
   ) {
     this.tokens = limits.perRelay;
     this.refilledAt = clock.now();
@@ -107,11 +110,12 @@ export class RecogniserPool {
     for (const [key, at] of this.lastStart) if (now - at >= this.limits.participantSpacingMs) this.lastStart.delete(key);
     const grants: Waiter[] = [];
     let wake = Infinity;
+    const perProject = this.projects() > 1 ? this.limits.perProject : Infinity;
     for (let i = 0; i < this.waiting.length && this.active < this.limits.perRelay; ) {
       const w = this.waiting[i]!;
       const key = `${w.room}\u0000${w.participant}`;
       const last = this.lastStart.get(key);
-      if ((this.perRoom.get(w.room) ?? 0) >= this.limits.perRoom || (this.perProject.get(w.project) ?? 0) >= this.limits.perProject) {
+      if ((this.perRoom.get(w.room) ?? 0) >= this.limits.perRoom || (this.perProject.get(w.project) ?? 0) >= perProject) {
         i++;
         continue;
       }
