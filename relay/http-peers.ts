@@ -124,7 +124,11 @@ function unavailable(res: ServerResponse, error: string): void {
 export async function passToPeers(req: IncomingMessage, res: ServerResponse, peers: PeerFiles, place: FilePlace, path: string, share: { key: string; max: number }): Promise<boolean> {
   const key = peers.peerKey;
   const mine = passingBy.get(share.key) ?? 0;
-  if (passing >= MAX_PASSED || key === null) {
+  if (key === null) {
+    unavailable(res, 'this node has not read the cluster\'s key yet: try again');
+    return true;
+  }
+  if (passing >= MAX_PASSED) {
     unavailable(res, 'too many downloads at once');
     return true;
   }

@@ -33,7 +33,10 @@ export async function passDownload(res, url, token, filename, send) {
   res.once('close', gone);
   try {
     const answer = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
-    if (!answer.ok || !answer.body) return send(res, answer.status, { error: 'not found' });
+    if (!answer.ok || !answer.body) {
+      await answer.body?.cancel();
+      return send(res, answer.status, { error: 'not found' });
+    }
     res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream', 'content-disposition': `attachment; filename="${filename}"` });
     await pipeline(Readable.fromWeb(answer.body), res);
   } catch {
