@@ -111,6 +111,9 @@ interface Handshake {
   early: Inbound[];
 }
 
+/** The longest delay a timer takes (browsers and Node fire a longer one at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** WebSocket's close code for a message too big to process (RFC 6455 §7.4.1). */
 const MESSAGE_TOO_BIG = 1009;
 
@@ -142,6 +145,7 @@ function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeo
     ws.binaryType = 'arraybuffer';
     const early: Handshake['early'] = [];
     let settled = false;
+    let waiting = false;
     let timer: ReturnType<typeof setTimeout>;
     const settle = (error: SdkError | null, joined?: JoinedFrame) => {
       if (settled) return;
@@ -177,9 +181,13 @@ function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeo
       if (!frame) return;
       if (frame.type === 'joined') return settle(null, frame);
       if (frame.type === 'lobby') {
-        // the relay keeps the lobby's time; ours only guards against a relay gone silent
+        // once: a relay sending it again and again would keep the join pending for ever
+        if (waiting) return;
+        waiting = true;
+        // the relay keeps the lobby's time; ours only guards against a relay gone silent (within
+        // what a timer holds: past it, one fires at once)
         clearTimeout(timer);
-        timer = setTimeout(() => settle(new SdkError('ENTRY_TIMEOUT', 'the lobby wait ran out', { reason: 'ttl' })), frame.ttl * 1000 + 10_000);
+        timer = setTimeout(() => settle(new SdkError('ENTRY_TIMEOUT', 'the lobby wait ran out', { reason: 'ttl' })), Math.min(MAX_TIMER_MS, Math.max(0, frame.ttl) * 1000 + 10_000));
         if (options.onWaiting) {
           try {
             options.onWaiting({ requestedAt: frame.requestedAt, ttl: frame.ttl });

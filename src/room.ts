@@ -94,6 +94,7 @@ export class Room {
       },
       joined.participants,
       joined.counts,
+      joined.self.id,
     );
     this.handlers = {
       'participant-joined': (info) => this.participants.joined(info),

@@ -203,6 +203,59 @@ describe('server frames: the SDK validates what the relay sends', () => {
     assert.equal(room.connected, true);
   });
 
+  it('a relay that answers stream.open with a chunk of 0 bytes or a window below 1 fails the send (it looped for ever, 150 MB/s); a stream id reused while open fails the first stream; the stage never holds yourself or anyone twice; counts must add up', async () => {
+    relay = await fakeRelay((ws) => ws.send(JSON.stringify({ ...joinedFrame(), participants: [{ id: 'a', name: 'a', joinedAt: 1 }, { id: 'b', name: 'b', joinedAt: 2 }, { id: 'b', name: 'b', joinedAt: 2 }] })));
+    const room = await join(relay.url);
+    const errors: SdkError[] = [];
+    room.on('error', ({ error }) => errors.push(error));
+    const ws = relay.socket();
+    assert.deepEqual([...room.remoteParticipants.keys()], ['b'], 'not the local participant, b once');
+
+    for (const answer of [{ streamId: 1, chunkBytes: 0, window: 16 }, { streamId: 2, chunkBytes: 65536, window: -5 }, { streamId: -1, chunkBytes: 65536, window: 16 }]) {
+      const send = room.dataStream.send('hello', { topic: 't' });
+      const request = await relay.nextRequest();
+      assert.equal(request.method, 'stream.open');
+      ws.send(JSON.stringify({ type: 'response', id: request.id, result: answer }));
+      assertSdkError(await rejection(send), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame', message: /stream\.open result/ });
+    }
+
+    const streams: Array<{ text: Promise<string> }> = [];
+    room.dataStream.on('stream', (stream) => {
+      const text = stream.readText();
+      text.catch(() => undefined); // the second one ends with the connection, after the test
+      streams.push({ text });
+    });
+    const open = (streamId: number, size: number) => ws.send(JSON.stringify({ type: 'event', name: 'stream.open', data: { streamId, from: 'b', timestamp: 1, size, kind: 'text' } }));
+    open(9, 5);
+    await new Promise((r) => setTimeout(r, 50));
+    open(9, 3);
+    assertSdkError(await rejection(streams[0]!.text), { kind: 'Network', code: 'INTERNAL_ERROR', reason: 'bad-frame' });
+
+    ws.send(JSON.stringify({ type: 'event', name: 'participant-joined', data: { id: 'a', name: 'me again', joinedAt: 3 } }));
+    ws.send(JSON.stringify({ type: 'event', name: 'participant-count-changed', data: { speaker: -1, viewer: -2, total: -3 } }));
+    ws.send(JSON.stringify({ type: 'event', name: 'participant-count-changed', data: { speaker: 2, viewer: 0, total: 5 } }));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual([...room.remoteParticipants.keys()], ['b'], 'participant-joined of yourself is not another participant');
+    assert.deepEqual(room.participantCount, { speaker: 1, viewer: 0, total: 1 }, 'counts that do not add up are not taken');
+    assert.equal(errors.filter((e) => e.reason === 'bad-frame').length, 2, 'each bad count is a bad-frame');
+  });
+
+  it('a lobby ttl a timer cannot hold, or a lobby frame sent again and again, neither ends the wait at once nor keeps it for ever', async () => {
+    const lobby = (ttl: number) => JSON.stringify({ type: 'lobby', requestedAt: Date.now(), ttl });
+    relay = await fakeRelay((ws) => ws.send(lobby(1e308)));
+    const settledEarly = await Promise.race([join(relay.url).then(() => 'joined', (e: SdkError) => e.code), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+    assert.equal(settledEarly, 'waiting', 'a huge ttl does not time the wait out at once');
+    await relay.close();
+    // the relay's own ttl of 0 s, repeated every 100 ms: the wait ends 10 s after the first, not never
+    relay = await fakeRelay((ws) => {
+      ws.send(lobby(0));
+      const again = setInterval(() => (ws.readyState === ws.OPEN ? ws.send(lobby(0)) : clearInterval(again)), 100);
+    });
+    const began = Date.now();
+    assertSdkError(await rejection(join(relay.url)), { kind: 'Lobby', code: 'ENTRY_TIMEOUT', reason: 'ttl' });
+    assert.ok(Date.now() - began < 12_000);
+  });
+
   it('frames right behind joined (before the room listens) are validated too', async () => {
     relay = await fakeRelay((ws) => {
       ws.send(JSON.stringify(joinedFrame()));

@@ -182,6 +182,9 @@ export class DataStreams {
 
   /** @internal */
   opened(info: StreamInfo): void {
+    // a relay reusing the id of a stream still open: that one can never end now (its reader waited for ever)
+    this.incoming.get(info.streamId)?.fail(new SdkError('INTERNAL_ERROR', 'the relay opened another stream under this one\'s id', { reason: 'bad-frame' }));
+    this.incoming.delete(info.streamId);
     if (!this.events.has('stream')) {
       // kept by nobody: the relay need not send its bytes here
       if (info.size > 0) this.connection.request('stream.leave', { streamId: info.streamId }).catch(() => undefined);

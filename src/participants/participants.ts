@@ -47,6 +47,8 @@ export class Participants {
     private readonly hooks: ParticipantHooks,
     initial: ParticipantInfo[],
     counts: ParticipantCounts,
+    /** The local participant: never one of the others, whatever a relay says. */
+    private readonly selfId: string,
   ) {
     for (const info of initial) writeEntry(this.view, info.id, new RemoteParticipant(info, actions));
     this.current = Object.freeze({ ...counts });
@@ -62,7 +64,7 @@ export class Participants {
   }
 
   joined(info: ParticipantInfo): void {
-    if (this.view.has(info.id)) return;
+    if (info.id === this.selfId || this.view.has(info.id)) return;
     const participant = new RemoteParticipant(info, this.actions);
     writeEntry(this.view, info.id, participant);
     this.events.emit('participant-joined', { participant });

@@ -9,7 +9,9 @@ import {
   fitList,
   fitLobbyDecision,
   fitParticipantSummary,
+  intIn,
   isNumber,
+  isStreamId,
   isPubSubMessage,
   isShape,
   isString,
@@ -18,6 +20,11 @@ import {
   record,
   type Guard,
 } from './validate-server-values.ts';
+
+/** The largest chunk a relay may ask a stream to be sent in (the relay's default is 64 KiB). */
+const MAX_STREAM_CHUNK_BYTES = 16 * 1024 * 1024;
+/** The most chunks a relay may let a stream's sender have unacknowledged (its default is 16). */
+const MAX_STREAM_WINDOW = 4096;
 
 /** A parser of one method's result; `params` are the request's (e.g. which output it started). */
 export type ResultParser<M extends Method> = (result: unknown, params: Params<M>) => Parsed<Result<M>>;
@@ -73,7 +80,8 @@ const RESULTS: { [M in Method]: ResultParser<M> } = {
   'pubsub.subscribe': empty,
   'pubsub.unsubscribe': empty,
   'pubsub.history': listIn('messages', isPubSubMessage),
-  'stream.open': record({ streamId: isNumber, chunkBytes: isNumber, window: isNumber }),
+  // a chunk of 0 bytes made a send loop for ever, a window below 1 wait for ever
+  'stream.open': record({ streamId: isStreamId, chunkBytes: intIn(1, MAX_STREAM_CHUNK_BYTES), window: intIn(1, MAX_STREAM_WINDOW) }),
   'stream.close': empty,
   'stream.leave': empty,
 };

@@ -45,6 +45,12 @@ export type RecordSpec<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? Field<T[
 export const isString = (v: unknown): v is string => typeof v === 'string';
 /** JSON has no NaN nor Infinity: a parsed number is finite. */
 export const isNumber = (v: unknown): v is number => typeof v === 'number';
+/** A count or a size: a whole number, not negative, that a double holds exactly. */
+export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+/** A stream id: what a chunk's header carries (32 bits). */
+export const isStreamId = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0xffffffff;
+/** A whole number from `min` to `max`. */
+export const intIn = (min: number, max: number) => (v: unknown): v is number => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
 export const isBoolean = (v: unknown): v is boolean => typeof v === 'boolean';
 /** Any JSON value (a pubsub payload): only a missing one is wrong. */
 export const isJson = (v: unknown): v is JsonValue => v !== undefined;
@@ -179,16 +185,21 @@ const isLooseSummary = guard<LooseTracks<ParticipantSummary>>({ ...PARTICIPANT_I
 export const fitParticipantSummary = (v: unknown): ParticipantSummary | Malformed =>
   isParticipantSummary(v) ? v : isLooseSummary(v) ? { ...v, tracks: knownTracks(v.tracks) } : MALFORMED;
 
-export const parseCounts = record<ParticipantCounts>({ speaker: isNumber, viewer: isNumber, total: isNumber });
+const countsRecord = record<ParticipantCounts>({ speaker: isCount, viewer: isCount, total: isCount });
+/** The room's counts: whole, not negative, and `total` is the sum of the tiers. */
+export const parseCounts: ValueParser<ParticipantCounts> = (v) => {
+  const parsed = countsRecord(v);
+  return parsed.ok && parsed.value.total !== parsed.value.speaker + parsed.value.viewer ? bad('total is not speaker + viewer') : parsed;
+};
 export const LOBBY_REQUEST: Spec<LobbyRequest> = { participantId: isString, name: isString, requestedAt: isNumber };
 export const isLobbyRequest = guard(LOBBY_REQUEST);
 export const PUBSUB_MESSAGE: Spec<PubSubMessage> = { id: isString, topic: isString, payload: isJson, from: isString, timestamp: isNumber };
 export const isPubSubMessage = guard(PUBSUB_MESSAGE);
 export const STREAM_INFO: Spec<StreamInfo> = {
-  streamId: isNumber,
+  streamId: isStreamId,
   from: isString,
   timestamp: isNumber,
-  size: isNumber,
+  size: isCount,
   kind: oneOf(['text', 'bytes', 'blob']),
   topic: optional(isString),
   mimeType: optional(isString),

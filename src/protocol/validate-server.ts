@@ -35,6 +35,14 @@ type FrameOf<T extends FrameType> = Extract<ServerFrame, { type: T }>;
 const parseResume = record<JoinedFrame['resume']>({ credential: isString, graceMs: isNumber });
 const parseLimits = record<JoinedFrame['limits']>({ maxFrameBytes: isNumber, maxPayloadBytes: isNumber });
 
+/** The stage as the room keeps it: each participant once, and never the joiner itself (a broken relay's list had both). */
+function othersOnce<P extends { id: string }>(participants: P[], self: string): P[] {
+  const seen = new Set<string>([self]);
+  const kept = participants.filter((p) => !seen.has(p.id) && (seen.add(p.id), true));
+  // as it came when nothing was left out (the stage of a large room is not copied)
+  return kept.length === participants.length ? participants : kept;
+}
+
 /** Validate a `joined` frame: everything the room is built from. */
 export function parseJoinedFrame(frame: Record<string, unknown>): Parsed<JoinedFrame> {
   const { v, roomId, resumed } = frame;
@@ -60,7 +68,7 @@ export function parseJoinedFrame(frame: Record<string, unknown>): Parsed<JoinedF
     v,
     roomId,
     self: self.value,
-    participants: participants.value,
+    participants: othersOnce(participants.value, self.value.id),
     counts: counts.value,
     outputs: outputs.value,
     ...(lobby.value === undefined ? {} : { lobby: lobby.value }),
