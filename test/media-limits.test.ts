@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { WeriftEngine } from '../relay/media/werift-engine.ts';
+import type { Room } from '../src/room.ts';
 import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { unrefLibraryDelays } from './media-fixtures.ts';
 import { fakeTrack, nodePlatform } from './media-helpers.ts';
@@ -43,6 +44,41 @@ describe('media peer connections are a relay-wide budget (--max-media-transports
     await other.localParticipant.publish('microphone', mic.track);
     assert.equal(engine.openTransports, 2);
     for (const room of [a, b, other]) await room.leave();
+    await until(() => engine.openTransports === 0, 5000, 'every transport closed');
+  });
+});
+
+describe('media peer connections: one token holds half of the budget at most', () => {
+  let t: TestRelay;
+  const engine = new WeriftEngine({ mediaIp: '127.0.0.1', maxTransports: 4 });
+  const stops: Array<() => void> = [];
+  before(async () => {
+    t = await startTestRelay({ mediaIp: '127.0.0.1', media: engine });
+  });
+  after(async () => {
+    stops.forEach((s) => s());
+    await t.close();
+  });
+
+  it('a shared token\'s members subscribing took every transport of the node from everyone else: now half, and another token still subscribes', async () => {
+    const publisher = await t.join({ token: t.token({ roomId: 'share', participantId: 'p', grant: AV }), media: nodePlatform, autoSubscribe: false });
+    const cam = fakeTrack('video');
+    stops.push(cam.stop);
+    await publisher.localParticipant.publish('camera', cam.track);
+    const shared = t.token({ roomId: 'share', grant: AV });
+    const crowd: Room[] = [];
+    for (let i = 0; i < 3; i++) crowd.push(await t.join({ token: shared, participantId: `crowd-${i}`, media: nodePlatform, autoSubscribe: false }));
+    const other = await t.join({ token: t.token({ roomId: 'share', participantId: 'x', grant: AV }), media: nodePlatform, autoSubscribe: false });
+    const camera = (room: Room) => room.remoteParticipants.get('p')!.tracks.get('camera')!;
+    await until(() => [...crowd, other].every((r) => r.remoteParticipants.get('p')?.tracks.has('camera') === true), 5000, 'the camera announced');
+    await camera(crowd[0]!).subscribe();
+    await camera(crowd[1]!).subscribe();
+    const refused = await rejectsWith(camera(crowd[2]!).subscribe(), 'RATE_LIMITED');
+    assert.equal(refused.reason, 'media-full');
+    assert.match(refused.message, /this token holds its share/);
+    await camera(other).subscribe();
+    assert.equal(engine.openTransports, 4);
+    for (const room of [...crowd, other, publisher]) await room.leave();
     await until(() => engine.openTransports === 0, 5000, 'every transport closed');
   });
 });

@@ -5,6 +5,7 @@ import type { ServerFrame } from '../../src/protocol/messages.ts';
 import { RelayError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Member } from '../rooms/member.ts';
+import { presenceKey } from '../rooms/presence.ts';
 import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource, type TransportStats } from './engine.ts';
 
 interface Publication {
@@ -140,7 +141,7 @@ export class MediaBoard {
     this.negotiating.set(member, held);
     let transport: PublishTransport;
     try {
-      transport = await engine.publish(kind, offer).catch((err: Error) => {
+      transport = await engine.publish(kind, offer, presenceKey(member)).catch((err: Error) => {
         throw err instanceof TransportsFull ? full(err) : new RelayError('INVALID_ARGUMENT', `the offer could not be negotiated: ${err.message}`, 'bad-sdp');
       });
     } finally {
@@ -214,7 +215,7 @@ export class MediaBoard {
     let transport: SubscribeTransport;
     try {
       transport = await this.engineOrFail()
-        .subscribe(p.kind)
+        .subscribe(p.kind, presenceKey(subscriber))
         .catch((err: Error) => {
           throw err instanceof TransportsFull ? full(err) : err;
         });

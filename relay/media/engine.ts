@@ -54,8 +54,12 @@ export class PublishFailure extends Error {
 
 /** The engine holds as many transports as it may (`--max-media-transports`): nothing new until some close. */
 export class TransportsFull extends Error {
-  constructor(readonly limit: number) {
-    super(`the relay holds its most media transports (${limit})`);
+  constructor(
+    readonly limit: number,
+    /** The share of one owner (a token) that was reached, if that was the limit. */
+    readonly share = false,
+  ) {
+    super(share ? `this token holds its share of the relay's media transports (${limit})` : `the relay holds its most media transports (${limit})`);
   }
 }
 
@@ -102,8 +106,9 @@ export interface TrackRecorder {
 
 /** Makes transports, and records tracks. */
 export interface MediaEngine {
-  publish(kind: TrackKind, offer: string): Promise<PublishTransport>;
-  subscribe(kind: TrackKind): Promise<SubscribeTransport>;
+  /** `owner`: whose share of the transports it takes (a token: one holds half of them at most). */
+  publish(kind: TrackKind, offer: string, owner?: string): Promise<PublishTransport>;
+  subscribe(kind: TrackKind, owner?: string): Promise<SubscribeTransport>;
   /** Write one layer of a track to `path` as it arrives (WebM for VP8 and Opus). */
   record(source: TrackSource, layer: string, path: string): Promise<TrackRecorder>;
 }

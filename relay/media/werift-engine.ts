@@ -96,10 +96,21 @@ export class WeriftEngine implements MediaEngine {
   }
 
   private readonly open = new Set<RTCPeerConnection>();
+  /** The owner of each open transport, and how many each holds. */
+  private readonly ownerOf = new Map<RTCPeerConnection, string>();
+  private readonly byOwner = new Map<string, number>();
 
-  private peer(): RTCPeerConnection {
+  /**
+   * A new peer connection, within the relay's limit, and within half of it for one owner: a
+   * shared token's members subscribing in a loop and never answering held the whole pool (149 of
+   * 150 within 400 ms, again as the unanswered ones timed out), and every other member of every
+   * room on the node got `media-full`.
+   */
+  private peer(owner?: string): RTCPeerConnection {
     const limit = this.options.maxTransports ?? MAX_TRANSPORTS;
     if (this.open.size >= limit) throw new TransportsFull(limit);
+    const share = Math.max(1, Math.floor(limit / 2));
+    if (owner !== undefined && (this.byOwner.get(owner) ?? 0) >= share) throw new TransportsFull(share, true);
     const ip = this.options.mediaIp;
     const pc = new RTCPeerConnection({
       iceLite: true,
@@ -111,12 +122,23 @@ export class WeriftEngine implements MediaEngine {
       headerExtensions: { video: [useSdesMid(), useSdesRTPStreamId(), useRepairedRtpStreamId()], audio: [useSdesMid()] },
     });
     this.open.add(pc);
+    if (owner !== undefined) {
+      this.ownerOf.set(pc, owner);
+      this.byOwner.set(owner, (this.byOwner.get(owner) ?? 0) + 1);
+    }
     return pc;
   }
 
   /** Close a peer connection made here, whatever its state (werift's close is idempotent). */
   private closePeer(pc: RTCPeerConnection): void {
     this.open.delete(pc);
+    const owner = this.ownerOf.get(pc);
+    if (owner !== undefined) {
+      this.ownerOf.delete(pc);
+      const left = (this.byOwner.get(owner) ?? 1) - 1;
+      if (left > 0) this.byOwner.set(owner, left);
+      else this.byOwner.delete(owner);
+    }
     void pc.close().catch(() => undefined);
   }
 
@@ -126,8 +148,8 @@ export class WeriftEngine implements MediaEngine {
    * offer (transceiverManager.setRemoteRTP), before the publisher can even have the answer, so it
    * proves nothing about media reaching the relay.
    */
-  async publish(kind: TrackKind, offer: string): Promise<PublishTransport> {
-    const pc = this.peer();
+  async publish(kind: TrackKind, offer: string, owner?: string): Promise<PublishTransport> {
+    const pc = this.peer(owner);
     const counters = zero();
     const closed = watchClosed(pc);
     let remb: ReturnType<typeof setInterval> | null = null;
@@ -220,8 +242,8 @@ export class WeriftEngine implements MediaEngine {
     };
   }
 
-  async subscribe(kind: TrackKind): Promise<SubscribeTransport> {
-    const pc = this.peer();
+  async subscribe(kind: TrackKind, owner?: string): Promise<SubscribeTransport> {
+    const pc = this.peer(owner);
     const counters = zero();
     const closed = watchClosed(pc);
     const transceiver = pc.addTransceiver(new MediaStreamTrack({ kind }), { direction: 'sendonly' });
