@@ -42,7 +42,8 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
   async announce(base: string): Promise<void> {
     await this.readKey();
     await this.bus.redis.hset(HTTP_KEY, this.bus.node, base);
-    this.keyTimer ??= setInterval(() => void this.readKey().catch(this.failed), PEER_KEY_EVERY_MS);
+    // said again now and then: a node that seemed dead for a while (others took its entry out) is found again
+    this.keyTimer ??= setInterval(() => void Promise.all([this.readKey(), this.bus.redis.hset(HTTP_KEY, this.bus.node, base)]).catch(this.failed), PEER_KEY_EVERY_MS);
     this.keyTimer.unref();
   }
 
@@ -76,6 +77,9 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
     const all = await this.bus.redis.hgetall(HTTP_KEY);
     const others = Object.keys(all).filter((node) => node !== this.bus.node);
     const alive = await this.bus.alive(others);
+    // a node that died without leaving (killed) left its entry: node ids are new at each start, so they piled up
+    const dead = others.filter((node) => !alive.has(node));
+    if (dead.length > 0) void this.bus.redis.hdel(HTTP_KEY, ...dead).catch(this.failed);
     return others.filter((node) => alive.has(node)).map((node) => all[node]!);
   }
 
