@@ -6,8 +6,6 @@ import type { Logger } from '../log.ts';
 export interface Envelope {
   readonly header: Record<string, unknown>;
   readonly payload: Buffer | null;
-  /** The whole message's size, as it arrived (absent for one made here). */
-  readonly bytes?: number;
 }
 
 /** A header field that must be a string (another node's message is checked like any input), or null. */
@@ -34,7 +32,7 @@ export function decodeEnvelope(bytes: Buffer): Envelope | null {
   try {
     const header: unknown = JSON.parse((cut < 0 ? bytes : bytes.subarray(0, cut)).toString('utf8'));
     if (typeof header !== 'object' || header === null || Array.isArray(header)) return null;
-    return { header: header as Record<string, unknown>, payload: cut < 0 ? null : bytes.subarray(cut + 1), bytes: bytes.length };
+    return { header: header as Record<string, unknown>, payload: cut < 0 ? null : bytes.subarray(cut + 1) };
   } catch {
     return null;
   }

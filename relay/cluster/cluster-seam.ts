@@ -16,7 +16,7 @@ import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
 import { isId, isRecord } from '../../src/protocol/parse.ts';
 import { wireError } from '../../src/protocol/codes.ts';
-import { GuestTable, type Guest } from './guests.ts';
+import { GuestTable, guestRequestBytes, type Guest } from './guests.ts';
 import { requestFromBus } from '../data/raw-json.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
@@ -255,7 +255,7 @@ export class ClusterSeam implements RoomSeam {
     wait: (from, envelope) => this.later(envelope, this.hostWait(from, envelope)),
     api: (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
     'api-rooms': (_from, envelope) => this.later(envelope, this.api.serve(envelope)),
-    req: (from, { header: h, payload, bytes }) => {
+    req: (from, { header: h, payload }) => {
       const guest = this.guest(from, h.link);
       if (!guest?.port) return;
       const request = requestFromBus(h.request, h.raw, payload);
@@ -269,7 +269,7 @@ export class ClusterSeam implements RoomSeam {
       const queued = this.guests.run(GuestTable.key(from, guest.link.link), guest, ({ port, link }) => {
         const fault = (message: string, err: unknown) => this.relay.log.error(message, { error: err instanceof Error ? err.message : String(err) });
         port?.request(request, { send: (f) => link.send(f), sendOwn: (d) => link.sendRaw(d), fault }).catch((err: unknown) => fault('request failed after its answer', err));
-      }, undefined, true, bytes ?? 0);
+      }, undefined, true, () => guestRequestBytes(h.request, payload));
       if (!queued && typeof request?.id === 'number') {
         guest.link.send({ type: 'response', id: request.id, error: { code: 'RATE_LIMITED', kind: 'Request', message: "your requests are waiting at the room's node: slow down", reason: 'message-rate' } });
       }

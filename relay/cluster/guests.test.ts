@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { FrameScheduler } from '../scheduler.ts';
 import type { RoomPort } from '../seam.ts';
 import { Budget } from '../budget.ts';
-import { GuestTable, MAX_GUEST_WAITING, MAX_GUEST_WAITING_BYTES, type Guest } from './guests.ts';
+import { GuestTable, guestRequestBytes, MAX_GUEST_WAITING, MAX_GUEST_WAITING_BYTES, type Guest } from './guests.ts';
 import type { RemoteLink } from './links.ts';
 
 const port = (tokenKey: string) => ({ member: { id: 'm', tier: 'viewer', project: 'p', tokenKey } }) as unknown as RoomPort;
@@ -69,5 +69,25 @@ describe('guests at a room\'s home', () => {
     assert.ok(held.take(3 * MiB), 'the other half is the connections\' here');
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(held.inUse, 3 * MiB, 'given back as they ran');
+  });
+
+  it('a request from the bus is measured as its payload and its request\'s JSON, and only when it must wait', async () => {
+    const request = { type: 'request', id: 7, method: 'pubsub.publish', params: { topic: 't', payload: 'x'.repeat(1000) } };
+    assert.equal(guestRequestBytes(request, null), JSON.stringify(request).length);
+    assert.equal(guestRequestBytes(request, new Uint8Array(5000)), JSON.stringify(request).length + 5000);
+    const scheduler = new FrameScheduler({ defer: (fn) => void setImmediate(fn) });
+    const table = new GuestTable(scheduler, new Budget(64 * 1024 * 1024));
+    const g = guest('t');
+    table.set('g', g);
+    let measured = 0;
+    const size = () => (measured++, 1024 * 1024);
+    assert.equal(table.run('g', g, () => {}, undefined, true, size), true, 'runs at once');
+    assert.equal(measured, 0, 'not measured: it did not wait');
+    scheduler.enqueue({ flow: scheduler.join('busy'), queued: false, step: () => false });
+    assert.equal(table.run('g', g, () => {}, undefined, true, size), true);
+    assert.equal(table.run('g', g, () => {}, undefined, true, size), true);
+    assert.equal(table.run('g', g, () => {}, undefined, true, size), false, 'past 2 MiB of its own');
+    assert.equal(measured, 3);
+    await new Promise((r) => setTimeout(r, 50));
   });
 });

@@ -54,14 +54,17 @@ class GuestTurn implements Turn {
    * wait already, or the relay's held budget has no room for `bytes`; else it waits whatever it
    * costs (a stream chunk: its node bounds those by their input window).
    */
-  add(fn: () => void, bytes: number, bounded: boolean): boolean {
+  add(fn: () => void, size: number | (() => number), bounded: boolean): boolean {
     if (this.work.length === 0 && this.scheduler.open) {
       this.scheduler.runNow(this.flow, fn);
       return true;
     }
     let charged = 0;
     if (bounded) {
-      if (this.work.length >= MAX_GUEST_WAITING || this.bytes + bytes > MAX_GUEST_WAITING_BYTES) return false;
+      if (this.work.length >= MAX_GUEST_WAITING) return false;
+      // measured only when it must wait
+      const bytes = typeof size === 'function' ? size() : size;
+      if (this.bytes + bytes > MAX_GUEST_WAITING_BYTES) return false;
       if (this.held && !this.held.take(bytes)) return false;
       charged = bytes;
     }
@@ -139,9 +142,9 @@ export class GuestTable {
   /**
    * Run `work` of the guest at `key` in its turn, if it is still that guest then; `after` runs
    * then in any case. `bounded`: false (nothing queued) when what waits is at its bounds (see
-   * {@link GuestTurn.add}); `bytes`: the request's size.
+   * {@link GuestTurn.add}); `size`: the request's bytes (or how to measure them, if it waits).
    */
-  run(key: string, guest: Guest, work: (guest: Guest) => void, after?: () => void, bounded = true, bytes = 0): boolean {
+  run(key: string, guest: Guest, work: (guest: Guest) => void, after?: () => void, bounded = true, size: number | (() => number) = 0): boolean {
     const go = () => {
       if (this.guests.get(key) === guest) work(guest);
       after?.();
@@ -150,6 +153,11 @@ export class GuestTable {
       go();
       return true;
     }
-    return guest.turn.add(go, bytes, bounded);
+    return guest.turn.add(go, size, bounded);
   }
+}
+
+/** The bytes a guest's request holds while it waits: its payload, and its request as the JSON it came as. */
+export function guestRequestBytes(request: unknown, payload: Uint8Array | null): number {
+  return (payload?.byteLength ?? 0) + Buffer.byteLength(JSON.stringify(request) ?? '');
 }
