@@ -98,8 +98,9 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
       return debt ? wireError(debt.code, debt.message, debt.reason) : null;
     },
     refuse: (error) => {
-      // a moderator's denial (which has its cooldown) or the room's end is not the token's doing
-      if (error.code !== 'ENTRY_DENIED') unadmitted();
+      // the room's end is not the token's doing, nor a denial with its cooldown (one without, a
+      // bot denying in a loop, is charged)
+      if (error.code !== 'ENTRY_DENIED' || (error.reason === 'denied' && config.lobbyCooldownSec === 0)) unadmitted();
       if (error.code === 'ENTRY_DENIED' && error.reason === 'denied' && config.lobbyCooldownSec > 0) {
         relay.lobbyCooldowns.add(project, roomId, verdict.tokenKey, Date.now() / 1000 + config.lobbyCooldownSec);
       }

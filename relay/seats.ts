@@ -37,7 +37,8 @@ export class Seats {
   constructor(
     private readonly prefix: (room: Room) => string = () => '',
     /**
-     * Seats held at once for members away, half of them at most for one token: past either, a
+     * Seats held at once for members away, three quarters of them at most for one token (a
+     * quarter stays for every other token's): past either, a
      * member whose connection drops leaves at once (its client joins again). Held seats keep
      * their members, each as much as a connection keeps, with no connection counted: a shared
      * token joining and dropping its sockets in a loop held 42,000 of them past
@@ -92,7 +93,7 @@ export class Seats {
     const seat = credential ? this.byCredential.get(credential) : undefined;
     if (!seat || graceMs <= 0) return false;
     const token = presenceKey(member);
-    if (seat.timer === null && (this.awayNow >= this.maxAway || (this.awayByToken.get(token) ?? 0) >= this.maxAway / 2)) return false;
+    if (seat.timer === null && (this.awayNow >= this.maxAway || (this.awayByToken.get(token) ?? 0) >= Math.floor((this.maxAway * 3) / 4))) return false;
     this.back(seat);
     this.awayNow++;
     this.awayByToken.set(token, (this.awayByToken.get(token) ?? 0) + 1);

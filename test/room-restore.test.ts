@@ -42,7 +42,8 @@ describe('a room restored from its record', () => {
 
   it('a member with no away seat to hold is not in the room, and its credential resumes nothing (it resumed into a room it was not in)', async () => {
     const stored = { opener: 'room', reserved: [], outputs: [], history: [], members: [member('a', 0, { tokenKey: 'shared' }), member('b', 1, { tokenKey: 'shared' })] } as unknown as StoredRoom;
-    const room = restoreRoom(t.relay.context, 'default', 'big', stored, (fn) => fn());
+    const { room, dropped } = restoreRoom(t.relay.context, 'default', 'big', stored, (fn) => fn());
+    assert.deepEqual(dropped, ['b'], 'to be taken out of the record');
     assert.deepEqual([...room.members()].map((m) => m.id), ['a'], 'one seat for the token');
     const { c, answer } = await resume('credential-b');
     assert.equal(answer.type, 'join-error');

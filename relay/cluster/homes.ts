@@ -262,7 +262,10 @@ export class RoomHomes {
   /** This node is the room's home now: if its last home died with members in it, they are restored here. */
   private async restore(project: string, roomId: string): Promise<void> {
     const stored = await this.records.load(project, roomId);
-    if (stored) restoreRoom(this.relay, project, roomId, stored, this.quietly);
+    if (!stored) return;
+    const { room, dropped } = restoreRoom(this.relay, project, roomId, stored, this.quietly);
+    // out of the record too (their leaving was not heard, quietly): the next home would restore them again
+    this.records.dropMembers(room, dropped);
   }
 
   /** The room's bans from Redis, where its earlier homes kept them. */

@@ -20,6 +20,8 @@ const HTTP_KEY = clusterKey('http');
 const PEER_KEY = clusterKey('peer-key');
 /** How often a node reads it again (ms): a Redis restarted empty gets a new one, which each node then takes up. */
 const PEER_KEY_EVERY_MS = 30_000;
+/** How long a listed node is seen dead before its entry is taken out (ms): past its own 30 s of saying where it is. */
+const DEAD_ENTRY_MS = 2 * PEER_KEY_EVERY_MS;
 /** The Redis key naming the node that wrote a recording (of its project and room) or an HLS run. */
 export const placeKey = (place: FilePlace) => (place.kind === 'recording' ? clusterKey('file', 'recording', place.project, place.roomId, place.id) : clusterKey('file', 'hls', place.id));
 
@@ -27,11 +29,14 @@ export const placeKey = (place: FilePlace) => (place.kind === 'recording' ? clus
 export class ClusterFiles implements PeerFiles, RoomObserver {
   private cached: { at: number; bases: Promise<string[]> } | null = null;
   private key: Buffer | null = null;
+  /** Nodes listed but not alive, since when this node saw them so. */
+  private readonly deadSince = new Map<string, number>();
   private keyTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(
     private readonly bus: NodeBus,
     private readonly failed: (err: unknown) => void,
+    private readonly clock: () => number = Date.now,
   ) {}
 
   get peerKey(): Buffer | null {
@@ -61,7 +66,7 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
   }
 
   nodes(): Promise<string[]> {
-    const now = Date.now();
+    const now = this.clock();
     if (!this.cached || now - this.cached.at > NODES_FRESH_MS) {
       const cached = { at: now, bases: this.readNodes() };
       // a failed read is not kept: the next request asks Redis again
@@ -77,9 +82,18 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
     const all = await this.bus.redis.hgetall(HTTP_KEY);
     const others = Object.keys(all).filter((node) => node !== this.bus.node);
     const alive = await this.bus.alive(others);
-    // a node that died without leaving (killed) left its entry: node ids are new at each start, so they piled up
-    const dead = others.filter((node) => !alive.has(node));
-    if (dead.length > 0) void this.bus.redis.hdel(HTTP_KEY, ...dead).catch(this.failed);
+    // a node that died without leaving (killed) left its entry: node ids are new at each start, so
+    // they piled up. Taken out once it has been seen dead for a while: one that only stalled for a
+    // few heartbeats is alive again by then (and says where it is every 30 s anyway)
+    const now = this.clock();
+    const gone: string[] = [];
+    for (const node of others) {
+      if (alive.has(node)) this.deadSince.delete(node);
+      else if (!this.deadSince.has(node)) this.deadSince.set(node, now);
+      else if (now - this.deadSince.get(node)! > DEAD_ENTRY_MS) gone.push(node);
+    }
+    for (const node of this.deadSince.keys()) if (!(node in all)) this.deadSince.delete(node);
+    if (gone.length > 0) void this.bus.redis.hdel(HTTP_KEY, ...gone).catch(this.failed);
     return others.filter((node) => alive.has(node)).map((node) => all[node]!);
   }
 

@@ -224,6 +224,11 @@ export class RoomRecords implements RoomObserver {
     this.queue(room, `m:${member.id}`, null);
   }
 
+  /** Members a restore did not seat (no away seat left, or their key revoked): out of the record too. */
+  dropMembers(room: Room, ids: readonly string[]): void {
+    for (const id of ids) this.queue(room, `m:${id}`, null);
+  }
+
   lobbyRequest(_room: Room, _request: LobbyRequest): void {}
 
   readonly wantsHistory = true;
@@ -339,11 +344,12 @@ export type Quietly = <T>(fn: () => T) => T;
  * Open a room from its record: every member as it was, in its place in the join order, away on
  * its grace period under the credential it had, so that its client's resume finds it here.
  */
-export function restoreRoom(relay: RelayContext, project: string, roomId: string, stored: StoredRoom, quietly: Quietly): Room {
+export function restoreRoom(relay: RelayContext, project: string, roomId: string, stored: StoredRoom, quietly: Quietly): { room: Room; dropped: string[] } {
+  const dropped: string[] = [];
   // nothing started and nobody joined: the webhooks are not told again what they were told by the last home
   const { room, restored } = quietly(() => {
     const opened = relay.rooms.getOrCreate(project, roomId, stored.opener);
-    const restored = addMembers(relay, project, opened, stored.members);
+    const restored = addMembers(relay, project, opened, stored.members, dropped);
     for (const id of stored.reserved) opened.reserveIdentity(id);
     opened.topics.restore(stored.history);
     // arrived now, as far as the history knows: the record does not say when each one came, and
@@ -353,20 +359,24 @@ export function restoreRoom(relay: RelayContext, project: string, roomId: string
   });
   relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length, messages: stored.history.length });
   relay.rooms.release(room);
-  if (relay.rooms.get(project, roomId) !== room) return room;
+  if (relay.rooms.get(project, roomId) !== room) return { room, dropped };
   // what ran at the dead home starts again here, as it was started (a recording goes on in a new file)
   for (const { output, by, options } of stored.outputs) {
     room.outputs.start(output, by, options as never).catch((err: unknown) => relay.log.warn('cluster: an output of a restored room did not start again', { room: roomId, output, error: err instanceof Error ? err.message : String(err) }));
   }
-  return room;
+  return { room, dropped };
 }
 
 /** The members of a record, each in its place, away under its credential; how many were. */
-function addMembers(relay: RelayContext, project: string, room: Room, stored: StoredMember[]): number {
+function addMembers(relay: RelayContext, project: string, room: Room, stored: StoredMember[], dropped: string[]): number {
   const members = [...stored].sort((a, b) => a.position - b.position);
   let restored = 0;
   for (const s of members) {
-    if (room.get(s.id) || !relay.keys.isActive(s.apiKey)) continue;
+    if (room.get(s.id)) continue;
+    if (!relay.keys.isActive(s.apiKey)) {
+      dropped.push(s.id);
+      continue;
+    }
     const member: Member = {
       id: s.id,
       name: s.name,
@@ -389,6 +399,7 @@ function addMembers(relay: RelayContext, project: string, room: Room, stored: St
       // no seat to hold (the away seats are full): its credential must not resume into a room it is not in
       relay.seats.forget(member);
       room.remove(member);
+      dropped.push(member.id);
     }
   }
   return restored;

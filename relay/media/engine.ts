@@ -106,7 +106,7 @@ export interface TrackRecorder {
 
 /** Makes transports, and records tracks. */
 export interface MediaEngine {
-  /** `owner`: whose share of the transports it takes (a token: one holds half of them at most). */
+  /** `owner`: whose share of the transports it takes (a token: one holds three quarters of them at most). */
   publish(kind: TrackKind, offer: string, owner?: string): Promise<PublishTransport>;
   subscribe(kind: TrackKind, owner?: string): Promise<SubscribeTransport>;
   /** Write one layer of a track to `path` as it arrives (WebM for VP8 and Opus). */

@@ -101,15 +101,16 @@ export class WeriftEngine implements MediaEngine {
   private readonly byOwner = new Map<string, number>();
 
   /**
-   * A new peer connection, within the relay's limit, and within half of it for one owner: a
-   * shared token's members subscribing in a loop and never answering held the whole pool (149 of
-   * 150 within 400 ms, again as the unanswered ones timed out), and every other member of every
-   * room on the node got `media-full`.
+   * A new peer connection, within the relay's limit, and within three quarters of it for one
+   * owner (a token): a shared token's members subscribing in a loop and never answering held the
+   * whole pool (149 of 150 within 400 ms, again as the unanswered ones timed out), and every other
+   * member of every room on the node got `media-full`. A quarter stays for every other token;
+   * one shared audience token still has the rest.
    */
   private peer(owner?: string): RTCPeerConnection {
     const limit = this.options.maxTransports ?? MAX_TRANSPORTS;
     if (this.open.size >= limit) throw new TransportsFull(limit);
-    const share = Math.max(1, Math.floor(limit / 2));
+    const share = Math.max(1, Math.floor((limit * 3) / 4));
     if (owner !== undefined && (this.byOwner.get(owner) ?? 0) >= share) throw new TransportsFull(share, true);
     const ip = this.options.mediaIp;
     const pc = new RTCPeerConnection({

@@ -186,10 +186,10 @@ export const fitParticipantSummary = (v: unknown): ParticipantSummary | Malforme
   isParticipantSummary(v) ? v : isLooseSummary(v) ? { ...v, tracks: knownTracks(v.tracks) } : MALFORMED;
 
 const countsRecord = record<ParticipantCounts>({ speaker: isCount, viewer: isCount, total: isCount });
-/** The room's counts: whole, not negative, and `total` is the sum of the tiers. */
+/** The room's counts: whole, not negative, and `total` at least the tiers this SDK knows (a newer relay may count more). */
 export const parseCounts: ValueParser<ParticipantCounts> = (v) => {
   const parsed = countsRecord(v);
-  return parsed.ok && parsed.value.total !== parsed.value.speaker + parsed.value.viewer ? bad('total is not speaker + viewer') : parsed;
+  return parsed.ok && parsed.value.total < parsed.value.speaker + parsed.value.viewer ? bad('total is below speaker + viewer') : parsed;
 };
 export const LOBBY_REQUEST: Spec<LobbyRequest> = { participantId: isString, name: isString, requestedAt: isNumber };
 export const isLobbyRequest = guard(LOBBY_REQUEST);

@@ -92,7 +92,8 @@ async function runAsrCheck(ffmpeg: string, model: AsrModel, deadlineMs: number):
   const exit = await Promise.race([proc.exited, late]);
   clearTimeout(timer);
   if (exit === null) {
-    await proc.stop(1000);
+    // not awaited: a process stuck in the kernel (a hung mount) does not exit even when killed
+    void proc.stop(1000);
     throw new RelayError('INTERNAL_ERROR', `loading the speech model took over ${deadlineMs / 1000} s`, 'ffmpeg-failed');
   }
   if (exit.code !== 0) throw new RelayError('INTERNAL_ERROR', lines.reason(`this ffmpeg cannot run the asr filter (built without pocketsphinx?) or the model does not load`), 'ffmpeg-failed');
