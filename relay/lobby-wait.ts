@@ -72,7 +72,7 @@ export function waitInLobby(relay: RelayContext, verdict: Verdict, joiner: Lobby
   const room = relay.rooms.getOrCreate(project, roomId, verdict.opener);
   const policy = claims.joinPolicy;
   // no longer than the token lives: an expired token is never admitted, and its place would be held for nothing
-  const lives = Math.max(1, Math.floor(claims.exp + config.tokenLeeway - Date.now() / 1000));
+  const lives = Math.max(1, Math.ceil(claims.exp + config.tokenLeeway - Date.now() / 1000));
   const asked = Math.min(policy?.mode === 'ask' && policy.ttl !== undefined ? policy.ttl : config.lobbyTtl, config.maxLobbyTtl);
   const ttl = Math.min(asked, lives);
   const requestedAt = Date.now();
