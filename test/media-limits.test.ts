@@ -10,18 +10,23 @@ const AV = { canPublish: true, canSubscribe: true } as const;
 
 unrefLibraryDelays();
 
-describe('media peer connections are a relay-wide budget (--max-media-transports)', () => {
-  let t: TestRelay;
-  const engine = new WeriftEngine({ mediaIp: '127.0.0.1', maxTransports: 2 });
-  const stops: Array<() => void> = [];
+/** A relay of its own for the describe block it is called in, with a media engine of `maxTransports`. */
+function mediaRelay(maxTransports: number) {
+  const relay = { t: null as unknown as TestRelay, engine: new WeriftEngine({ mediaIp: '127.0.0.1', maxTransports }), stops: [] as Array<() => void> };
   before(async () => {
-    t = await startTestRelay({ mediaIp: '127.0.0.1', media: engine });
+    relay.t = await startTestRelay({ mediaIp: '127.0.0.1', media: relay.engine });
   });
   after(async () => {
-    stops.forEach((s) => s());
-    await t.close();
+    relay.stops.forEach((s) => s());
+    await relay.t.close();
   });
-  const join = (room: string, id: string) => t.join({ token: t.token({ roomId: room, participantId: id, grant: AV }), media: nodePlatform, autoSubscribe: false });
+  return relay;
+}
+
+describe('media peer connections are a relay-wide budget (--max-media-transports)', () => {
+  const relay = mediaRelay(2);
+  const { engine, stops } = relay;
+  const join = (room: string, id: string) => relay.t.join({ token: relay.t.token({ roomId: room, participantId: id, grant: AV }), media: nodePlatform, autoSubscribe: false });
 
   it('past the budget a publish or subscribe in any room is refused media-full; a closed transport frees its place', async () => {
     const a = await join('budget-1', 'a');
@@ -49,26 +54,18 @@ describe('media peer connections are a relay-wide budget (--max-media-transports
 });
 
 describe('media peer connections: one token holds three quarters of the budget at most', () => {
-  let t: TestRelay;
-  const engine = new WeriftEngine({ mediaIp: '127.0.0.1', maxTransports: 5 });
-  const stops: Array<() => void> = [];
-  before(async () => {
-    t = await startTestRelay({ mediaIp: '127.0.0.1', media: engine });
-  });
-  after(async () => {
-    stops.forEach((s) => s());
-    await t.close();
-  });
+  const relay = mediaRelay(5);
+  const { engine, stops } = relay;
 
   it('a shared token\'s members subscribing took every transport of the node from everyone else: now three quarters, and another token still subscribes', async () => {
-    const publisher = await t.join({ token: t.token({ roomId: 'share', participantId: 'p', grant: AV }), media: nodePlatform, autoSubscribe: false });
+    const publisher = await relay.t.join({ token: relay.t.token({ roomId: 'share', participantId: 'p', grant: AV }), media: nodePlatform, autoSubscribe: false });
     const cam = fakeTrack('video');
     stops.push(cam.stop);
     await publisher.localParticipant.publish('camera', cam.track);
-    const shared = t.token({ roomId: 'share', grant: AV });
+    const shared = relay.t.token({ roomId: 'share', grant: AV });
     const crowd: Room[] = [];
-    for (let i = 0; i < 4; i++) crowd.push(await t.join({ token: shared, participantId: `crowd-${i}`, media: nodePlatform, autoSubscribe: false }));
-    const other = await t.join({ token: t.token({ roomId: 'share', participantId: 'x', grant: AV }), media: nodePlatform, autoSubscribe: false });
+    for (let i = 0; i < 4; i++) crowd.push(await relay.t.join({ token: shared, participantId: `crowd-${i}`, media: nodePlatform, autoSubscribe: false }));
+    const other = await relay.t.join({ token: relay.t.token({ roomId: 'share', participantId: 'x', grant: AV }), media: nodePlatform, autoSubscribe: false });
     const camera = (room: Room) => room.remoteParticipants.get('p')!.tracks.get('camera')!;
     await until(() => [...crowd, other].every((r) => r.remoteParticipants.get('p')?.tracks.has('camera') === true), 5000, 'the camera announced');
     for (const room of crowd.slice(0, 3)) await camera(room).subscribe();
