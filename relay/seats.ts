@@ -93,7 +93,7 @@ export class Seats {
     const seat = credential ? this.byCredential.get(credential) : undefined;
     if (!seat || graceMs <= 0) return false;
     const token = presenceKey(member);
-    if (seat.timer === null && (this.awayNow >= this.maxAway || (this.awayByToken.get(token) ?? 0) >= Math.floor((this.maxAway * 3) / 4))) return false;
+    if (seat.timer === null && (this.awayNow >= this.maxAway || (this.awayByToken.get(token) ?? 0) >= Math.max(1, Math.floor((this.maxAway * 3) / 4)))) return false;
     this.back(seat);
     this.awayNow++;
     this.awayByToken.set(token, (this.awayByToken.get(token) ?? 0) + 1);

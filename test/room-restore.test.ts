@@ -28,7 +28,7 @@ const member = (id: string, position: number, extra: Record<string, unknown> = {
 describe('a room restored from its record', () => {
   let t: TestRelay;
   before(async () => {
-    // one away seat per token (half of --max-connections 2)
+    // one away seat per token (three quarters of --max-connections 2, rounded down)
     t = await startTestRelay({ maxConnections: 2 });
   });
   after(() => t.close());
