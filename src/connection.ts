@@ -34,7 +34,10 @@ export interface ConnectionHandlers {
 
 /** How a dropped connection is retried. */
 export interface ReconnectPolicy {
-  /** Give up after trying this long (ms, default 30000). */
+  /**
+   * Give up after trying this long (ms, default 30000). Drops within 30 s of coming back count
+   * as one reconnection: the time away adds up and the backoff goes on growing.
+   */
   maxTimeMs?: number;
   /** First delay (ms, default 250); each next one doubles, with ±30% jitter. */
   initialDelayMs?: number;
@@ -81,6 +84,13 @@ function utf8Length(text: string): number {
   return n;
 }
 
+/**
+ * A connection that drops sooner than this after it came back goes on with the same
+ * reconnection: its backoff and the time already spent away count on (a relay that takes the
+ * session and drops it at once is not retried for ever).
+ */
+const STABLE_MS = 30_000;
+
 /** Disconnect reasons a refused resume or rejoin ends the session with. */
 const FINAL_REASONS: Partial<Record<ErrorReason, DisconnectReason>> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity' };
 
@@ -109,6 +119,10 @@ export class Connection {
   /** The relay's largest accepted frame (from `joined.limits`); larger requests are refused here. */
   private maxFrameBytes = Infinity;
   private lastFrameAt = Date.now();
+  /** When the current socket was adopted. */
+  private adoptedAt = 0;
+  /** The reconnection under way or last made (none yet: null): time spent away in it, and its next delay. */
+  private streak: { awayMs: number; delay: number } | null = null;
   private heartbeat: ReturnType<typeof setInterval> | null = null;
 
   /** The index in `options.urls` of the node last joined (tried first when the connection drops). */
@@ -152,7 +166,7 @@ export class Connection {
     this.credential = joined.resume.credential;
     const limit = joined.limits.maxFrameBytes;
     this.maxFrameBytes = limit > 0 ? limit : Infinity;
-    this.lastFrameAt = Date.now();
+    this.lastFrameAt = this.adoptedAt = Date.now();
     ws.onerror = null;
     ws.onclose = (event) => {
       if (ws !== this.ws) return;
@@ -338,13 +352,18 @@ export class Connection {
     void this.reconnect(this.options.reconnect as ReconnectPolicy, reason);
   }
 
-  /** Try again with backoff and jitter: resume the session, or, if the relay lost it, join anew. */
+  /**
+   * Try again with backoff and jitter: resume the session, or, if the relay lost it, join anew.
+   * A drop soon after the last reconnection continues it ({@link STABLE_MS}).
+   */
   private async reconnect(policy: ReconnectPolicy, cause: DisconnectReason): Promise<void> {
-    const deadline = Date.now() + (policy.maxTimeMs ?? 30_000);
-    let delay = policy.initialDelayMs ?? 250;
+    const startedAt = Date.now();
+    const streak = this.streak && startedAt - this.adoptedAt < STABLE_MS ? this.streak : { awayMs: 0, delay: policy.initialDelayMs ?? 250 };
+    this.streak = streak;
+    const deadline = startedAt + (policy.maxTimeMs ?? 30_000) - streak.awayMs;
     while (this.state === 'reconnecting' && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, Math.min(deadline - Date.now(), delay * (0.7 + Math.random() * 0.6))));
-      delay = Math.min(delay * 2, policy.maxDelayMs ?? 5000);
+      await new Promise((r) => setTimeout(r, Math.min(deadline - Date.now(), streak.delay * (0.7 + Math.random() * 0.6))));
+      streak.delay = Math.min(streak.delay * 2, policy.maxDelayMs ?? 5000);
       if (this.state !== 'reconnecting') return;
       try {
         const attempt = { timeoutMs: Math.min(this.options.timeoutMs, 5000) };
@@ -362,6 +381,7 @@ export class Connection {
           return;
         }
         this.state = 'open';
+        streak.awayMs += Date.now() - startedAt;
         this.adopt(result);
         for (const q of this.queued.splice(0)) {
           this.pending.set(q.id, q);

@@ -273,6 +273,26 @@ describe('server frames: the SDK validates what the relay sends', () => {
     assert.equal(room.remoteParticipants.size, 1);
   });
 
+  it('a relay that takes every session and drops it at once is not retried for ever: a drop soon after a reconnection continues it (its backoff and time away)', async () => {
+    let sessions = 0;
+    relay = await fakeRelay((ws) => {
+      sessions++;
+      ws.send(JSON.stringify(joinedFrame()));
+      setTimeout(() => ws.terminate(), 20);
+    });
+    const room = await Sdk.join({ url: relay.url, token: token(), reconnect: { initialDelayMs: 20, maxDelayMs: 80, maxTimeMs: 600 }, heartbeatMs: 60_000, timeoutMs: 3000 });
+    const reconnected: number[] = [];
+    room.on('reconnected', () => reconnected.push(Date.now()));
+    // each reconnection used to start afresh (250 ms of budget each time): it never ended
+    const { reason } = await Promise.race([nextEvent(room, 'disconnected'), new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still reconnecting after ${sessions} sessions`)), 5000))]);
+    assert.equal(reason, 'connection-lost');
+    assert.ok(reconnected.length >= 2, `it did come back in between (${reconnected.length})`);
+    assert.ok(sessions <= 20, `${sessions} sessions for 600 ms of reconnection`);
+    // the backoff went on growing across the drops: the later gaps are not the first delay
+    const gaps = reconnected.slice(1).map((t, i) => t - reconnected[i]!);
+    assert.ok(Math.max(...gaps) >= 75, `gaps ${gaps.join(', ')} ms`);
+  });
+
   it('a malformed joined fails Sdk.join with a typed error, never a TypeError', async () => {
     const spoil: Array<[string, (j: Record<string, unknown>) => unknown, RegExp]> = [
       ['no self', (j) => delete j.self, /self/],
