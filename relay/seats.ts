@@ -27,6 +27,8 @@ export class Seats {
   /** Members away now, by their token (`presenceKey`). */
   private readonly awayByToken = new Map<string, number>();
 
+  /** Signs each credential issued (a cluster node: so that any node knows its own cluster's). */
+  seal: ((credential: string) => string) | null = null;
   /** Told of each credential issued (a cluster node keeps it with the room's record in Redis). */
   onIssue: ((member: Member, room: Room, credential: string) => void) | null = null;
 
@@ -55,7 +57,8 @@ export class Seats {
 
   /** A fresh credential for `member` (the previous one stops working). */
   issue(member: Member, room: Room, apiKey: string): string {
-    const credential = this.prefix(room) + randomBytes(24).toString('base64url');
+    const unsigned = this.prefix(room) + randomBytes(24).toString('base64url');
+    const credential = this.seal ? this.seal(unsigned) : unsigned;
     this.restore(member, room, apiKey, credential);
     this.onIssue?.(member, room, credential);
     return credential;

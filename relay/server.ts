@@ -23,6 +23,7 @@ import { OVERSIZE_FACTOR, Session } from './session.ts';
 import { LocalSeam } from './local-seam.ts';
 import { NodeBus } from './cluster/bus.ts';
 import { ClusterSeam } from './cluster/cluster-seam.ts';
+import { credentialPrefix } from './cluster/credential.ts';
 import { RoomObservers } from './rooms/observers.ts';
 import type { RoomSeam } from './seam.ts';
 import { FrameScheduler, Task, UPGRADE_FLOW } from './scheduler.ts';
@@ -126,7 +127,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     lobbyCooldowns: new Bans(),
     frames,
     delivery: options.delivery ?? new Delivery(frames),
-    seats: new Seats(bus ? (room) => ClusterSeam.credentialPrefix(bus.node, room) : undefined, config.maxConnections),
+    seats: new Seats(bus ? (room) => credentialPrefix(bus.node, room) : undefined, config.maxConnections),
     log,
   };
   const cluster = bus ? new ClusterSeam(context, bus, options.rooms ? null : observers) : null;
@@ -212,6 +213,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const sendSweep = setInterval(() => cutLargestQueues(sessions, config.maxBufferedTotal), 1000);
   sendSweep.unref();
 
+  // the cluster's key signs resume credentials: taken up before the first member can join
+  await cluster?.files.takeKey();
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => {

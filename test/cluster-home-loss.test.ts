@@ -179,18 +179,47 @@ describe("issue 14: a room's home is lost", () => {
     await back.leave();
   });
 
-  it('a forged credential naming a dead node and any room claims nothing: no lease, no record read, resume-unknown', async () => {
+  it('a forged credential claims nothing and asks nothing: no lease, no record read, no other node asked, resume-unknown (how long it took told whether a room existed, in any project)', async () => {
     const client = new Redis(redis.url);
+    const calls = async (command: string) => Number((await client.info('commandstats')).match(new RegExp(`cmdstat_${command}:calls=(\\d+)`))?.[1] ?? 0);
+    const open = await Sdk.join({ url: nodes[1]!.url, token: token('forge-target', 'host', false) });
+    rooms.push(open);
     try {
       const b64 = (text: string) => Buffer.from(text).toString('base64url');
-      for (const [project, roomId] of [['default', 'never-opened'], ['another-project', 'crash']] as const) {
+      const resume = async (credential: string) => {
         const raw = await rawConnect(nodes[0]!.url);
-        raw.send({ type: 'resume', v: PROTOCOL_VERSION, credential: `deadbeef0000.${b64(project)}.${b64(roomId)}.${'x'.repeat(32)}` });
+        raw.send({ type: 'resume', v: PROTOCOL_VERSION, credential });
         const answer = await raw.next((f) => f.type === 'join-error' || f.type === 'joined');
-        assert.equal((answer.error as { reason?: string } | undefined)?.reason, 'resume-unknown');
-        assert.equal(await client.exists(`tessera:home:${encodeURIComponent(project)}:${encodeURIComponent(roomId)}`), 0);
         raw.ws.close();
+        return (answer.error as { reason?: string } | undefined)?.reason;
+      };
+      const secret = 'x'.repeat(32);
+      const tag = 'A'.repeat(22);
+      // node 1's id, from where the nodes say their HTTP sides are
+      const liveNode = Object.entries(await client.hgetall('tessera:http')).find(([, base]) => base.endsWith(`:${nodes[1]!.port}`))?.[0];
+      assert.ok(liveNode, 'node 1 is listed');
+      const before = { exists: await calls('exists'), publish: await calls('publish'), set: await calls('set') };
+      const forged: Array<[string, string, string]> = [
+        ['deadbeef0000', 'default', 'never-opened'],
+        ['deadbeef0000', 'another-project', 'crash'],
+        // a room that lives, on a node that is gone, and on a node that lives
+        ['deadbeef0000', 'default', 'forge-target'],
+        ...Array.from({ length: 10 }, () => [liveNode, 'default', 'forge-target'] as [string, string, string]),
+      ];
+      for (const [node, project, roomId] of forged) {
+        assert.equal(await resume(`${node}.${b64(project)}.${b64(roomId)}.${secret}.${tag}`), 'resume-unknown');
+        assert.equal(await client.exists(`tessera:home:${encodeURIComponent(project)}:${encodeURIComponent(roomId)}`), roomId === 'forge-target' ? 1 : 0);
       }
+      // a real credential with its tag changed, and one without a tag
+      const credential = (open as unknown as { connection: { credential: string } }).connection.credential;
+      assert.equal(credential.split('.').length, 5, credential);
+      assert.equal(await resume(credential.slice(0, -2) + (credential.endsWith('AA') ? 'BB' : 'AA')), 'resume-unknown');
+      assert.equal(await resume(credential.slice(0, credential.lastIndexOf('.'))), 'resume-unknown');
+      const after = { exists: await calls('exists'), publish: await calls('publish'), set: await calls('set') };
+      // (the test's own EXISTS calls above: one for each forged credential)
+      assert.equal(after.exists - before.exists, forged.length, 'no record was looked up for a forged credential');
+      assert.ok(after.publish - before.publish < 5, `other nodes were asked: ${after.publish - before.publish} messages`);
+      assert.ok(open.connected);
     } finally {
       client.disconnect();
     }

@@ -14,7 +14,8 @@ import { RoomRecords } from './room-record.ts';
 import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
-import { isId, isRecord } from '../../src/protocol/parse.ts';
+import { isRecord } from '../../src/protocol/parse.ts';
+import { credentialPlace, credentialSealed, sealCredential } from './credential.ts';
 import { wireError } from '../../src/protocol/codes.ts';
 import { GuestTable, guestRequestBytes, type Guest } from './guests.ts';
 import { requestFromBus } from '../data/raw-json.ts';
@@ -62,6 +63,8 @@ export class ClusterSeam implements RoomSeam {
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
+    // read before the node listens (server.ts): a seat is never made without the key
+    relay.seats.seal = (unsigned) => sealCredential(this.files.peerKeys[0] ?? Buffer.alloc(0), unsigned);
     this.edges = new ClusterEdges(relay, bus);
     this.files = new ClusterFiles(bus, (err) => relay.log.warn('cluster: where an output writes was not stored in Redis', { error: err instanceof Error ? err.message : String(err) }));
     observers?.add(this.files);
@@ -78,22 +81,6 @@ export class ClusterSeam implements RoomSeam {
     });
     this.sweep = setInterval(() => void this.checkNodes(), ALIVE_MS / 2);
     this.sweep.unref();
-  }
-
-  /**
-   * What the credential of a seat in `room` on `node` starts with: the node (where the seat is
-   * while it lives) and the room (where its next home restored it once the node is gone).
-   */
-  static credentialPrefix(node: string, room: Pick<Room, 'project' | 'id'>): string {
-    return `${node}.${Buffer.from(room.project).toString('base64url')}.${Buffer.from(room.id).toString('base64url')}.`;
-  }
-
-  /** The node and room a credential names, if it is one of a cluster's. */
-  static credentialPlace(credential: string): { node: string; project: string; roomId: string } | null {
-    const [node, project, roomId, secret] = credential.split('.', 4);
-    if (!node || project === undefined || roomId === undefined || !secret) return null;
-    const place = { node, project: Buffer.from(project, 'base64url').toString('utf8'), roomId: Buffer.from(roomId, 'base64url').toString('utf8') };
-    return isId(place.roomId) && place.project.length > 0 && place.project.length <= 256 ? place : null;
   }
 
   /** Run a server-API call where its room lives. */
@@ -150,9 +137,11 @@ export class ClusterSeam implements RoomSeam {
    * given up once its heartbeat is gone, and the question asked again.
    */
   async resume(frame: ResumeFrame, conn: MemberConnection): Promise<Entered | WireError> {
-    const place = ClusterSeam.credentialPlace(frame.credential);
+    const place = credentialPlace(frame.credential);
     if (!place) return this.local.resume(frame, conn);
     const lost: WireError = { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
+    // a resume needs no token: one no node of this cluster made asks nothing of Redis or of other nodes
+    if (!credentialSealed(this.files.peerKeys, frame.credential)) return lost;
     let elsewhere: string | null = null;
     if (place.node === this.bus.node) {
       const here = await this.local.resume(frame, conn);
@@ -334,7 +323,7 @@ export class ClusterSeam implements RoomSeam {
     const entry: { verdict: Verdict } | { frame: ResumeFrame } | null = h.t === 'enter' ? (isVerdict(h.verdict) ? { verdict: h.verdict } : null) : isResumeFrame(h.frame) ? { frame: h.frame } : null;
     if (!entry) return this.malformed(from, envelope);
     if ('verdict' in entry && !(await this.homes.stillHere(entry.verdict.project, entry.verdict.roomId))) return this.bus.answer(envelope, { notHome: true });
-    const place = 'frame' in entry ? ClusterSeam.credentialPlace(entry.frame.credential) : null;
+    const place = 'frame' in entry ? credentialPlace(entry.frame.credential) : null;
     if (place) await this.homes.restored(place.project, place.roomId);
     const remote = this.guestLink(from, link);
     const outcome = 'verdict' in entry ? this.local.enterNow(entry.verdict, remote) : await this.local.resume(entry.frame, remote);

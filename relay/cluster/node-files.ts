@@ -29,6 +29,7 @@ export const placeKey = (place: FilePlace) => (place.kind === 'recording' ? clus
 export class ClusterFiles implements PeerFiles, RoomObserver {
   private cached: { at: number; bases: Promise<string[]> } | null = null;
   private key: Buffer | null = null;
+  private previousKey: Buffer | null = null;
   /** Nodes listed but not alive, since when this node saw them so. */
   private readonly deadSince = new Map<string, number>();
   private keyTimer: ReturnType<typeof setInterval> | null = null;
@@ -43,6 +44,16 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
     return this.key;
   }
 
+  /** The cluster's key now, then the one before it (a Redis restarted empty made a new one): what a resume credential may be signed with. */
+  get peerKeys(): Buffer[] {
+    return [this.key, this.previousKey].filter((k): k is Buffer => k !== null);
+  }
+
+  /** Take up the cluster's key (made by the first node to ask). */
+  takeKey(): Promise<void> {
+    return this.readKey();
+  }
+
   /** Say where this node's HTTP side is (`http://host:port`), and take up the cluster's key. */
   async announce(base: string): Promise<void> {
     await this.readKey();
@@ -55,7 +66,10 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
   private async readKey(): Promise<void> {
     await this.bus.redis.set(PEER_KEY, randomBytes(32).toString('base64url'), 'NX');
     const key = await this.bus.redis.get(PEER_KEY);
-    if (key) this.key = Buffer.from(key, 'base64url');
+    if (!key) return;
+    const taken = Buffer.from(key, 'base64url');
+    if (this.key && !this.key.equals(taken)) this.previousKey = this.key;
+    this.key = taken;
   }
 
   /** This node is leaving: nobody should ask it for files any more. */
