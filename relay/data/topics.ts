@@ -57,8 +57,8 @@ interface Stored {
   seq: number;
   json: ArenaBytes;
   from: string;
-  /** Targets of a targeted message; only they (and the sender) ever see it. */
-  to?: ReadonlySet<string>;
+  /** Targets of a targeted message; only they (and the sender) ever see it. Dropped when it is forgotten. */
+  to?: ReadonlySet<string> | undefined;
   /** What keeping it costs: its frame and its target list. */
   bytes: number;
   /** The size of the frame it was fanned out in. */
@@ -95,6 +95,8 @@ export class TopicBoard {
   /** Every kept message of the room, oldest first (with tombstones up to `head`). */
   private order: Stored[] = [];
   private head = 0;
+  /** Forgotten messages still in `order` at or after `head` (a topic's own cap forgets them there). */
+  private goneAhead = 0;
   private topicsWithHistory = 0;
   private seq = 0;
   private keptSeq = 0;
@@ -244,7 +246,10 @@ export class TopicBoard {
     const stored: Stored = { seq, json: this.budgets.store.keep(json), from, bytes, frameBytes, topic: name, gone: false, ...(to ? { to } : {}) };
     topic.history.push(stored);
     this.order.push(stored);
-    if (topic.history.length > this.limits.historySize) this.forget(topic.history[0]!);
+    if (topic.history.length > this.limits.historySize) {
+      this.forget(topic.history[0]!);
+      this.compact();
+    }
     return stored;
   }
 
@@ -257,11 +262,14 @@ export class TopicBoard {
   private evictOldest(): boolean {
     while (this.head < this.order.length) {
       const stored = this.order[this.head++]!;
-      if (!stored.gone) {
-        this.forget(stored);
-        this.compact();
-        return true;
+      if (stored.gone) {
+        this.goneAhead--;
+        continue;
       }
+      this.forget(stored);
+      this.goneAhead--; // behind the head now
+      this.compact();
+      return true;
     }
     this.compact();
     return false;
@@ -270,6 +278,9 @@ export class TopicBoard {
   private forget(stored: Stored): void {
     if (stored.gone) return;
     stored.gone = true;
+    this.goneAhead++;
+    // its entry may stay in `order` a while: nothing of it but the entry
+    stored.to = undefined;
     this.journal?.forgot(stored.seq);
     this.budgets.history.give(stored.bytes);
     stored.json.free();
@@ -282,10 +293,17 @@ export class TopicBoard {
     }
   }
 
+  /**
+   * Drop the entries of forgotten messages from `order` once they are most of it: those behind
+   * the head (evicted oldest first) and those a topic's own cap forgot (a member persisting to one
+   * topic over and over, the room's byte budget never full, left one entry a message for ever).
+   */
   private compact(): void {
-    if (this.head > 1024 && this.head > this.order.length / 2) {
+    const waste = this.head + this.goneAhead;
+    if (waste > 1024 && waste > this.order.length / 2) {
       this.order = this.order.slice(this.head).filter((s) => !s.gone);
       this.head = 0;
+      this.goneAhead = 0;
     }
   }
 
@@ -343,5 +361,6 @@ export class TopicBoard {
     this.topics.clear();
     this.order = [];
     this.head = 0;
+    this.goneAhead = 0;
   }
 }

@@ -252,3 +252,26 @@ describe('media board: concurrent publications (issue 16)', () => {
     assert.equal((await Promise.all(again)).length, MAX_SUBSCRIPTIONS, 'all of them: the failed one holds no place');
   });
 });
+
+describe('media board: taps (outputs that follow every publication)', () => {
+  it('a tap that stops lets go of what it left with each live publication: a start and stop in a loop keeps nothing; a tap still on is cleaned up when the publication ends', async () => {
+    const { engine, board } = setup();
+    const a = member('a');
+    await publishedCamera(engine, board, a);
+    const inside = (board as unknown as { published: Map<Member, Map<Source, { tapped: { size: number } }>> }).published.get(a)!.get('camera')!;
+    let stoppedCleanups = 0;
+    for (let i = 0; i < 500; i++) {
+      const untap = board.tap(() => () => void stoppedCleanups++);
+      untap();
+      untap();
+    }
+    // it kept one closure a cycle (and the stopped output each held) until the camera went
+    assert.equal(inside.tapped.size, 0);
+    assert.equal(stoppedCleanups, 0, "a stopped tap's owner ends its own tracks: nothing is called for it");
+    let live = 0;
+    board.tap(() => () => void live++);
+    assert.equal(inside.tapped.size, 1);
+    board.memberLeft(a);
+    assert.equal(live, 1, 'the tap still on is told the publication ended');
+  });
+});

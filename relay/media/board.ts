@@ -9,8 +9,8 @@ import { presenceKey } from '../rooms/presence.ts';
 import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackSource, type TransportStats } from './engine.ts';
 
 interface Publication {
-  /** Cleanups of the taps that saw it. */
-  readonly tapped: Array<() => void>;
+  /** Cleanups of the taps that see it, by tap (a tap that stops is taken out). */
+  readonly tapped: Map<TrackTap, () => void>;
   readonly member: Member;
   readonly source: Source;
   readonly kind: TrackKind;
@@ -154,7 +154,7 @@ export class MediaBoard {
       throw new RelayError('NOT_FOUND', `${source} was unpublished (or its publisher left) while it was negotiated`, 'not-published');
     }
     const sorted = [...layers].sort((a, b) => a.width - b.width);
-    const publication: Publication = { tapped: [], member, source, kind, layers: sorted, muted: false, transport, track: null, subscriptions: new Set() };
+    const publication: Publication = { tapped: new Map(), member, source, kind, layers: sorted, muted: false, transport, track: null, subscriptions: new Set() };
     // read after the await: another publication of this member may have made the map meanwhile
     const mine = this.published.get(member) ?? new Map<Source, Publication>();
     mine.set(source, publication);
@@ -325,7 +325,13 @@ export class MediaBoard {
   tap(tap: TrackTap): () => void {
     this.taps.add(tap);
     for (const mine of this.published.values()) for (const p of mine.values()) if (p.track) this.feed(tap, p);
-    return () => this.taps.delete(tap);
+    // its owner ends what it made of each track itself (a stopped output); what stays with a
+    // publication is let go: a start and stop in a loop left one closure (and the stopped output
+    // it holds) with every live publication
+    return () => {
+      if (!this.taps.delete(tap)) return;
+      for (const mine of this.published.values()) for (const p of mine.values()) p.tapped.delete(tap);
+    };
   }
 
   private feed(tap: TrackTap, p: Publication): void {
@@ -341,13 +347,15 @@ export class MediaBoard {
       requestKeyFrame: () => track.requestKeyFrame(chooseLayer(p.layers, track.liveLayers())),
       flowing: () => track.liveLayers().length > 0,
     });
-    if (cleanup) p.tapped.push(cleanup);
+    if (cleanup) p.tapped.set(tap, cleanup);
   }
 
   private end(p: Publication, why: EndReason, detail?: string): void {
     const mine = this.published.get(p.member);
     if (mine?.get(p.source) !== p) return;
-    for (const cleanup of p.tapped.splice(0)) cleanup();
+    const cleanups = [...p.tapped.values()];
+    p.tapped.clear();
+    for (const cleanup of cleanups) cleanup();
     mine.delete(p.source);
     if (mine.size === 0) this.published.delete(p.member);
     for (const s of [...p.subscriptions]) this.drop(s, true);
