@@ -52,7 +52,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     process.stdout.write(`dev mode (no --keys): API key "${dev.apiKey}", secret "${dev.secret}" (kept in ${dev.path}; \`npx tessera token\` signs with it)\n`);
   }
 
+  let faults: { faults: number } | null = null;
+  // the last line, not the design: a promise some path let fall (a library's, most likely) is a
+  // fault logged and counted (`tessera_faults_total`), not the end of every room of every project
+  process.on('unhandledRejection', (reason) => {
+    if (faults) faults.faults++;
+    log.error('fault: a promise rejected and nobody handled it; the relay goes on', { error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) });
+  });
   const relay = await startRelay({ ...config, keys, logger: log });
+  faults = relay.context.counters;
   process.stdout.write(`tessera-relay listening on ${relay.url}\n`);
   const stop = () => {
     log.info('shutting down: closing every session with server-shutdown');

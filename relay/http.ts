@@ -289,7 +289,7 @@ function metrics(relay: RelayContext, connections: number): string {
   metric('tessera_join_refusals_total', 'counter', 'Joins refused since start, by code.', [...relay.counters.refusals].map(([code, n]) => [`{code="${code}"}`, n] as [string, number]));
   metric('tessera_optional_frames_dropped_total', 'counter', 'Optional frames (pubsub, whiteboard) not sent to members over their soft send limit.', [['', relay.counters.dropped]]);
   metric('tessera_connections_cut_total', 'counter', 'Connections cut for being slow, flooding, or over the relay-wide send budget.', [['', relay.counters.cut]]);
-  metric('tessera_faults_total', 'counter', 'Faults of the relay itself: frames whose handling threw (each logged at error). Should stay 0.', [['', relay.counters.faults]]);
+  metric('tessera_faults_total', 'counter', 'Faults of the relay itself: frames whose handling threw, and (under the tessera-relay command) promises nobody handled; each logged at error. Should stay 0.', [['', relay.counters.faults]]);
   const hooks = relay.counters.webhooks;
   metric('tessera_webhooks_total', 'counter', 'Webhook events by outcome: delivered, failed (given up after their attempts), dropped (their queue was full).', [['{outcome="delivered"}', hooks.stats.delivered], ['{outcome="failed"}', hooks.stats.failed], ['{outcome="dropped"}', hooks.stats.dropped]]);
   metric('tessera_webhooks_queued', 'gauge', 'Webhook events waiting to be delivered.', [['', hooks.queued]]);

@@ -15,6 +15,7 @@ import { mediaOutputsStopped } from './outputs/media-stops.ts';
 import { localProviders } from './outputs/providers.ts';
 import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
+import { checkMediaIp } from './media/udp-errors.ts';
 import { serveHttp } from './http.ts';
 import type { PeerFiles } from './http-peers.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
@@ -102,6 +103,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   checkWsInternals();
   const config: RelayConfig = { ...DEFAULTS, mediaIp: defaultMediaIp(), ...stripUndefined(options) };
   checkStorageDirs(config);
+  if (options.media === undefined) await checkMediaIp(config.mediaIp);
   const log = options.logger ?? createLogger(config.logLevel);
   const budgets = relayBudgets(config);
   const frames = options.frames ?? new FrameScheduler();

@@ -140,6 +140,18 @@ describe('tessera-relay command line', () => {
     await exited(child);
   });
 
+  it('a promise nobody handled (a library\'s) is a fault logged and counted, not the end of every room', async () => {
+    const planted = 'setTimeout(()=>Promise.reject(new Error("planted-by-the-test")),300)';
+    const { child, url, out } = await startCli([], { NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(planted)}` });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(child.exitCode, null, `the relay lives: ${out()}`);
+    assert.match(out(), /fault: a promise rejected and nobody handled it.*planted-by-the-test/);
+    const metrics = await (await fetch(`${url.replace('ws:', 'http:')}/metrics`)).text();
+    assert.match(metrics, /^tessera_faults_total 1$/m);
+    child.kill('SIGTERM');
+    await exited(child);
+  });
+
   it('environment variables set flags; --help lists them; bad flags exit 2', async () => {
     const { child, url } = await startCli([], { TESSERA_HOST: '127.0.0.1', TESSERA_COUNT_INTERVAL: '50' });
     assert.match(url, /127\.0\.0\.1/);
@@ -156,5 +168,11 @@ describe('tessera-relay command line', () => {
     assert.equal(await exited(badPort), 2);
     const badGrowth = spawn(process.execPath, [BIN, '--heap-growth', '5000'], { stdio: 'ignore' });
     assert.equal(await exited(badGrowth), 2);
+    // media would be received on an address this host does not have: refused at the start, not at a member's publish
+    const foreign = spawn(process.execPath, [BIN, '--port', '0', '--media-ip', '198.51.100.7'], { env: { ...process.env, TESSERA_DEV_KEYS: DEV_KEYS }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let said = '';
+    foreign.stderr!.on('data', (c: Buffer) => (said += c));
+    assert.notEqual(await exited(foreign), 0);
+    assert.match(said, /--media-ip 198\.51\.100\.7 is not an address of this host/);
   });
 });

@@ -101,6 +101,14 @@ describe('recording and HLS carry the stage composite (issue 13)', { skip: FFMPE
     const duration = Number(p.format.duration);
     assert.ok(Math.abs(duration - recorded) <= recorded * 0.1, `the MP4 lasts ${duration} s for ${recorded} s recorded`);
     tc.diagnostic(`composite.mp4: ${duration} s for ${recorded} s recorded`);
+    // each track's own file: the relay writes werift's WebM, its duration patched in at the end
+    for (const [name, codec] of [['ada--camera.webm', 'vp8'], ['ada--microphone.webm', 'opus'], ['bo--camera.webm', 'vp8']] as const) {
+      const trackFile = join(dir, name);
+      writeFileSync(trackFile, Buffer.from(await (await fetch(`${http}/recordings/${started.info!.recording}/${name}`, { headers: auth })).arrayBuffer()));
+      const t = await probe(trackFile);
+      assert.deepEqual(codecs(t), [codec], name);
+      assert.ok(Number(t.format.duration) > 1, `${name} lasts ${t.format.duration} s`);
+    }
     const listed = (await (await fetch(`${http}/recordings`, { headers: auth })).json()) as { recordings: Array<{ file: string }> };
     assert.ok(listed.recordings.some((r) => r.file === 'composite.mp4'));
     const unauthorised = await fetch(`${http}${composite.url}`, { headers: { authorization: `Bearer ${t.token({ roomId: 'other', grant: { canRecord: true } })}` } });

@@ -66,8 +66,8 @@ export interface TappedTrack {
   participantId: string;
   source: Source;
   kind: TrackKind;
-  /** Record it (its largest flowing layer) to `path`. */
-  record(path: string): Promise<{ stop(): Promise<void> }>;
+  /** Record it (its largest flowing layer) to `path`; a write that fails ends the file and calls `failed`. */
+  record(path: string, failed?: (error: Error) => void): Promise<{ stop(): Promise<void> }>;
   /** Its RTP packets (its largest flowing layer, chosen now), as bytes; returns a function that stops. */
   rtp(listener: (rtp: Buffer) => void): () => void;
   /** Ask its publisher for a key frame (video; rate-limited by the engine). */
@@ -342,7 +342,7 @@ export class MediaBoard {
       participantId: p.member.id,
       source: p.source,
       kind: p.kind,
-      record: (path) => engine.record(track, chooseLayer(p.layers, track.liveLayers()), path),
+      record: (path, failed) => engine.record(track, chooseLayer(p.layers, track.liveLayers()), path, failed),
       rtp: (listener) => track.onRtp(chooseLayer(p.layers, track.liveLayers()), listener),
       requestKeyFrame: () => track.requestKeyFrame(chooseLayer(p.layers, track.liveLayers())),
       flowing: () => track.liveLayers().length > 0,

@@ -109,6 +109,9 @@ export interface MediaEngine {
   /** `owner`: whose share of the transports it takes (a token: one holds three quarters of them at most). */
   publish(kind: TrackKind, offer: string, owner?: string): Promise<PublishTransport>;
   subscribe(kind: TrackKind, owner?: string): Promise<SubscribeTransport>;
-  /** Write one layer of a track to `path` as it arrives (WebM for VP8 and Opus). */
-  record(source: TrackSource, layer: string, path: string): Promise<TrackRecorder>;
+  /**
+   * Write one layer of a track to `path` as it arrives (WebM for VP8 and Opus). A write that
+   * fails (the disk full, no file descriptor left) ends the file and calls `failed` once.
+   */
+  record(source: TrackSource, layer: string, path: string, failed?: (error: Error) => void): Promise<TrackRecorder>;
 }

@@ -11,12 +11,26 @@ import {
   useSdesRTPStreamId,
 } from 'werift';
 import type { TrackKind } from '../../src/protocol/media.ts';
-import { MediaRecorder } from 'werift/nonstandard';
+import { Event, MediaRecorder, type WebmOutput } from 'werift/nonstandard';
+import { WebmFile } from './webm-file.ts';
 import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackRecorder, type TrackSource, type TransportStats } from './engine.ts';
 import { installIceGuard } from './ice-guard.ts';
+import { installUdpErrorHandling } from './udp-errors.ts';
 import { boundNackHandler, installWeriftHardening } from './werift-hardening.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
 import { WeriftSource } from './werift-source.ts';
+
+/** What of werift's WebM writer (0.25) the relay drives itself; checked, so that an upgrade cannot silently change it. */
+interface Muxer {
+  rtpSources: Array<{ stop(): unknown }>;
+  unSubscribers: { dispose(): void };
+}
+
+function muxerOf(recorder: MediaRecorder): Muxer {
+  const writer = recorder.writer as unknown as Partial<Muxer>;
+  if (!Array.isArray(writer.rtpSources) || typeof writer.unSubscribers?.dispose !== 'function') throw new Error("werift's MediaRecorder no longer has the WebM writer the relay drives (rtpSources, unSubscribers)");
+  return writer as Muxer;
+}
 
 /** How long a transport may take to connect (ICE and DTLS) before it is given up. */
 const CONNECT_TIMEOUT_MS = 8_000;
@@ -88,6 +102,8 @@ export class WeriftEngine implements MediaEngine {
     installIceGuard();
     // ...and what a member itself sends, once authenticated, bounded where werift trusts it
     installWeriftHardening();
+    // ...and its sockets' errors (a bind to an address not on this host) never end the process
+    installUdpErrorHandling();
   }
 
   /** Peer connections made and not yet closed (a leak check for tests and `/metrics`). */
@@ -227,18 +243,28 @@ export class WeriftEngine implements MediaEngine {
     };
   }
 
-  async record(source: TrackSource, layer: string, path: string): Promise<TrackRecorder> {
+  async record(source: TrackSource, layer: string, path: string, failed: (error: Error) => void = () => undefined): Promise<TrackRecorder> {
     const codec = source.kind === 'video' ? codecs().video[0]! : codecs().audio[0]!;
     const track = new MediaStreamTrack({ kind: source.kind, codec });
+    // werift muxes, the relay writes the file (`webm-file.ts`: werift's own writes could end the process)
+    const file = new WebmFile(path, failed);
+    const output = new Event<[WebmOutput]>();
+    output.subscribe((o) => file.take(o));
     // one track per file: nothing to synchronise with, timing from RTP timestamps alone
-    const recorder = new MediaRecorder({ path, tracks: [track], numOfTracks: 1, disableLipSync: true, disableNtp: true });
+    const recorder = new MediaRecorder({ stream: output, tracks: [track], numOfTracks: 1, disableLipSync: true, disableNtp: true });
+    recorder.onError.subscribe((error) => failed(error));
+    const muxer = muxerOf(recorder);
     const off = source.onPacket(layer, (p) => track.writeRtp(p as RtpPacket));
     // a recording starts at a key frame
     source.requestKeyFrame(layer);
     return {
       stop: async () => {
         off();
-        await recorder.stop();
+        // the end of each source flows to the muxer, which puts out its end (not recorder.stop(),
+        // which in stream mode waits 5 s for an end it only notices in file mode)
+        await Promise.all(muxer.rtpSources.map((r) => r.stop()));
+        await file.close(5000);
+        muxer.unSubscribers.dispose();
       },
     };
   }

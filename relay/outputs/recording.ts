@@ -145,7 +145,10 @@ export class RecordingProvider implements OutputProvider<'recording'> {
       const n = (this.published.get(key) ?? 0) + 1;
       this.published.set(key, n);
       const file = trackFileName(track.participantId, track.source, n);
-      const recorder = this.recordTrack(join(path, file), track.record);
+      const recorder = this.recordTrack(join(path, file), (to) =>
+        // the file ends where the write failed; the recording and its other tracks go on
+        track.record(to, (err) => this.ctx.log.warn('track recording: a write failed, the file ends there', { participantId: track.participantId, source: track.source, file, error: err.message })),
+      );
       this.recorders.add(recorder);
       recorder.then(
         () => this.ctx.timeline.emit({ type: 'track-recorded', participantId: track.participantId, source: track.source, kind: track.kind, file }),
