@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { CloseCode } from '../src/protocol/codes.ts';
@@ -224,6 +225,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       resolve();
     });
   });
+  // an accept that fails (the system out of file descriptors or memory) loses that one connection:
+  // Node emits it on the server, where no listener meant the end of the process
+  http.on('error', (err) => log.warn('http: a connection could not be accepted', { error: err.message }));
+  warnIfFewFileDescriptors(config, log);
   const port = (http.address() as AddressInfo).port;
   await cluster?.files.announce(config.nodeUrl ?? nodeBase(config.host, config.mediaIp, port));
   let closing: Promise<void> | null = null;
@@ -294,4 +299,24 @@ function answerHttp(req: IncomingMessage, res: ServerResponse, context: RelayCon
   if (serveHttp(req, res, context, sessions.size, api, peers)) return;
   res.writeHead(426, { 'content-type': 'text/plain' });
   res.end('This is a Tessera relay: connect with a WebSocket (the Tessera SDK does).\n');
+}
+
+/**
+ * Say at the start when the process may open fewer file descriptors than its limits allow (every
+ * socket, joined or not, a UDP socket per media transport, output files and pipes): past the
+ * soft limit, connections are refused and files fail to open (each handled, none fatal), long
+ * before `--max-connections`. Linux only (`/proc/self/limits`).
+ */
+function warnIfFewFileDescriptors(config: RelayConfig, log: Logger): void {
+  let limits: string;
+  try {
+    limits = readFileSync('/proc/self/limits', 'utf8');
+  } catch {
+    return;
+  }
+  const soft = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1]);
+  const wanted = config.maxConnections + config.maxPendingConnections + HTTP_SOCKETS + config.maxMediaTransports + 256;
+  if (Number.isFinite(soft) && soft < wanted) {
+    log.warn('the process may open fewer file descriptors than the relay\'s limits allow: raise its limit (ulimit -n, systemd LimitNOFILE) or lower --max-connections', { limit: soft, wanted });
+  }
 }

@@ -37,6 +37,8 @@ if (findNginxRtmp()) {
   }
 }
 const rtmpArgs = rtmp ? ['--allow-private-rtmp'] : [];
+// a demo on a workstation: within a usual `ulimit -n`, so the relay has no file-descriptor warning to give
+const demoLimits = ['--max-connections', '4096'];
 
 const children = [];
 function start(name, args, env, ready) {
@@ -74,7 +76,7 @@ process.on('SIGINT', () => void shutdown(0));
 process.on('SIGTERM', () => void shutdown(0));
 
 try {
-  const relay = await start('relay', ['packages/tessera-relay/bin/tessera-relay.mjs', '--port', relayPort, ...webhookArgs, ...rtmpArgs], {}, /listening on (ws:\/\/\S+)/);
+  const relay = await start('relay', ['packages/tessera-relay/bin/tessera-relay.mjs', '--port', relayPort, ...demoLimits, ...webhookArgs, ...rtmpArgs], {}, /listening on (ws:\/\/\S+)/);
   const relayUrl = relay.value;
   const [, apiKey, secret] = /API key "([^"]+)", secret "([^"]+)"/.exec(relay.out) ?? [];
   if (!apiKey || !secret) throw new Error('the relay did not say its dev-mode key');

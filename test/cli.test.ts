@@ -141,10 +141,12 @@ describe('tessera-relay command line', () => {
   });
 
   it('a promise nobody handled (a library\'s) is a fault logged and counted, not the end of every room', async () => {
-    const planted = 'setTimeout(()=>Promise.reject(new Error("planted-by-the-test")),300)';
+    // rejected once the command has set itself up (its listener is there), as a library's promise would be
+    const planted = 'const t=setInterval(()=>{if(process.listenerCount("unhandledRejection")){clearInterval(t);Promise.reject(new Error("planted-by-the-test"))}},50)';
     const { child, url, out } = await startCli([], { NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(planted)}` });
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(child.exitCode, null, `the relay lives: ${out()}`);
+    assert.ok(out().includes('planted-by-the-test'), 'the rejection happened');
     assert.match(out(), /fault: a promise rejected and nobody handled it.*planted-by-the-test/);
     const metrics = await (await fetch(`${url.replace('ws:', 'http:')}/metrics`)).text();
     assert.match(metrics, /^tessera_faults_total 1$/m);

@@ -64,6 +64,8 @@ export async function startTlsTunnel(options: TlsTunnelOptions): Promise<TlsTunn
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
   });
+  // an accept that fails later (out of file descriptors) is ffmpeg's connection failing, never an unhandled 'error'
+  server.on('error', (err) => options.onError(`local: ${err.message}`));
   return {
     port: (server.address() as { port: number }).port,
     close: () => {

@@ -88,6 +88,9 @@ export class FfmpegProcess {
     running.add(this);
     (this.child.stdout as Readable | null)?.on('data', (chunk: Buffer) => options.stdout?.(chunk));
     (this.child.stderr as Readable).on('data', (chunk: Buffer) => this.onStderr(chunk, options.stderrLine));
+    // a pipe that fails to read is the end of what ffmpeg says, never an unhandled 'error' (its exit still comes)
+    (this.child.stdout as Readable | null)?.on('error', () => undefined);
+    (this.child.stderr as Readable).on('error', () => undefined);
     // a write to a stdin ffmpeg already closed must not become an unhandled error
     (this.child.stdin as Writable | null)?.on('error', () => undefined);
     this.exited = new Promise((resolve) => {
