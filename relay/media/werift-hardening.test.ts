@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DtlsSocket, RtcpPacketConverter, RTCRtpSender, RtpHeader, SrtpSession } from 'werift';
+import { DtlsSocket, RtcpPacketConverter, RTCPeerConnection, RTCRtpSender, RtpHeader, SrtpSession } from 'werift';
 import { boundNackHandler, installWeriftHardening, MAX_BUFFERED_FRAGMENTS, MAX_HANDSHAKE_MESSAGES, MAX_NACKED, MAX_RTCP_PACKETS, MAX_SSRCS, RETRANSMIT_RATE } from './werift-hardening.ts';
 
 installWeriftHardening();
@@ -98,6 +98,9 @@ describe('werift, bounded where it trusts what a member sends (issue 11)', () =>
 
   it('a receiver asks for at most 64 lost at once, modulo 2^16, one SSRC at a time', () => {
     class Handler {
+      // no loop of NACKs to send here: the count alone
+      closed = true;
+      sendNack = async () => undefined;
       newEstSeqNum = 0;
       _lost: Record<number, number> = {};
       mediaSourceSsrc?: number;
@@ -133,5 +136,30 @@ describe('werift, bounded where it trusts what a member sends (issue 11)', () =>
     add(10_000);
     assert.deepEqual(lost(), [], 'far behind: the stream started again lower');
     assert.equal(handler.newEstSeqNum, 10_000);
+  });
+
+  it("a receiver's NACK loop stops once nothing is lost (werift's waited on a send that never settles when there is nothing to ask for: 200 wake-ups a second for the transport's life after one lost packet)", async () => {
+    const pc = new RTCPeerConnection();
+    try {
+      const receiver = pc.addTransceiver('video', { direction: 'recvonly' }).receiver as unknown as { nack: { addPacket(p: unknown): void; sendNack(): Promise<void>; nackLoop?: unknown }; dtlsTransport: unknown };
+      const nack = receiver.nack;
+      boundNackHandler(nack);
+      receiver.dtlsTransport = { sendRtcp: async () => undefined };
+      let asked = 0;
+      const send = nack.sendNack;
+      nack.sendNack = () => (asked++, send());
+      const add = (sequenceNumber: number) => nack.addPacket({ header: { sequenceNumber, ssrc: 5 } });
+      for (const seq of [1, 2, 4]) add(seq);
+      await new Promise((r) => setTimeout(r, 30));
+      assert.ok(asked > 0, 'the lost packet was asked for');
+      add(3);
+      await new Promise((r) => setTimeout(r, 30));
+      const after = asked;
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(asked, after, 'nothing asked once nothing is lost');
+      assert.equal(nack.nackLoop, undefined, 'the loop stopped');
+    } finally {
+      await pc.close().catch(() => undefined);
+    }
   });
 });

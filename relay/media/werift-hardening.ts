@@ -15,6 +15,7 @@ import { TokenBucket } from '../data/token-bucket.ts';
  *   each), and every loss sorted them all; every new SSRC kept SRTP state for the transport's
  *   life (hundreds of MiB, and receiver reports over all of them).
  * - DTLS: handshake fragments were buffered without limit, and kept being read after the handshake.
+ * - NACKs: the loop asking for lost packets never stopped once it had started.
  *
  * Each bound is applied by wrapping the werift method that does the work (as the ICE guard
  * does); {@link installWeriftHardening} throws if one of them is gone, so that an upgrade of
@@ -189,6 +190,9 @@ interface NackState {
   newEstSeqNum: number;
   _lost: Record<number, number>;
   mediaSourceSsrc?: number;
+  nackLoop?: ReturnType<typeof setInterval> | undefined;
+  closed?: boolean;
+  sendNack(): Promise<void>;
   setLost(seq: number, count: number): void;
   [tracked]?: number;
   [trackedAt]?: number;
@@ -253,6 +257,21 @@ export function boundNackHandler(handler: object): void {
       if (gap > 1) keepNewest(this._lost, seq);
     }
     this.newEstSeqNum = seq;
+  };
+  // werift's loop asked every 5 ms while anything was lost, and stopped once nothing was, but only
+  // after its send settled, which with nothing to ask for it never does: after the first lost
+  // packet of a publication the loop ran for the transport's life (200 wake-ups a second each)
+  proto.setLost = function (this: NackState, seq: number, count: number) {
+    this._lost[seq] = count;
+    if (this.nackLoop || this.closed) return;
+    this.nackLoop = setInterval(() => {
+      for (const _ in this._lost) {
+        this.sendNack().catch(() => undefined);
+        return;
+      }
+      clearInterval(this.nackLoop);
+      this.nackLoop = undefined;
+    }, 5);
   };
   proto[nackBound] = true;
 }
