@@ -52,14 +52,16 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     process.stdout.write(`dev mode (no --keys): API key "${dev.apiKey}", secret "${dev.secret}" (kept in ${dev.path}; \`npx tessera token\` signs with it)\n`);
   }
 
-  let faults: { faults: number } | null = null;
   // the last line, not the design: a promise some path let fall (a library's, most likely) is a
   // fault logged and counted (`tessera_faults_total`), not the end of every room of every project
+  let faults: { faults: number } = { faults: 0 };
   process.on('unhandledRejection', (reason) => {
-    if (faults) faults.faults++;
+    faults.faults++;
     log.error('fault: a promise rejected and nobody handled it; the relay goes on', { error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) });
   });
   const relay = await startRelay({ ...config, keys, logger: log });
+  // (those of the start count too)
+  relay.context.counters.faults += faults.faults;
   faults = relay.context.counters;
   process.stdout.write(`tessera-relay listening on ${relay.url}\n`);
   const stop = () => {

@@ -35,7 +35,7 @@ export interface ConnectionHandlers {
 /** How a dropped connection is retried. */
 export interface ReconnectPolicy {
   /**
-   * Give up after trying this long (ms, default 30000). Drops within 30 s of coming back count
+   * Give up after trying this long (ms, default 30000). Drops within 5 s of coming back count
    * as one reconnection: the time away adds up and the backoff goes on growing.
    */
   maxTimeMs?: number;
@@ -86,10 +86,11 @@ function utf8Length(text: string): number {
 
 /**
  * A connection that drops sooner than this after it came back goes on with the same
- * reconnection: its backoff and the time already spent away count on (a relay that takes the
- * session and drops it at once is not retried for ever).
+ * reconnection: its backoff and the time already spent away count on, so a relay that takes the
+ * session and drops it at once is not retried for ever. One that held longer starts afresh (at
+ * most one reconnection every few seconds: no loop to worry about).
  */
-const STABLE_MS = 30_000;
+const STABLE_MS = 5000;
 
 /** Disconnect reasons a refused resume or rejoin ends the session with. */
 const FINAL_REASONS: Partial<Record<ErrorReason, DisconnectReason>> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity' };

@@ -12,7 +12,7 @@ import { KeyStore } from '../relay/token/keys.ts';
 import { mintToken } from '../src/server/mint.ts';
 import { startRelay, type Relay } from '../relay/server.ts';
 import { Sdk } from '../src/sdk.ts';
-import { until } from './helpers.ts';
+import { nextEvent, until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
 import { spawnNode } from './spawn-node.ts';
 import { keysDir, tearDown, webhookSink } from './cluster-fixture.ts';
@@ -220,6 +220,44 @@ describe("issue 14: a room's home is lost", () => {
       assert.equal(after.exists - before.exists, forged.length, 'no record was looked up for a forged credential');
       assert.ok(after.publish - before.publish < 5, `other nodes were asked: ${after.publish - before.publish} messages`);
       assert.ok(open.connected);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('a room id of 128 characters of 3 bytes each resumes on a cluster (its credential names it: 128 characters were the most a resume frame took)', async () => {
+    const roomId = '\u20ac'.repeat(128);
+    const room = await Sdk.join({ url: [nodes[0]!.url, nodes[1]!.url], token: token(roomId, 'long', false), reconnect: { maxTimeMs: 5000, initialDelayMs: 50 } });
+    rooms.push(room);
+    const credential = (room as unknown as { connection: { credential: string } }).connection.credential;
+    assert.ok(credential.length > 500, `${credential.length} characters`);
+    const back = nextEvent(room, 'reconnected', 10_000);
+    (room as unknown as { connection: { ws: { terminate(): void } } }).connection.ws.terminate();
+    assert.deepEqual(await back, { resumed: true });
+  });
+
+  it("a seat held on this node resumes whatever key signed its credential (Redis restarted empty twice); a credential no node made is still refused", async () => {
+    const client = new Redis(redis.url);
+    try {
+      const room = await Sdk.join({ url: nodes[0]!.url, token: token('keys-turn', 'stay', false), reconnect: { maxTimeMs: 5000, initialDelayMs: 50 } });
+      rooms.push(room);
+      const forged = `x.${Buffer.from('default').toString('base64url')}.${Buffer.from('keys-turn').toString('base64url')}.${'y'.repeat(32)}.${'A'.repeat(22)}`;
+      const resume = async (credential: string) => {
+        const raw = await rawConnect(nodes[0]!.url);
+        raw.send({ type: 'resume', v: PROTOCOL_VERSION, credential });
+        const answer = await raw.next((f) => f.type === 'join-error' || f.type === 'joined');
+        raw.ws.close();
+        return (answer.error as { reason?: string } | undefined)?.reason;
+      };
+      // two new keys, each taken up by node 0 (a credential it cannot verify makes it read the key again, once a second)
+      for (const key of ['first-new-key-first-new-key-first', 'second-new-key-second-new-key-sec']) {
+        await client.set('tessera:peer-key', Buffer.from(key).toString('base64url'));
+        await new Promise((r) => setTimeout(r, 1100));
+        assert.equal(await resume(forged), 'resume-unknown');
+      }
+      const back = nextEvent(room, 'reconnected', 10_000);
+      (room as unknown as { connection: { ws: { terminate(): void } } }).connection.ws.terminate();
+      assert.deepEqual(await back, { resumed: true });
     } finally {
       client.disconnect();
     }

@@ -140,12 +140,14 @@ export class ClusterSeam implements RoomSeam {
     const place = credentialPlace(frame.credential);
     if (!place) return this.local.resume(frame, conn);
     const lost: WireError = { code: 'NOT_FOUND', kind: 'Request', reason: 'resume-unknown', message: 'this session can no longer be resumed: join again' };
-    // a resume needs no token: one no node of this cluster made asks nothing of Redis or of other nodes
-    if (!credentialSealed(this.files.peerKeys, frame.credential)) return lost;
     let elsewhere: string | null = null;
-    if (place.node === this.bus.node) {
-      const here = await this.local.resume(frame, conn);
-      if (!('code' in here) || here.reason !== 'resume-unknown' || this.homes.here(place.project, place.roomId)) return here;
+    const here = place.node === this.bus.node ? await this.local.resume(frame, conn) : null;
+    // a seat held here answers whatever key signed it (a lookup in memory tells nothing of other rooms)
+    if (here && !('code' in here && here.reason === 'resume-unknown')) return here;
+    // past this, a resume needs no token: one no node of this cluster made asks nothing of Redis or of other nodes
+    if (!(await this.sealed(frame.credential))) return lost;
+    if (here) {
+      if (this.homes.here(place.project, place.roomId)) return here;
       // this node gave the room up to the node that restored it (it was judged dead while it stalled): the seat is there
       elsewhere = await this.homes.holderElsewhere(place.project, place.roomId);
       if (!elsewhere) return here;
@@ -182,6 +184,16 @@ export class ClusterSeam implements RoomSeam {
       return entered;
     }
     return lost;
+  }
+
+  /**
+   * Whether a credential was made by a node of this cluster: signed with its key now or the one
+   * before. One that is not is checked again once the key is read anew (at most once a second):
+   * a Redis restarted empty made a new key that another node may have taken up first.
+   */
+  private async sealed(credential: string): Promise<boolean> {
+    if (credentialSealed(this.files.peerKeys, credential)) return true;
+    return (await this.files.keyChanged()) && credentialSealed(this.files.peerKeys, credential);
   }
 
   /**

@@ -30,6 +30,7 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
   private cached: { at: number; bases: Promise<string[]> } | null = null;
   private key: Buffer | null = null;
   private previousKey: Buffer | null = null;
+  private keyReadAt = -Infinity;
   /** Nodes listed but not alive, since when this node saw them so. */
   private readonly deadSince = new Map<string, number>();
   private keyTimer: ReturnType<typeof setInterval> | null = null;
@@ -47,6 +48,19 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
   /** The cluster's key now, then the one before it (a Redis restarted empty made a new one): what a resume credential may be signed with. */
   get peerKeys(): Buffer[] {
     return [this.key, this.previousKey].filter((k): k is Buffer => k !== null);
+  }
+
+  /**
+   * Read the cluster's key again, at most once a second whoever asks (a forged credential makes
+   * every resume ask): whether it changed.
+   */
+  async keyChanged(): Promise<boolean> {
+    const now = this.clock();
+    if (now - this.keyReadAt < 1000) return false;
+    this.keyReadAt = now;
+    const before = this.key;
+    await this.readKey().catch(this.failed);
+    return this.key !== before;
   }
 
   /** Take up the cluster's key (made by the first node to ask). */
@@ -68,7 +82,8 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
     const key = await this.bus.redis.get(PEER_KEY);
     if (!key) return;
     const taken = Buffer.from(key, 'base64url');
-    if (this.key && !this.key.equals(taken)) this.previousKey = this.key;
+    if (this.key?.equals(taken)) return;
+    if (this.key) this.previousKey = this.key;
     this.key = taken;
   }
 

@@ -62,12 +62,16 @@ export class WebmFile {
     this.failed(err);
   }
 
-  /** Wait (at most `ms`) for the muxer's end, then for every write taken, and close the file. */
+  /**
+   * Wait (at most `ms` in all) for the muxer's end and for every write taken, then close the
+   * file (a disk that stalls does not hold the recording's stop up; later writes are dropped).
+   */
   async close(ms: number): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.end, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+    await Promise.race([this.end.then(() => this.chain), bound]);
     clearTimeout(timer);
-    await this.chain;
+    this.ended = true;
     const handle = this.handle;
     this.handle = null;
     await handle?.close().catch(() => undefined);

@@ -247,13 +247,24 @@ export class WeriftEngine implements MediaEngine {
     const codec = source.kind === 'video' ? codecs().video[0]! : codecs().audio[0]!;
     const track = new MediaStreamTrack({ kind: source.kind, codec });
     // werift muxes, the relay writes the file (`webm-file.ts`: werift's own writes could end the process)
-    const file = new WebmFile(path, failed);
+    let told = false;
+    const once = (error: Error) => {
+      if (!told) failed(error);
+      told = true;
+    };
+    const file = new WebmFile(path, once);
     const output = new Event<[WebmOutput]>();
     output.subscribe((o) => file.take(o));
     // one track per file: nothing to synchronise with, timing from RTP timestamps alone
     const recorder = new MediaRecorder({ stream: output, tracks: [track], numOfTracks: 1, disableLipSync: true, disableNtp: true });
-    recorder.onError.subscribe((error) => failed(error));
-    const muxer = muxerOf(recorder);
+    recorder.onError.subscribe(once);
+    let muxer: Muxer;
+    try {
+      muxer = muxerOf(recorder);
+    } catch (error) {
+      void file.close(0);
+      throw error;
+    }
     const off = source.onPacket(layer, (p) => track.writeRtp(p as RtpPacket));
     // a recording starts at a key frame
     source.requestKeyFrame(layer);

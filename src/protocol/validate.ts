@@ -9,6 +9,13 @@ import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame } 
 import { bad, isId, isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, ok, optionalString, type Parsed, type ParamsParser } from './parse.ts';
 import { ID_CONTROL_RANGES, NAME_CONTROL_RANGES, nameControl } from './text.ts';
 
+/**
+ * The longest resume credential: a cluster's names its node, project and room (each base64url of
+ * their UTF-8: a project of 256 characters and a room of 128, three bytes a character at worst),
+ * its secret and its tag.
+ */
+const MAX_CREDENTIAL = 2048;
+
 export { isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, type Parsed } from './parse.ts';
 
 /** Hard caps of the protocol; the relay's configurable limits are at most these. */
@@ -176,7 +183,7 @@ export function parseClientFrame(text: string): Parsed<ClientFrame> {
       return ok({ type: 'ping' });
     case 'resume':
       if (typeof frame.v !== 'number') return bad('v (protocol version) must be a number');
-      if (typeof frame.credential !== 'string' || frame.credential.length === 0 || frame.credential.length > 128) return bad('credential must be the string the relay gave');
+      if (typeof frame.credential !== 'string' || frame.credential.length === 0 || frame.credential.length > MAX_CREDENTIAL) return bad('credential must be the string the relay gave');
       return ok({ type: 'resume', v: frame.v, credential: frame.credential });
     default:
       return bad(`unknown frame type ${describe(frame.type)}`);
