@@ -100,7 +100,9 @@ describe('frameHeader: frames the relay writes itself', () => {
       client.on('ping', () => order.push('ping'));
       // as Connection.write does: a small frame alone in one call, a large one corked
       const write = (text: string) => writeFrames(socket, [frame(Buffer.from(text), false)]);
-      const big = Buffer.alloc(4 * 1024 * 1024, 0x61);
+      // more than loopback's socket buffers take at once (Linux: up to 4 MiB sent and 32 MiB received
+      // by default): 4 MiB were sometimes all taken, and nothing was left for ws to count
+      const big = Buffer.alloc(64 * 1024 * 1024, 0x61);
       writeFrames(socket, [frame(big, true)]);
       assert.ok(server.bufferedAmount > 0, `ws counts what the relay wrote and the socket holds (${server.bufferedAmount})`);
       write('a');
