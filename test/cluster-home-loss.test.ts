@@ -33,6 +33,14 @@ describe("issue 14: a room's home is lost", () => {
   const rooms: Room[] = [];
   const token = (roomId: string, participantId: string, isViewer: boolean, grant = {}) => mintToken({ apiKey: API_KEY, secret: SECRET, roomId, participantId, isViewer, grant });
   const keys = () => new KeyStore({ [API_KEY]: SECRET });
+  /** A resume frame with `credential` on a raw socket to `url`: the reason it was refused, if it was. */
+  const resumeAt = async (url: string, credential: string) => {
+    const raw = await rawConnect(url);
+    raw.send({ type: 'resume', v: PROTOCOL_VERSION, credential });
+    const answer = await raw.next((f) => f.type === 'join-error' || f.type === 'joined');
+    raw.ws.close();
+    return (answer.error as { reason?: string } | undefined)?.reason;
+  };
 
   /** What the nodes' webhooks told, as a receiver of the integrator got it. */
   const sink = webhookSink<{ event: string; roomId: string; createdAt: number }>();
@@ -186,13 +194,6 @@ describe("issue 14: a room's home is lost", () => {
     rooms.push(open);
     try {
       const b64 = (text: string) => Buffer.from(text).toString('base64url');
-      const resume = async (credential: string) => {
-        const raw = await rawConnect(nodes[0]!.url);
-        raw.send({ type: 'resume', v: PROTOCOL_VERSION, credential });
-        const answer = await raw.next((f) => f.type === 'join-error' || f.type === 'joined');
-        raw.ws.close();
-        return (answer.error as { reason?: string } | undefined)?.reason;
-      };
       const secret = 'x'.repeat(32);
       const tag = 'A'.repeat(22);
       // node 1's id, from where the nodes say their HTTP sides are
@@ -207,14 +208,14 @@ describe("issue 14: a room's home is lost", () => {
         ...Array.from({ length: 10 }, () => [liveNode, 'default', 'forge-target'] as [string, string, string]),
       ];
       for (const [node, project, roomId] of forged) {
-        assert.equal(await resume(`${node}.${b64(project)}.${b64(roomId)}.${secret}.${tag}`), 'resume-unknown');
+        assert.equal(await resumeAt(nodes[0]!.url, `${node}.${b64(project)}.${b64(roomId)}.${secret}.${tag}`), 'resume-unknown');
         assert.equal(await client.exists(`tessera:home:${encodeURIComponent(project)}:${encodeURIComponent(roomId)}`), roomId === 'forge-target' ? 1 : 0);
       }
       // a real credential with its tag changed, and one without a tag
       const credential = (open as unknown as { connection: { credential: string } }).connection.credential;
       assert.equal(credential.split('.').length, 5, credential);
-      assert.equal(await resume(credential.slice(0, -2) + (credential.endsWith('AA') ? 'BB' : 'AA')), 'resume-unknown');
-      assert.equal(await resume(credential.slice(0, credential.lastIndexOf('.'))), 'resume-unknown');
+      assert.equal(await resumeAt(nodes[0]!.url, credential.slice(0, -2) + (credential.endsWith('AA') ? 'BB' : 'AA')), 'resume-unknown');
+      assert.equal(await resumeAt(nodes[0]!.url, credential.slice(0, credential.lastIndexOf('.'))), 'resume-unknown');
       const after = { exists: await calls('exists'), publish: await calls('publish'), set: await calls('set') };
       // (the test's own EXISTS calls above: one for each forged credential)
       assert.equal(after.exists - before.exists, forged.length, 'no record was looked up for a forged credential');
@@ -242,18 +243,11 @@ describe("issue 14: a room's home is lost", () => {
       const room = await Sdk.join({ url: nodes[0]!.url, token: token('keys-turn', 'stay', false), reconnect: { maxTimeMs: 5000, initialDelayMs: 50 } });
       rooms.push(room);
       const forged = `x.${Buffer.from('default').toString('base64url')}.${Buffer.from('keys-turn').toString('base64url')}.${'y'.repeat(32)}.${'A'.repeat(22)}`;
-      const resume = async (credential: string) => {
-        const raw = await rawConnect(nodes[0]!.url);
-        raw.send({ type: 'resume', v: PROTOCOL_VERSION, credential });
-        const answer = await raw.next((f) => f.type === 'join-error' || f.type === 'joined');
-        raw.ws.close();
-        return (answer.error as { reason?: string } | undefined)?.reason;
-      };
       // two new keys, each taken up by node 0 (a credential it cannot verify makes it read the key again, once a second)
       for (const key of ['first-new-key-first-new-key-first', 'second-new-key-second-new-key-sec']) {
         await client.set('tessera:peer-key', Buffer.from(key).toString('base64url'));
         await new Promise((r) => setTimeout(r, 1100));
-        assert.equal(await resume(forged), 'resume-unknown');
+        assert.equal(await resumeAt(nodes[0]!.url, forged), 'resume-unknown');
       }
       const back = nextEvent(room, 'reconnected', 10_000);
       (room as unknown as { connection: { ws: { terminate(): void } } }).connection.ws.terminate();
