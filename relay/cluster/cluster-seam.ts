@@ -15,7 +15,7 @@ import { LEASE_MS, RoomHomes } from './homes.ts';
 import type { Room } from '../rooms/types.ts';
 import type { RoomObservers } from '../rooms/observers.ts';
 import { isRecord } from '../../src/protocol/parse.ts';
-import { credentialPlace, credentialSealed, sealCredential } from './credential.ts';
+import { credentialPlace } from './credential.ts';
 import { wireError } from '../../src/protocol/codes.ts';
 import { GuestTable, guestRequestBytes, type Guest } from './guests.ts';
 import { requestFromBus } from '../data/raw-json.ts';
@@ -63,8 +63,7 @@ export class ClusterSeam implements RoomSeam {
     this.homes = new RoomHomes(relay, bus, this.records, (fn) => (observers ? observers.quietly(fn) : fn()), (project, roomId) => this.giveUp(project, roomId));
     observers?.add(this.records);
     relay.seats.onIssue = (member, room, credential) => this.records.issued(member, room, credential);
-    // read before the node listens (server.ts): a seat is never made without the key
-    relay.seats.seal = (unsigned) => sealCredential(this.files.peerKeys[0] ?? Buffer.alloc(0), unsigned);
+    relay.seats.seal = (unsigned) => this.files.seal(unsigned);
     this.edges = new ClusterEdges(relay, bus);
     this.files = new ClusterFiles(bus, (err) => relay.log.warn('cluster: where an output writes was not stored in Redis', { error: err instanceof Error ? err.message : String(err) }));
     observers?.add(this.files);
@@ -145,7 +144,7 @@ export class ClusterSeam implements RoomSeam {
     // a seat held here answers whatever key signed it (a lookup in memory tells nothing of other rooms)
     if (here && !('code' in here && here.reason === 'resume-unknown')) return here;
     // past this, a resume needs no token: one no node of this cluster made asks nothing of Redis or of other nodes
-    if (!(await this.sealed(frame.credential))) return lost;
+    if (!(await this.files.sealed(frame.credential))) return lost;
     if (here) {
       if (this.homes.here(place.project, place.roomId)) return here;
       // this node gave the room up to the node that restored it (it was judged dead while it stalled): the seat is there
@@ -184,16 +183,6 @@ export class ClusterSeam implements RoomSeam {
       return entered;
     }
     return lost;
-  }
-
-  /**
-   * Whether a credential was made by a node of this cluster: signed with its key now or the one
-   * before. One that is not is checked again once the key is read anew (at most once a second):
-   * a Redis restarted empty made a new key that another node may have taken up first.
-   */
-  private async sealed(credential: string): Promise<boolean> {
-    if (credentialSealed(this.files.peerKeys, credential)) return true;
-    return (await this.files.keyChanged()) && credentialSealed(this.files.peerKeys, credential);
   }
 
   /**

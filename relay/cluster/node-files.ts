@@ -10,6 +10,7 @@ import type { LobbyRequest, OutputChange } from '../../src/protocol/control.ts';
 import type { FilePlace, PeerFiles } from '../http-peers.ts';
 import type { Room, RoomObserver } from '../rooms/types.ts';
 import { clusterKey, type NodeBus } from './bus.ts';
+import { credentialSealed, sealCredential } from './credential.ts';
 
 /** How long the list of live nodes is reused (ms): an HLS audience asks for files every 2 s. */
 const NODES_FRESH_MS = 1000;
@@ -45,22 +46,30 @@ export class ClusterFiles implements PeerFiles, RoomObserver {
     return this.key;
   }
 
-  /** The cluster's key now, then the one before it (a Redis restarted empty made a new one): what a resume credential may be signed with. */
-  get peerKeys(): Buffer[] {
-    return [this.key, this.previousKey].filter((k): k is Buffer => k !== null);
+  /** A resume credential (its node, room and secret) signed with the cluster's key. */
+  seal(unsigned: string): string {
+    // the key is read before the node listens (server.ts): no seat is made without it
+    return sealCredential(this.key ?? Buffer.alloc(0), unsigned);
   }
 
   /**
-   * Read the cluster's key again, at most once a second whoever asks (a forged credential makes
-   * every resume ask): whether it changed.
+   * Whether a credential was made by a node of this cluster: signed with its key now or the one
+   * before (a Redis restarted empty makes a new one). One that is not is checked again once the
+   * key is read anew, at most once a second whoever asks (a forged credential makes every resume
+   * ask), since another node may have taken up a new key first.
    */
-  async keyChanged(): Promise<boolean> {
+  async sealed(credential: string): Promise<boolean> {
+    if (credentialSealed(this.keys(), credential)) return true;
     const now = this.clock();
     if (now - this.keyReadAt < 1000) return false;
     this.keyReadAt = now;
     const before = this.key;
     await this.readKey().catch(this.failed);
-    return this.key !== before;
+    return this.key !== before && credentialSealed(this.keys(), credential);
+  }
+
+  private keys(): Buffer[] {
+    return [this.key, this.previousKey].filter((k): k is Buffer => k !== null);
   }
 
   /** Take up the cluster's key (made by the first node to ask). */
