@@ -47,6 +47,10 @@ export const LIGHT_RUN_MS = 2;
  */
 export const HOLD_MS = 50;
 
+/** The array {@link Outbox} hands a single frame's write in, and what it holds between writes (nothing of a frame stays reachable). */
+const NO_FRAME: OutFrame = { header: Buffer.alloc(0), data: new Uint8Array(0), bytes: 0, whole: null };
+const ONE: OutFrame[] = [NO_FRAME];
+
 /** Tunables of the delivery (tests give their own clock). */
 export interface DeliveryOptions {
   /** Time spent writing at once, per turn of the event loop, before frames wait for the delivery's turns (ms). */
@@ -67,9 +71,8 @@ export interface DeliveryOptions {
  * a broadcast, a broadcast never a `joined`).
  */
 export class Outbox {
-  /** Queued frames from `head` on (the ones before it were written). */
-  private frames: OutFrame[] = [];
-  private head = 0;
+  /** Queued frames, oldest first (a ring that is reused: see {@link Fifo}). */
+  private readonly frames = new Fifo<OutFrame>(4);
   private bytes = 0;
   /** Whether it is in the delivery's queue (it belongs to the delivery). */
   scheduled = false;
@@ -78,7 +81,8 @@ export class Outbox {
 
   /**
    * @param write writes frames to the connection, in order, at once (one batch: it may cork the
-   *   socket); `own` when they end with a frame for this connection alone (see {@link send})
+   *   socket), and keeps nothing of the array it is given (it is reused); `own` when they end
+   *   with a frame for this connection alone (see {@link send})
    */
   constructor(
     private readonly delivery: Delivery,
@@ -92,7 +96,7 @@ export class Outbox {
 
   /** Whether frames wait here. */
   get waiting(): boolean {
-    return this.head < this.frames.length;
+    return this.frames.length > 0;
   }
 
   /**
@@ -138,11 +142,9 @@ export class Outbox {
 
   /** Write `frame` now, after what is held (see {@link idle}): one write. `own`: see the constructor. */
   writeNow(frame: OutFrame, own = false): void {
-    if (!this.waiting) return this.write([frame], own);
-    const batch = this.head ? this.frames.slice(this.head) : this.frames;
+    if (!this.waiting) return this.writeOne(frame, own);
+    const batch = this.take(this.frames.length);
     batch.push(frame);
-    this.frames = [];
-    this.head = 0;
     this.bytes = 0;
     this.write(batch, own);
   }
@@ -159,34 +161,42 @@ export class Outbox {
    */
   flushSome(maxBytes: number): boolean {
     if (!this.waiting) return false;
-    let end = this.head;
+    let n = 0;
     let taken = 0;
-    while (end < this.frames.length && (end === this.head || taken + this.frames[end]!.bytes <= maxBytes)) {
-      taken += this.frames[end]!.bytes;
-      end++;
-    }
-    const batch = this.frames.slice(this.head, end);
-    if (end >= this.frames.length) {
-      this.frames = [];
-      this.head = 0;
-    } else {
-      this.head = end;
-      // a connection whose queue never empties must not keep every frame it ever sent
-      if (this.head >= 64 && this.head * 2 >= this.frames.length) {
-        this.frames = this.frames.slice(this.head);
-        this.head = 0;
-      }
+    for (let next = this.frames.peek(); next && (n === 0 || taken + next.bytes <= maxBytes); next = this.frames.at(n)) {
+      taken += next.bytes;
+      n++;
     }
     this.bytes -= taken;
-    this.write(batch, false);
+    if (n === 1) this.writeOne(this.frames.shift()!, false);
+    else this.write(this.take(n), false);
     return this.waiting;
   }
 
   /** The connection is gone: what waits is dropped. */
   clear(): void {
-    this.frames = [];
-    this.head = 0;
+    this.frames.clear();
     this.bytes = 0;
+  }
+
+  /** The `n` oldest queued frames, taken out. */
+  private take(n: number): OutFrame[] {
+    const batch = new Array<OutFrame>(n);
+    for (let i = 0; i < n; i++) batch[i] = this.frames.shift()!;
+    return batch;
+  }
+
+  /**
+   * One frame written on its own, through an array that is reused (a write does not keep the
+   * array it is given): most writes are one frame, and each array of them was garbage.
+   */
+  private writeOne(frame: OutFrame, own: boolean): void {
+    ONE[0] = frame;
+    try {
+      this.write(ONE, own);
+    } finally {
+      ONE[0] = NO_FRAME;
+    }
   }
 }
 
@@ -210,7 +220,7 @@ export class Delivery implements Turn {
   private readonly light = new Fifo<Outbox>(1024);
   private readonly heavy = new Fifo<Outbox>(1024);
   /** Outboxes holding copies (see {@link Outbox.hold}), and whether their release is due. */
-  private holding: Outbox[] = [];
+  private readonly holding = new Fifo<Outbox>(1024);
   private releaseDue = false;
   /** Which line's run it is while both wait, and how long that run has lasted (ms). */
   private lightsRun = true;
@@ -283,10 +293,9 @@ export class Delivery implements Turn {
   }
 
   private release(): void {
-    const holding = this.holding;
-    this.holding = [];
     this.releaseDue = false;
-    for (const outbox of holding) {
+    for (let n = this.holding.length; n > 0; n--) {
+      const outbox = this.holding.shift()!;
       outbox.held = false;
       // taken along by a later frame, written in a turn since, or cleared: nothing to do
       if (outbox.waiting && !outbox.scheduled) this.schedule(outbox);
