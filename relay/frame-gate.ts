@@ -134,7 +134,7 @@ export class FrameGate implements Turn, RateWaiter {
     this.inLine = null;
     if (this.closed) return this.sharedText?.refund(bytes);
     this.prepaid = bytes;
-    this.scheduler.enqueue(this);
+    this.scheduler.enqueue(this, true);
   }
 
   /** A frame arrived from the parser. */
@@ -167,7 +167,7 @@ export class FrameGate implements Turn, RateWaiter {
   private sleep(ms: number): void {
     this.timer = setTimeout(() => {
       this.timer = null;
-      if (!this.closed) this.scheduler.enqueue(this);
+      if (!this.closed) this.scheduler.enqueue(this, true);
     }, Math.max(1, Math.ceil(ms)));
   }
 

@@ -245,14 +245,21 @@ export class FrameScheduler {
     else this.enqueue(new Task(flow, fn));
   }
 
-  /** Queue a turn in its flow (once). */
-  enqueue(turn: Turn): void {
+  /**
+   * Queue a turn in its flow (once). `held`: its work waited for the flow's own budget (or its
+   * turn of a shared rate), not for the relay: the flow was not quiet meanwhile, so it comes back
+   * without credit (a flooder held to its budget would otherwise come back "quiet" every time and
+   * go ahead of the members who really were).
+   */
+  enqueue(turn: Turn, held = false): void {
     if (turn.queued) return;
     turn.queued = true;
     const flow = turn.flow;
     flow.push(turn);
     if (flow.index < 0 && flow !== this.shared) {
-      flow.start = this.startOf(flow, this.now());
+      const now = this.now();
+      if (held) flow.lastActive = now;
+      flow.start = this.startOf(flow, now);
       flow.epoch = this.epoch;
       this.heapPush(flow);
     }
