@@ -20,6 +20,8 @@ function harness(options: { sliceMs?: number; fastMs?: number; creditMs?: number
     scheduler,
     /** Advance the fake clock (work "taking" time). */
     spend: (ms: number) => void (clock += ms),
+    /** The fake clock. */
+    clock: () => clock,
     /** Run what is deferred now (one turn of the event loop's check phase). */
     tick: () => {
       for (const fn of deferred.splice(0)) fn();
@@ -103,6 +105,38 @@ describe('FrameScheduler: fairness across tokens', () => {
     h.scheduler.enqueue(new Flooder(memberFlow, 0.1, h.spend, log, 'member', 1));
     h.tick();
     assert.ok(log.indexOf('member') >= 0 && log.indexOf('member') < log.indexOf('reader'), `served in order ${log.join(',')}`);
+  });
+
+  it('a quiet member keeps its credit however the others\' virtual time stood still since its last frame, and the longer quiet goes first', () => {
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    const log: string[] = [];
+    // the delivery's endless backlog keeps the relay busy; nothing else moves the virtual time
+    h.scheduler.enqueue(new Flooder(h.scheduler.join('delivery', 8, 0.9), 0.5, h.spend, log, 'delivery'));
+    const member = h.scheduler.join('member');
+    const pacer = h.scheduler.join('pacer');
+    const pass = (ms: number) => {
+      const until = h.clock() + ms;
+      while (h.clock() < until) h.tick();
+    };
+    pass(1000);
+    // the member's last frame was an expensive one (a page of the audience): its finish is far
+    // ahead of a virtual time that then stood still
+    h.scheduler.enqueue(new Flooder(member, 5, h.spend, log, 'member-page', 1));
+    pass(440);
+    // a token pacing its frames just over the quiet time apart
+    for (let i = 0; i < 8; i++) {
+      h.scheduler.enqueue(new Flooder(pacer, 0.1, h.spend, log, 'pacer', 1));
+      pass(55);
+    }
+    assert.ok(log.includes('member-page') && log.filter((n) => n === 'pacer').length === 8);
+    log.length = 0;
+    // the pacer's next frame comes first, then the member's chat line, quiet for 880 ms
+    h.scheduler.enqueue(new Flooder(pacer, 0.1, h.spend, log, 'pacer', 1));
+    h.scheduler.enqueue(new Flooder(member, 0.1, h.spend, log, 'member', 1));
+    pass(20);
+    const order = log.filter((n) => n !== 'delivery');
+    assert.deepEqual(order, ['member', 'pacer'], `served in order ${order.join(',')}`);
+    assert.ok(log.indexOf('member') <= 1, `the member's line waited for ${log.indexOf('member')} steps of the delivery`);
   });
 
   it('a token whose connections send the moment they join gets no credit: at a flood\'s start, members who were there and quiet go first', () => {
@@ -589,6 +623,38 @@ describe('FrameGate in the scheduler', () => {
     h.drain();
     assert.deepEqual(handled.slice(200), ['member', 'flood']);
     flooder.close();
+    member.close();
+  });
+
+  it('a quiet member whose one frame waited its turn of a rate shared with other tokens keeps its credit: it goes next, not after the delivery\'s owed slices', (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const h = harness({ sliceMs: 4, creditMs: 1, quietMs: 50 });
+    const log: string[] = [];
+    // the delivery's endless backlog, and a flooding token whose 2 ms frames keep the delivery owed its bound
+    h.scheduler.enqueue(new Flooder(h.scheduler.join('delivery', 8, 0.9), 0.05, h.spend, log, 'delivery'));
+    h.scheduler.enqueue(new Flooder(h.scheduler.join('project\nflooder'), 2, h.spend, log, 'flooder'));
+    let rateClock = 0;
+    const rate = new SharedRate(1000, 1000, () => rateClock);
+    assert.equal(rate.take(1000), true, 'other domain-wide tokens of the project have just used the shared rate up');
+    const member = new FrameGate(fakeSocket() as unknown as WebSocket, budget, (data) => {
+      log.push(`member:${String(data).length}`);
+      h.spend(0.05);
+    }, () => {}, new Budget(1e9), h.scheduler);
+    member.moveTo('project\nmember');
+    member.shareText(rate);
+    for (let i = 0; i < 50; i++) h.tick();
+    h.spend(1000); // the member has been quiet for a second
+    // its one chat line (100 bytes: 100 ms of the shared rate) arrives while the relay is busy, and waits in the rate's line
+    member.push(frame('x'.repeat(100)), false);
+    const t0 = h.clock();
+    while (h.clock() - t0 < 100 || log.at(-1) !== 'flooder') h.tick();
+    assert.ok(!log.some((n) => n.startsWith('member')), 'it waited for its turn of the rate');
+    const at = log.length;
+    rateClock += 100;
+    t.mock.timers.tick(100); // its turn: granted, back in the scheduler
+    h.tick();
+    const came = log.findIndex((n, i) => i >= at && n.startsWith('member'));
+    assert.ok(came >= 0 && came - at <= 2, `the member came ${came < 0 ? 'not within the slice' : `${came - at} steps after its grant`} (two slices of the delivery are 160 steps)`);
     member.close();
   });
 

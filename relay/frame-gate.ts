@@ -52,6 +52,11 @@ export class FrameGate implements Turn, RateWaiter {
   private readonly binary: TokenBucket;
   private held: Array<{ data: RawData; isBinary: boolean; bytes: number }> = [];
   private heldBytes = 0;
+  /**
+   * How long the flow had been quiet when the first of the held frames arrived (ms; 0 once one of
+   * them has been handled): its credit when its turn of a shared rate comes (see `granted`).
+   */
+  private arrivedQuiet = 0;
   /** Set while the next frame waits for this connection's own budget to refill. */
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
@@ -134,7 +139,8 @@ export class FrameGate implements Turn, RateWaiter {
     this.inLine = null;
     if (this.closed) return this.sharedText?.refund(bytes);
     this.prepaid = bytes;
-    this.scheduler.enqueue(this, true);
+    // the wait was the other tokens' use of the rate: the quiet it arrived with is kept
+    this.scheduler.enqueue(this, this.arrivedQuiet);
   }
 
   /** A frame arrived from the parser. */
@@ -142,6 +148,7 @@ export class FrameGate implements Turn, RateWaiter {
     if (this.closed) return;
     const bytes = rawLength(data);
     let wait = NOT_TRIED;
+    if (this.held.length === 0) this.arrivedQuiet = this.scheduler.quietFor(this.flow);
     if (this.held.length === 0 && this.scheduler.open) {
       wait = this.admit(isBinary, bytes);
       if (wait === 0) {
@@ -167,7 +174,8 @@ export class FrameGate implements Turn, RateWaiter {
   private sleep(ms: number): void {
     this.timer = setTimeout(() => {
       this.timer = null;
-      if (!this.closed) this.scheduler.enqueue(this, true);
+      // held to its own budget: not quiet, whatever the time it waited
+      if (!this.closed) this.scheduler.enqueue(this, 0);
     }, Math.max(1, Math.ceil(ms)));
   }
 
@@ -188,6 +196,7 @@ export class FrameGate implements Turn, RateWaiter {
     this.held.shift();
     this.heldBytes -= next.bytes;
     this.heldBudget.give(next.bytes);
+    this.arrivedQuiet = 0;
     this.handle(next.data, next.isBinary);
     if (this.closed) return false;
     if (this.held.length > 0) return true;

@@ -86,8 +86,14 @@ export interface SchedulerOptions {
   sliceMs?: number;
   /** How much work, per turn of the event loop, is done at once on arrival while nothing waits (ms). */
   fastMs?: number;
-  /** A flow that has been quiet starts this far behind the others (ms of work): a quiet member's frame goes first. */
+  /**
+   * A flow that has been quiet for `quietMs` starts this far behind the others (ms of work): a
+   * quiet member's frame goes first. One quiet for longer starts further behind, in proportion,
+   * up to `maxCreditMs`.
+   */
   creditMs?: number;
+  /** The most credit a quiet flow starts with (ms of work). */
+  maxCreditMs?: number;
   /** How long a flow must have had nothing to do to count as quiet (ms): one that comes back at once gets no credit. */
   quietMs?: number;
   now?: () => number;
@@ -100,7 +106,8 @@ export interface SchedulerOptions {
  * waits, work waits in its flow and the scheduler runs it in slices of `sliceMs`, picking each
  * time the flow that has used the least of the relay (start-time fair queuing over the measured
  * time each frame took): a flow of a hundred connections of one leaked token gets the share of
- * one member, a member that has been quiet is served before any flooder, and the time a frame
+ * one member, a member that has been quiet is served before any flooder (the longer quiet, the
+ * earlier; a frame held to its own budget does not count as quiet), and the time a frame
  * costs (a 64 KiB publish, a refusal, a fan-out to a thousand members) is what is counted, not
  * the number of frames. A flow that comes back after being quiet for a while starts a little
  * ahead; one that comes back at once does not. Within a flow, its connections take turns. Whenever nothing is left
@@ -151,6 +158,7 @@ export class FrameScheduler {
   private readonly sliceMs: number;
   private readonly fastMs: number;
   private readonly creditMs: number;
+  private readonly maxCreditMs: number;
   private readonly quietMs: number;
   private readonly now: () => number;
   private readonly defer: (fn: () => void) => void;
@@ -159,6 +167,7 @@ export class FrameScheduler {
     this.sliceMs = options.sliceMs ?? 4;
     this.fastMs = options.fastMs ?? 2;
     this.creditMs = options.creditMs ?? 1;
+    this.maxCreditMs = options.maxCreditMs ?? 10 * this.creditMs;
     this.quietMs = options.quietMs ?? 50;
     this.now = options.now ?? (() => performance.now());
     this.defer = options.defer ?? ((fn) => void setImmediate(fn));
@@ -217,7 +226,7 @@ export class FrameScheduler {
   /** Run `fn` now as work of `flow` (the caller checked {@link open}); its time is counted. */
   runNow(flow: Flow, fn: () => void): void {
     const t0 = this.now();
-    const start = this.startOf(flow, t0);
+    const start = this.startOf(flow, t0 - flow.lastActive);
     this.excused = 0;
     fn();
     const t1 = this.now();
@@ -245,21 +254,26 @@ export class FrameScheduler {
     else this.enqueue(new Task(flow, fn));
   }
 
+  /** How long `flow` has had nothing to do (ms): what its credit is reckoned from. */
+  quietFor(flow: Flow): number {
+    return this.now() - flow.lastActive;
+  }
+
   /**
-   * Queue a turn in its flow (once). `held`: its work waited for the flow's own budget (or its
-   * turn of a shared rate), not for the relay: the flow was not quiet meanwhile, so it comes back
-   * without credit (a flooder held to its budget would otherwise come back "quiet" every time and
-   * go ahead of the members who really were).
+   * Queue a turn in its flow (once). `quietFor`: how long the flow had been quiet when the work
+   * arrived, where it then waited elsewhere (see {@link FrameGate}): a frame held to its own budget
+   * comes back with 0 (a flooder held to its budget would otherwise come back "quiet" every time
+   * and go ahead of the members who really were); one that waited its turn of a rate shared with
+   * other tokens keeps the quiet it arrived with (the wait was theirs). Default: quiet until now.
    */
-  enqueue(turn: Turn, held = false): void {
+  enqueue(turn: Turn, quietFor?: number): void {
     if (turn.queued) return;
     turn.queued = true;
     const flow = turn.flow;
     flow.push(turn);
     if (flow.index < 0 && flow !== this.shared) {
       const now = this.now();
-      if (held) flow.lastActive = now;
-      flow.start = this.startOf(flow, now);
+      flow.start = this.startOf(flow, quietFor ?? now - flow.lastActive);
       flow.epoch = this.epoch;
       this.heapPush(flow);
     }
@@ -274,10 +288,17 @@ export class FrameScheduler {
    * a credit if it has been quiet (a flooder that comes back at once has none, or flows that
    * send one frame per read would always go before those with a backlog).
    */
-  private startOf(flow: Flow, now: number): number {
-    // the credit is in the flow's own work: a weighted flow's virtual time runs slower
-    const floor = this.virtual - (now - flow.lastActive >= this.quietMs ? this.creditMs / flow.weight : 0);
-    return flow.epoch === this.epoch && flow.finish > floor ? flow.finish : floor;
+  private startOf(flow: Flow, quiet: number): number {
+    if (quiet >= this.quietMs) {
+      // what it did before it went quiet no longer counts against it: while the delivery and
+      // credited flows are served the others' virtual time stands still, and a member's finish
+      // from half a second ago put its next chat line behind every flooder. The longer the quiet,
+      // the further ahead (a member quiet for seconds goes before a crowd of tokens pacing their
+      // frames just over `quietMs` apart). The credit is in the flow's own work: a weighted
+      // flow's virtual time runs slower.
+      return this.virtual - Math.min(this.maxCreditMs, (this.creditMs * quiet) / this.quietMs) / flow.weight;
+    }
+    return flow.epoch === this.epoch && flow.finish > this.virtual ? flow.finish : this.virtual;
   }
 
   /**
