@@ -284,9 +284,10 @@ export class FrameScheduler {
   }
 
   /**
-   * Where a flow that gets work starts: where it finished, but not before the others' now, less
-   * a credit if it has been quiet (a flooder that comes back at once has none, or flows that
-   * send one frame per read would always go before those with a backlog).
+   * Where a flow that gets work starts, having been quiet for `quiet` ms: where it finished, but
+   * not before the others' now; or, quiet for at least `quietMs`, a credit behind the others' now
+   * (a flooder that comes back at once has none, or flows that send one frame per read would
+   * always go before those with a backlog).
    */
   private startOf(flow: Flow, quiet: number): number {
     if (quiet >= this.quietMs) {
