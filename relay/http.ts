@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { bearer } from './api/auth.ts';
+import { announcesBody } from './api/body.ts';
 import { serveApi } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
@@ -32,7 +33,12 @@ function send(req: IncomingMessage, res: ServerResponse, status: number, type: s
 }
 
 const json = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers?: Headers) => send(req, res, status, 'application/json', JSON.stringify(body), headers);
-const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) => json(req, res, r.status, r.reason === undefined ? { error: r.error } : { error: r.error, reason: r.reason }, r.headers);
+/**
+ * A refusal; a request that announced a body has its connection closed after the answer: kept
+ * alive, Node would read and drop the whole body first, outside every budget.
+ */
+const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) =>
+  json(req, res, r.status, r.reason === undefined ? { error: r.error } : { error: r.error, reason: r.reason }, announcesBody(req) ? { ...r.headers, connection: 'close' } : r.headers);
 const notFound = (req: IncomingMessage, res: ServerResponse) => json(req, res, 404, { error: 'not found' });
 const refusals = (req: IncomingMessage, res: ServerResponse): SendRefusals => ({
   notFound: () => notFound(req, res),
@@ -123,6 +129,12 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
     }
     if (target.segments[0] === 'api') {
       serveApi(req, res, relay, target.segments.slice(1), api);
+      return true;
+    }
+    // nothing outside the API takes a body: one announced is refused unread (a GET with an endless
+    // body of one-byte chunks held the event loop for hundreds of milliseconds, from no token)
+    if (announcesBody(req)) {
+      refuse(req, res, { status: 400, error: 'this request takes no body', reason: 'bad-body' });
       return true;
     }
     const handler = route(target.segments);

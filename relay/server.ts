@@ -139,7 +139,18 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const sessions = new Set<Session>();
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute
-  const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => answerHttp(req, res, context, sessions, api, cluster?.files ?? null));
+  // sockets that made a plain HTTP request (not an upgrade) are at most HTTP_SOCKETS: past it a new
+  // one is answered 503 and closed, so kept-alive HTTP sockets cannot take the members' places
+  const plain = new Set<Socket>();
+  const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => {
+    const socket = req.socket;
+    if (!plain.has(socket)) {
+      if (plain.size >= HTTP_SOCKETS) return refuseHttpSocket(res);
+      plain.add(socket);
+      socket.once('close', () => plain.delete(socket));
+    }
+    answerHttp(req, res, context, sessions, api, cluster?.files ?? null);
+  });
   // ...and a socket that makes no progress for `httpIdleMs` (30 s) is closed: one that pipelines requests and
   // never reads their answers would otherwise hold its descriptor and kernel buffers for ever
   // (ws turns this off on the sockets it upgrades; downloads set their own)
@@ -293,6 +304,12 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 function nodeBase(host: string, mediaIp: string, port: number): string {
   const h = host === '0.0.0.0' || host === '::' || host === '' ? mediaIp : host;
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+function refuseHttpSocket(res: ServerResponse): void {
+  const body = JSON.stringify({ error: `this relay serves at most ${HTTP_SOCKETS} plain HTTP connections at once: try again`, reason: 'http-sockets' });
+  res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '1', connection: 'close', 'cache-control': 'no-store' });
+  res.end(body);
 }
 
 function answerHttp(req: IncomingMessage, res: ServerResponse, context: RelayContext, sessions: Set<Session>, api: ApiRunner, peers: PeerFiles | null): void {

@@ -221,6 +221,64 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
     for (const ws of joiners) ws.terminate();
   });
 
+  it('a request with a body outside the API (chunked without end, or a huge length) is refused 400 unread and its connection closed', async () => {
+    const cases = [['/healthz', 'Transfer-Encoding: chunked'], ['/', 'Transfer-Encoding: chunked'], ['/', 'Content-Length: 1000000000000'], ['//', 'Content-Length: 5']] as const;
+    for (const [target, framing] of cases) {
+      for (const feed of [false, true]) {
+        const socket = connect({ port, host: '127.0.0.1' });
+        socket.on('error', () => undefined);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write(`GET ${target} HTTP/1.1\r\nHost: relay\r\n${framing}\r\n\r\n`);
+        let got = '';
+        socket.on('data', (c: Buffer) => (got += c.toString('latin1')));
+        const closed = new Promise<boolean>((resolve) => {
+          socket.once('close', () => resolve(true));
+          setTimeout(() => resolve(false), 3000);
+        });
+        // an endless body of one-byte chunks (or bytes), as fast as the relay takes them (the
+        // relay's close then resets the connection, and the answer may be lost with it)
+        const feeder = feed ? setInterval(() => {
+          for (let i = 0; i < 200 && !socket.destroyed; i++) socket.write(framing.startsWith('Transfer') ? '1\r\nx\r\n' : 'x');
+        }, 1) : undefined;
+        const ended = await closed;
+        clearInterval(feeder);
+        socket.destroy();
+        assert.ok(ended, `${target} ${framing}${feed ? ', fed' : ''}: the relay closed the connection`);
+        if (!feed) {
+          assert.match(got, /^HTTP\/1\.1 400 /, `${target} ${framing}: ${got.slice(0, 40)}`);
+          assert.match(got, /connection: close/i);
+        }
+      }
+    }
+    assert.equal((await rawHttp(port, request('/healthz'))).status, 200);
+  });
+
+  it('plain HTTP sockets are at most 1,024 beside the members: past them a new one is answered 503 and closed, and members still join', async () => {
+    const small = await startTestRelay({ maxConnections: 4, maxPendingConnections: 2 });
+    const sockets: Socket[] = [];
+    try {
+      const smallPort = small.relay.port;
+      // the relay's whole socket cap (4 + 2 + 1,024) in kept-alive HTTP sockets, each asking /healthz
+      const statuses = await Promise.all(
+        Array.from({ length: 1030 }, () =>
+          new Promise<number>((resolve) => {
+            const socket = connect({ port: smallPort, host: '127.0.0.1' }, () => socket.write('GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n'));
+            sockets.push(socket);
+            socket.on('error', () => resolve(0));
+            socket.once('data', (c: Buffer) => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(c.toString('latin1'))?.[1] ?? 0)));
+          }),
+        ),
+      );
+      assert.equal(statuses.filter((s) => s === 200).length, 1024);
+      assert.equal(statuses.filter((s) => s === 503).length, 6);
+      const room = await small.join({ token: small.token({ roomId: 'r', participantId: 'member', grant: {} }) });
+      assert.equal(room.localParticipant.id, 'member');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await small.close();
+    }
+  });
+
   it('a relay out of file descriptors answers 503 with retry-after, not 404', async () => {
     const { open } = fs.promises;
     fs.promises.open = (async () => {

@@ -11,7 +11,7 @@ import { RelayError } from '../errors.ts';
 export type BodyRule = 'none' | 'json';
 
 /** True when the request announces a body (a length above 0, or chunks). */
-function announcesBody(req: IncomingMessage): boolean {
+export function announcesBody(req: IncomingMessage): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
   const length = req.headers['content-length'];
   // Node takes a length of several zeros ("00") as zero
