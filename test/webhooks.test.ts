@@ -211,6 +211,28 @@ describe('webhooks: a dead receiver, private targets', () => {
     }
   });
 
+  it('a token opening fresh rooms and leaving them in a loop while the receiver is backed up: those rooms are forgotten, the project\'s real events are not dropped', async () => {
+    const dead = await new Receiver().start();
+    dead.answer = () => 'hang';
+    const t = await startTestRelay({ webhookUrl: dead.url, allowPrivateWebhooks: true, webhookLimits: { total: 20, concurrency: 1, projectConcurrency: 1 } });
+    try {
+      await t.join({ token: t.token({ roomId: 'legit', participantId: 'host', grant: {} }) });
+      await until(() => dead.deliveries.length === 1);
+      const { counters } = t.relay.context;
+      assert.equal(counters.webhooks.queued, 2, 'legit: room-started in flight, participant-joined waiting');
+      for (let i = 0; i < 60; i++) {
+        const room = await t.join({ token: t.token({ roomId: `churn-${i}`, participantId: 'churner', grant: {} }) });
+        await room.leave();
+      }
+      await until(() => counters.webhooks.queued === 2, 5000, 'the churned rooms forgotten');
+      assert.equal(counters.webhooks.stats.dropped, 0, 'nothing of the real room was dropped');
+      assert.equal(dead.deliveries.length, 1);
+    } finally {
+      await t.close();
+      await dead.close();
+    }
+  });
+
   it('a private or loopback webhook URL is refused without --allow-private-webhooks', async () => {
     const local = await new Receiver().start();
     const t = await startTestRelay({ webhookUrl: local.url });

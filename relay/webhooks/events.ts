@@ -15,6 +15,8 @@ import { signWebhook } from './sign.ts';
 export class WebhookObserver implements RoomObserver {
   /** The last product of a recording that is running, by room: what `recording-ready` tells when it stops. */
   private readonly recordings = new WeakMap<Room, OutputInfo['recording']>();
+  /** The id of each room's queued `room-started` (see `roomFinished`). */
+  private readonly starts = new WeakMap<Room, string>();
 
   constructor(
     private readonly keys: KeyStore,
@@ -22,10 +24,11 @@ export class WebhookObserver implements RoomObserver {
     private readonly queues: WebhookQueues,
   ) {}
 
-  private emit<E extends WebhookEventName>(room: Room, event: E, data: WebhookEventData[E], viewer = false): void {
+  /** Queue `event` of `room` (if its project takes webhooks); its id, or null when not queued. */
+  private emit<E extends WebhookEventName>(room: Room, event: E, data: WebhookEventData[E], viewer = false): string | null {
     const hooks = this.keys.hooks(room.project);
     const url = hooks?.webhookUrl ?? this.defaultUrl;
-    if (!url || (viewer && !hooks?.webhookViewers)) return;
+    if (!url || (viewer && !hooks?.webhookViewers)) return null;
     const envelope = { id: randomUUID(), event, createdAt: Date.now(), project: room.project, roomId: room.id, data } as WebhookEvent;
     const body = JSON.stringify(envelope);
     const { keys } = this;
@@ -40,13 +43,18 @@ export class WebhookObserver implements RoomObserver {
         return signer ? signWebhook(body, signer.apiKey, signer.key) : null;
       },
     });
+    return envelope.id;
   }
 
   roomStarted(room: Room): void {
-    this.emit(room, 'room-started', { createdAt: room.createdAt });
+    const id = this.emit(room, 'room-started', { createdAt: room.createdAt });
+    if (id) this.starts.set(room, id);
   }
 
   roomFinished(room: Room): void {
+    // a room whose start has not gone out yet is not told at all (see `forgetUnsent`)
+    const started = this.starts.get(room);
+    if (started && this.queues.forgetUnsent(room.project, room.id, started)) return;
     this.emit(room, 'room-finished', { createdAt: room.createdAt });
   }
 

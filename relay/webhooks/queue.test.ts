@@ -134,6 +134,35 @@ describe('webhook queues', () => {
     q.close();
   });
 
+  it('a room that opened and closed while its project\'s webhooks were backed up is forgotten from its start on; one whose start went out is not; an earlier room of the same name keeps its events', async () => {
+    const r = controlled();
+    const q = new WebhookQueues(r.post, log, { ...QUEUE_LIMITS, projectConcurrency: 1, total: 50 });
+    q.push('p', 'legit', event('legit-start'));
+    assert.equal(r.attempts.length, 1, 'in flight: the project\'s one slot');
+    q.push('p', 'x', event('x-old-end')); // the end of an earlier room x, waiting
+    q.push('p', 'x', event('x-start'));
+    q.push('p', 'x', event('x-joined'));
+    assert.equal(q.forgetUnsent('p', 'x', 'x-start'), true);
+    assert.equal(q.queued, 2, 'legit-start (in flight) and the earlier room\'s end are left');
+    assert.equal(q.forgetUnsent('p', 'legit', 'legit-start'), false, 'its start is in flight: its end is to be sent');
+    assert.equal(q.forgetUnsent('p', 'nowhere', 'n-start'), false);
+    // a shared token opening and closing rooms in a loop: nothing of them stays, nothing real is dropped
+    for (let i = 0; i < 1000; i++) {
+      q.push('p', `churn-${i}`, event(`c${i}-start`));
+      q.push('p', `churn-${i}`, event(`c${i}-joined`));
+      assert.equal(q.forgetUnsent('p', `churn-${i}`, `c${i}-start`), true);
+    }
+    assert.equal(q.queued, 2);
+    assert.equal(q.stats.dropped, 0);
+    r.attempts[0]!.settle({ ok: true });
+    await until(() => r.attempts.length === 2);
+    assert.equal(r.attempts[1]!.body, 'x-old-end');
+    r.attempts[1]!.settle({ ok: true });
+    await until(() => q.queued === 0);
+    assert.equal(r.attempts.length, 2, 'nothing of the forgotten rooms was sent');
+    q.close();
+  });
+
   it('an event that can no longer be signed (no active key) is given up without an attempt', async () => {
     const r = controlled();
     const q = new WebhookQueues(r.post, log);

@@ -178,6 +178,29 @@ export class WebhookQueues {
     if (queue.state === 'idle') this.enqueue(queue);
   }
 
+  /**
+   * Room `room` of `project` has finished, and `started` is the id of its `room-started`: when
+   * that event still waits, never attempted (its project's webhooks are backed up), it and every
+   * event of the room queued after it are forgotten and true is returned, and the room's
+   * `room-finished` is not to be queued: the receiver is not told of a room that opened and
+   * closed before it could be (a shared audience token joining fresh rooms and leaving them in a
+   * loop filled its project's queue with such rooms, and the project's real events were dropped
+   * to make room for them). False when its start went out (or was dropped): its end goes too.
+   * Events queued before its start (an earlier room of the same name) are kept.
+   */
+  forgetUnsent(project: string, room: string, started: string): boolean {
+    const queue = this.rooms.get(`${project}\u0000${room}`);
+    if (!queue) return false;
+    const at = queue.items.findIndex((item) => item.id === started);
+    // the head may be in flight (or waiting for its retry): it was attempted
+    if (at < 0 || queue.items[at]!.attempts > 0) return false;
+    const forgotten = queue.items.splice(at);
+    for (const item of forgotten) queue.project.items.delete(item);
+    this.waiting -= forgotten.length;
+    // an emptied queue in its project's line for a slot finds nothing when its turn comes, and retires then
+    return true;
+  }
+
   /** Stop: timers cleared, what waits is dropped (and logged), attempts in flight end on their own. */
   close(): void {
     if (this.closed) return;
