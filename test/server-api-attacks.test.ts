@@ -453,6 +453,24 @@ describe('the dashboard of examples/token-server: attacks', () => {
     }
   });
 
+  it('a request naming another host (a page whose name was rebound to this address) is refused 421, its login included', async () => {
+    const { hostname, port } = new URL(web);
+    const ask = (host: string, path: string, body?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const headers = { host, ...(body ? { 'content-type': 'application/json', origin: `http://${host}` } : {}) };
+        const req = httpRequest({ host: hostname, port, path, method: body ? 'POST' : 'GET', headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    assert.equal(await ask(`evil.example:${port}`, '/api/login', JSON.stringify({ name: 'x', password: 'tessera' })), 421);
+    assert.equal(await ask('evil.example', '/examples/stage/'), 421);
+    assert.equal(await ask(`127.0.0.1:${port}`, '/examples/stage/'), 200);
+    assert.equal(await ask(`localhost:${port}`, '/examples/stage/'), 200);
+  });
+
   it('its POSTs are not form-submittable: a text/plain or foreign-origin request changes nothing', async () => {
     const member = await t.join({ token: t.token({ roomId: 'csrf', participantId: 'victim', grant: {} }) });
     const service = new RoomService({ url: t.url, apiKey: API_KEY, secret: SECRET });

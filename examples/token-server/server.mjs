@@ -42,7 +42,13 @@ const ROLES = {
   guest: { grant: { canPublish: true, canSubscribe: true, canPublishData: true }, joinPolicy: { mode: 'ask', ttl: 120 } },
 };
 
-const sessions = new Map(); // session id → { name, moderates: Set of rooms it got a moderator token for }
+const sessions = new Map(); // session id → { name, since, moderates: Set of rooms it got a moderator token for }
+// the toy login's sessions: a day each, the oldest going past 10,000 (a login loop cannot grow the process)
+const SESSION_MS = 24 * 3600 * 1000;
+const MAX_SESSIONS = 10_000;
+// the Host names this server answers to: its own address and localhost, and those DEMO_HOSTS lists
+// (a page of another site whose name was rebound to this address names its own host: refused)
+let hosts = new Set();
 const RELAY_HTTP = RELAY_URL.replace(/^ws/, 'http');
 
 function send(res, status, body, headers = {}) {
@@ -63,7 +69,9 @@ async function readJson(req) {
 
 function sessionOf(req) {
   const match = /(?:^|;\s*)demo_session=([\w-]+)/.exec(req.headers.cookie ?? '');
-  return match ? sessions.get(match[1]) : undefined;
+  const session = match ? sessions.get(match[1]) : undefined;
+  if (session && Date.now() - session.since > SESSION_MS) return void sessions.delete(match[1]);
+  return session;
 }
 
 const sameSecret = (a, b) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -74,7 +82,8 @@ const routes = {
     if (typeof name !== 'string' || !name.trim() || name.length > 64) return send(res, 400, { error: 'name: 1 to 64 characters' });
     if (typeof password !== 'string' || !sameSecret(password, PASSWORD)) return send(res, 401, { error: 'wrong password' });
     const id = randomBytes(16).toString('base64url');
-    sessions.set(id, { name: name.trim(), moderates: new Set() });
+    sessions.set(id, { name: name.trim(), since: Date.now(), moderates: new Set() });
+    if (sessions.size > MAX_SESSIONS) sessions.delete(sessions.keys().next().value);
     send(res, 200, { name: name.trim() }, { 'set-cookie': `demo_session=${id}; HttpOnly; SameSite=Strict; Path=/` });
   },
   'POST /api/token': async (req, res) => {
@@ -161,7 +170,8 @@ function serveStatic(req, res, path) {
   createReadStream(file).on('error', () => res.destroy()).pipe(res);
 }
 
-const server = createServer(async (req, res) => {
+const server = createServer({ headersTimeout: 5000, requestTimeout: 10_000 }, async (req, res) => {
+  if (!hosts.has((req.headers.host ?? '').toLowerCase())) return send(res, 421, { error: 'this server does not answer to that host name (list it in DEMO_HOSTS)' });
   const where = target(req);
   if (!where) return send(res, 400, { error: 'bad request target' });
   const route = routes[`${req.method} ${where.path}`];
@@ -185,5 +195,7 @@ const server = createServer(async (req, res) => {
 
 server.listen(PORT, HOST, () => {
   const { port } = server.address();
+  const named = (process.env.DEMO_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean);
+  hosts = new Set([`${HOST}:${port}`, `127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, ...named, ...named.map((h) => `${h}:${port}`)]);
   console.log(`token-server listening on http://${HOST}:${port} (relay ${RELAY_URL})`);
 });
