@@ -23,6 +23,8 @@ export interface RelayConfig {
   httpIdleMs: number;
   /** Downloads (HLS, recordings) one client address (an IPv6 /64) may have at once, in each pool; 0: no share. */
   downloadsPerAddress: number;
+  /** Plain HTTP sockets (not upgraded) one client address (an IPv6 /64) may have open at once; 0: no share. */
+  httpSocketsPerAddress: number;
   /** The slowest a download may go on average after the HTTP idle time (bytes/s): slower ones are cut. */
   downloadMinRate: number;
   /** Largest frame accepted before the join is authenticated. */
@@ -199,6 +201,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   joinTimeoutMs: 10_000,
   httpIdleMs: 30_000,
   downloadsPerAddress: 8,
+  httpSocketsPerAddress: 128,
   downloadMinRate: 32 * 1024,
   maxJoinFrameBytes: 16 * 1024,
   maxFrameBytes: 256 * 1024,
@@ -431,6 +434,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--max-lobby-total', env: 'TESSERA_MAX_LOBBY_TOTAL', help: `joiners all lobbies hold (default ${DEFAULTS.maxLobbyTotal})`, apply: (c, v) => void (c.maxLobbyTotal = integer('--max-lobby-total', v, 1)) },
   { flag: '--max-lobby-ttl', env: 'TESSERA_MAX_LOBBY_TTL', help: `longest lobby wait, seconds; larger ttls are clamped (default ${DEFAULTS.maxLobbyTtl})`, apply: (c, v) => void (c.maxLobbyTtl = Math.min(MAX_TIMER_SECONDS, integer('--max-lobby-ttl', v, 1))) },
   { flag: '--lobby-cooldown', env: 'TESSERA_LOBBY_COOLDOWN', help: `seconds a denied joiner waits before asking again (default ${DEFAULTS.lobbyCooldownSec})`, apply: (c, v) => void (c.lobbyCooldownSec = integer('--lobby-cooldown', v, 0)) },
+  { flag: '--http-sockets-per-address', env: 'TESSERA_HTTP_SOCKETS_PER_ADDRESS', help: `plain HTTP sockets one client address may have open at once (of 1,024 for all), 0 for no share (default ${DEFAULTS.httpSocketsPerAddress})`, apply: (c, v) => void (c.httpSocketsPerAddress = integer('--http-sockets-per-address', v, 0)) },
   { flag: '--downloads-per-address', env: 'TESSERA_DOWNLOADS_PER_ADDRESS', help: `downloads one client address may have at once in each pool, 0 for no share (default ${DEFAULTS.downloadsPerAddress})`, apply: (c, v) => void (c.downloadsPerAddress = integer('--downloads-per-address', v, 0)) },
   { flag: '--download-min-rate', env: 'TESSERA_DOWNLOAD_MIN_RATE', help: `bytes/s a download must average after the HTTP idle time, or it is cut (default ${DEFAULTS.downloadMinRate})`, apply: (c, v) => void (c.downloadMinRate = integer('--download-min-rate', v, 1024)) },
   { flag: '--domain-history-bytes', env: 'TESSERA_DOMAIN_HISTORY_BYTES', help: `bytes of history in all rooms one project's domain-wide tokens opened (default ${DEFAULTS.domainHistoryBytes})`, apply: (c, v) => void (c.domainHistoryBytes = integer('--domain-history-bytes', v, 0)) },

@@ -18,7 +18,8 @@ import type { MediaEngine } from './media/engine.ts';
 import { WeriftEngine } from './media/werift-engine.ts';
 import { checkMediaIp } from './media/udp-errors.ts';
 import { serveHttp } from './http.ts';
-import type { PeerFiles } from './http-peers.ts';
+import { fromPeer, type PeerFiles } from './http-peers.ts';
+import { HTTP_SOCKETS, PlainSockets, type SocketRefusal } from './http-sockets.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import { Seats } from './seats.ts';
 import { OVERSIZE_FACTOR, Session } from './session.ts';
@@ -77,8 +78,6 @@ export interface Relay {
 const MEDIA_STOP_MS = 30_000;
 /** Requests one kept-alive socket may make before it is closed (pipelined ones included). */
 const HTTP_REQUESTS_PER_SOCKET = 100;
-/** Sockets for plain HTTP (downloads, the server API, health checks) beside members and joiners. */
-const HTTP_SOCKETS = 1024;
 
 /**
  * A socket's errors end it. Listened to from a function of its own: a closure made in the
@@ -139,16 +138,12 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const sessions = new Set<Session>();
   // a request must finish its headers within 5 s and itself within 10 s (checked every second):
   // sockets that trickle bytes do not hold file descriptors for Node's default minute
-  // sockets that made a plain HTTP request (not an upgrade) are at most HTTP_SOCKETS: past it a new
-  // one is answered 503 and closed, so kept-alive HTTP sockets cannot take the members' places
-  const plain = new Set<Socket>();
+  // sockets that made a plain HTTP request (not an upgrade) have places of their own, a share of
+  // them per address: past either a new one is answered 503 and closed
+  const plain = new PlainSockets(config.httpSocketsPerAddress, (req) => (cluster ? fromPeer(req, cluster.files.peerKey) : false));
   const http: Server = createServer({ headersTimeout: 5000, requestTimeout: 10_000, connectionsCheckingInterval: 1000 }, (req, res) => {
-    const socket = req.socket;
-    if (!plain.has(socket)) {
-      if (plain.size >= HTTP_SOCKETS) return refuseHttpSocket(res);
-      plain.add(socket);
-      socket.once('close', () => plain.delete(socket));
-    }
+    const refused = plain.admit(req);
+    if (refused) return refuseHttpSocket(res, refused);
     answerHttp(req, res, context, sessions, api, cluster?.files ?? null);
   });
   // ...and a socket that makes no progress for `httpIdleMs` (30 s) is closed: one that pipelines requests and
@@ -306,8 +301,9 @@ function nodeBase(host: string, mediaIp: string, port: number): string {
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
 }
 
-function refuseHttpSocket(res: ServerResponse): void {
-  const body = JSON.stringify({ error: `this relay serves at most ${HTTP_SOCKETS} plain HTTP connections at once: try again`, reason: 'http-sockets' });
+function refuseHttpSocket(res: ServerResponse, reason: SocketRefusal): void {
+  const error = reason === 'http-sockets' ? `this relay serves at most ${HTTP_SOCKETS} plain HTTP connections at once: try again` : 'this client address has too many HTTP connections open: close some, or try again';
+  const body = JSON.stringify({ error, reason });
   res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '1', connection: 'close', 'cache-control': 'no-store' });
   res.end(body);
 }

@@ -254,7 +254,7 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
   });
 
   it('plain HTTP sockets are at most 1,024 beside the members: past them a new one is answered 503 and closed, and members still join', async () => {
-    const small = await startTestRelay({ maxConnections: 4, maxPendingConnections: 2 });
+    const small = await startTestRelay({ maxConnections: 4, maxPendingConnections: 2, httpSocketsPerAddress: 0 });
     const sockets: Socket[] = [];
     try {
       const smallPort = small.relay.port;
@@ -271,6 +271,50 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
       );
       assert.equal(statuses.filter((s) => s === 200).length, 1024);
       assert.equal(statuses.filter((s) => s === 503).length, 6);
+      const room = await small.join({ token: small.token({ roomId: 'r', participantId: 'member', grant: {} }) });
+      assert.equal(room.localParticipant.id, 'member');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await small.close();
+    }
+  });
+
+  it('one client address holds at most its share of the plain HTTP sockets (--http-sockets-per-address): past it 503 and closed, while other addresses are served and its own places come back as it closes', async () => {
+    const small = await startTestRelay({ httpSocketsPerAddress: 5 });
+    const sockets: Socket[] = [];
+    const ask = (localAddress: string) =>
+      new Promise<{ status: number; body: string; closed: Promise<void> }>((resolve) => {
+        const socket = connect({ port: small.relay.port, host: '127.0.0.1', localAddress }, () => socket.write('GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n'));
+        sockets.push(socket);
+        const closed = new Promise<void>((done) => socket.once('close', () => done()));
+        socket.on('error', () => resolve({ status: 0, body: '', closed }));
+        socket.once('data', (c: Buffer) => {
+          const text = c.toString('latin1');
+          resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0), body: text, closed });
+        });
+      });
+    try {
+      const first = await Promise.all(Array.from({ length: 5 }, () => ask('127.0.0.1')));
+      assert.deepEqual(first.map((a) => a.status), [200, 200, 200, 200, 200]);
+      const over = await ask('127.0.0.1');
+      assert.equal(over.status, 503);
+      assert.match(over.body, /"reason":"http-sockets-per-address"/);
+      await over.closed;
+      // another address has its own share
+      assert.equal((await ask('127.0.0.2')).status, 200);
+      // a kept-alive socket keeps its place: its next request is served
+      const again = await new Promise<number>((resolve) => {
+        const socket = sockets[0]!;
+        socket.once('data', (c: Buffer) => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(c.toString('latin1'))?.[1] ?? 0)));
+        socket.write('GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n');
+      });
+      assert.equal(again, 200);
+      // one of the address's sockets closes: its place comes back
+      sockets[1]!.destroy();
+      await first[1]!.closed;
+      assert.equal((await ask('127.0.0.1')).status, 200);
+      assert.equal((await ask('127.0.0.1')).status, 503);
+      // members join whatever the address's HTTP sockets
       const room = await small.join({ token: small.token({ roomId: 'r', participantId: 'member', grant: {} }) });
       assert.equal(room.localParticipant.id, 'member');
     } finally {
