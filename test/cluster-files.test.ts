@@ -63,7 +63,9 @@ describe('recordings and HLS through any node of three', () => {
       [0, 1, 2].map((i) => {
         const keys = new KeyStore();
         keys.replaceProjects({ acme: { keys: { [API_KEY]: SECRET }, revoked: [] } });
-        return startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys, redis: redis.url, media: null, recordingsDir: join(dir, `rec-${i}`), hlsDir: join(dir, `hls-${i}`) });
+        // a small share of plain HTTP sockets per address: the nodes' own requests to each other
+        // (all from 127.0.0.1, more than 9 at once below) are never refused theirs
+        return startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys, redis: redis.url, media: null, recordingsDir: join(dir, `rec-${i}`), hlsDir: join(dir, `hls-${i}`), httpSocketsPerAddress: 9 });
       }),
     );
   });
@@ -148,6 +150,9 @@ describe('recordings and HLS through any node of three', () => {
       for (let i = 0; i < 8; i++) assert.equal(await download(0, '127.0.0.7', { [PEER_HEADER]: '1' }, true), 200);
       assert.equal(await download(0, '127.0.0.7', { [PEER_HEADER]: '1' }), 503);
       for (const from of ['127.0.0.8', '127.0.0.9']) assert.equal(await download(1, from), 200, `${from} through node 1 while the forger holds its places`);
+      // node 0 now holds over 9 plain sockets from the nodes' address (127.0.0.1), its share for a
+      // client: downloads passed on with a proof are never refused theirs
+      for (const from of ['127.0.0.10', '127.0.0.11', '127.0.0.12']) assert.equal(await download(1, from, {}, true), 200, `${from} through node 1, past the nodes' address's share at node 0`);
     } finally {
       for (const req of held) req.destroy();
       rmSync(join(dir, 'hls-0', run), { recursive: true, force: true });
