@@ -4,6 +4,7 @@ import { WeriftEngine } from '../relay/media/werift-engine.ts';
 import type { Room } from '../src/room.ts';
 import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { unrefLibraryDelays } from './media-fixtures.ts';
+import { rawJoin } from './raw.ts';
 import { fakeTrack, nodePlatform } from './media-helpers.ts';
 
 const AV = { canPublish: true, canSubscribe: true } as const;
@@ -76,5 +77,53 @@ describe('media peer connections: one token holds three quarters of the budget a
     assert.equal(engine.openTransports, 5);
     for (const room of [...crowd, other, publisher]) await room.leave();
     await until(() => engine.openTransports === 0, 5000, 'every transport closed');
+  });
+});
+
+describe('media.layer is a request like any other: it spends the message budget', () => {
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({ messageRate: 1, messageBurst: 5 });
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it('a member changing layers over and over is refused RATE_LIMITED past its burst (it was answered every time)', async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'layers', grant: AV }));
+    const answers = await Promise.all(Array.from({ length: 8 }, () => c.request('media.layer', { subscriptionId: 'sub-none', size: { maxWidth: 320, maxHeight: 180 } })));
+    const codes = answers.map((a) => String((a.error as { code?: string } | undefined)?.code));
+    assert.deepEqual(codes, ['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'RATE_LIMITED', 'RATE_LIMITED', 'RATE_LIMITED']);
+    c.ws.close();
+  });
+});
+
+describe('the SDK coalesces preferred sizes: a resize observer firing every frame stays within the message budget', () => {
+  let t: TestRelay;
+  const stops: Array<() => void> = [];
+  before(async () => {
+    t = await startTestRelay({ mediaIp: '127.0.0.1', media: new WeriftEngine({ mediaIp: '127.0.0.1', maxTransports: 4 }), messageRate: 1, messageBurst: 10 });
+  });
+  after(async () => {
+    stops.forEach((s) => s());
+    await t.close();
+  });
+
+  it('100 sizes given at once send the first and the last; a size the relay already has sends nothing', async () => {
+    const a = await t.join({ token: t.token({ roomId: 'tiles', participantId: 'a', grant: AV }), media: nodePlatform, autoSubscribe: false });
+    const b = await t.join({ token: t.token({ roomId: 'tiles', participantId: 'b', grant: AV }), media: nodePlatform, autoSubscribe: false });
+    const cam = fakeTrack('video');
+    stops.push(cam.stop);
+    await a.localParticipant.publish('camera', cam.track);
+    await until(() => b.remoteParticipants.get('a')?.tracks.has('camera') === true, 5000, 'the camera announced');
+    const publication = b.remoteParticipants.get('a')!.tracks.get('camera')!;
+    await publication.subscribe();
+    // 2 of the 10 spent (subscribe, answer); one a second comes back
+    const sizes = Array.from({ length: 100 }, (_, i) => ({ maxWidth: 100 + i, maxHeight: 100 + i }));
+    await Promise.all(sizes.map((size) => publication.setPreferredSize(size)));
+    for (let i = 0; i < 20; i++) await publication.setPreferredSize({ maxWidth: 199, maxHeight: 199 });
+    // the budget has room left: the relay was asked twice, not 120 times
+    await publication.setPreferredSize({ maxWidth: 320, maxHeight: 240 });
+    for (const room of [a, b]) await room.leave();
   });
 });

@@ -35,6 +35,8 @@ export function subscribe(scope: RequestScope, params: Params<'media.subscribe'>
 }
 
 export function layer(scope: RequestScope, params: Params<'media.layer'>): Result<'media.layer'> {
+  // a switch may ask the publisher for a key frame: a request like any other
+  spend(scope);
   return { layer: scope.room.media.setSize(scope.member, params.subscriptionId, params.size) };
 }
 

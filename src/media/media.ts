@@ -191,6 +191,7 @@ export class Media implements PublicationActions {
         ...(size ? { size } : {}),
       });
       slot.id = subscriptionId;
+      slot.sentSize = size;
       if (!live()) {
         void this.connection.request('media.unsubscribe', { subscriptionId }).catch(() => undefined);
         return;
@@ -204,6 +205,8 @@ export class Media implements PublicationActions {
       if (!live()) return;
       publication.setTrack(track);
       this.watchSubscription(publication, slot);
+      // a size given while this subscribed
+      void this.sendSize(publication).catch(() => undefined);
       const participant = this.participant(publication.participantId);
       if (participant) this.events.emit('track-subscribed', { participant, publication, track });
     } catch (err) {
@@ -238,10 +241,35 @@ export class Media implements PublicationActions {
     pc.addEventListener('connectionstatechange', check);
   }
 
-  async setPreferredSize(publication: RemoteTrackPublication, size: PreferredSize): Promise<void> {
+  setPreferredSize(publication: RemoteTrackPublication, size: PreferredSize): Promise<void> {
     publication.preferredSize = size;
-    const id = publication.subscription?.id;
-    if (id) await this.connection.request('media.layer', { subscriptionId: id, size });
+    return this.sendSize(publication);
+  }
+
+  /**
+   * Tell the relay the publication's preferred size if it has another: one request at a time
+   * per subscription, and after it only the latest size (a resize observer calling on every
+   * frame would spend the member's message budget otherwise). Every caller meanwhile waits for
+   * the same requests.
+   */
+  private sendSize(publication: RemoteTrackPublication): Promise<void> {
+    const slot = publication.subscription;
+    if (!slot?.id) return Promise.resolve();
+    if (slot.sizing) return slot.sizing;
+    if (sameSize(slot.sentSize, publication.preferredSize)) return Promise.resolve();
+    const subscriptionId = slot.id;
+    const sizing = (async () => {
+      for (let size = publication.preferredSize; size && publication.subscription === slot && !sameSize(slot.sentSize, size); size = publication.preferredSize) {
+        await this.connection.request('media.layer', { subscriptionId, size });
+        slot.sentSize = size;
+      }
+    })();
+    slot.sizing = sizing;
+    void sizing.then(
+      () => (slot.sizing = null),
+      () => (slot.sizing = null),
+    );
+    return sizing;
   }
 
   async unsubscribe(publication: RemoteTrackPublication): Promise<void> {
@@ -276,4 +304,8 @@ export class Media implements PublicationActions {
     }
     this.active.clear();
   }
+}
+
+function sameSize(a: PreferredSize | undefined, b: PreferredSize | undefined): boolean {
+  return a === b || (a !== undefined && b !== undefined && a.maxWidth === b.maxWidth && a.maxHeight === b.maxHeight);
 }

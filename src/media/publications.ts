@@ -166,7 +166,16 @@ export class RemoteTrackPublication {
   #muted: boolean;
   #track: MediaStreamTrack | null = null;
   /** @internal The relay's subscription, while subscribing or subscribed. */
-  subscription: { id: string | null; pc: RTCPeerConnection; done: Promise<void>; cancel: () => void } | null = null;
+  subscription: {
+    id: string | null;
+    pc: RTCPeerConnection;
+    done: Promise<void>;
+    cancel: () => void;
+    /** The size the relay has for it (sent with the subscribe or a layer request). */
+    sentSize?: PreferredSize | undefined;
+    /** The layer requests under way, while any is. */
+    sizing?: Promise<void> | null;
+  } | null = null;
   /** @internal */
   preferredSize: PreferredSize | undefined;
 
@@ -205,7 +214,11 @@ export class RemoteTrackPublication {
 
   /**
    * The largest video you want (e.g. your tile's size in pixels). For a simulcast publication
-   * the relay then forwards the layer that fits, switching at the next key frame.
+   * the relay then forwards the layer that fits, switching at the next key frame. Calls are
+   * coalesced: one request to the relay at a time per subscription, then only the latest size
+   * (a size the relay already has sends nothing), so a `ResizeObserver` may call it on every
+   * frame. Each request spends the member's message budget; past it the promise rejects
+   * `RATE_LIMITED` and the next call sends the latest size again.
    *
    * @example
    * ```ts
