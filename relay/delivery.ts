@@ -188,7 +188,9 @@ export class Outbox {
 
   /**
    * One frame written on its own, through an array that is reused (a write does not keep the
-   * array it is given): most writes are one frame, and each array of them was garbage.
+   * array it is given): most writes are one frame, and each array of them was garbage. The
+   * array is every outbox's: a `write` must read it before anything it calls may write to
+   * another outbox (none does: it frames the array into the socket at once).
    */
   private writeOne(frame: OutFrame, own: boolean): void {
     ONE[0] = frame;
