@@ -160,7 +160,16 @@ describe('data streams', () => {
     assert.deepEqual(await Promise.all(sends.map((p) => p.then(() => 'sent'))), ['sent', 'sent', 'sent', 'sent'], 'the sender is not held back by a recipient that does not read');
     const unread = (b.dataStream as unknown as { unread: number }).unread;
     assert.ok(unread <= 4 * MiB, `unread ${unread}`);
-    assert.ok(arrived() < 12 * MiB, `the relay stopped sending what was given up: ${arrived()} bytes of 16 MiB arrived`);
+    // what was in flight when b gave up (the relay's queue to b, the sockets' buffers) still
+    // arrives, more of it on a loaded machine (9.4 MiB here, 12.7 once under CI's load): once
+    // nothing more comes, a good part of the 16 MiB was never sent
+    let seen = -1;
+    for (let quiet = 0, t = 0; quiet < 5 && t < 100; t++) {
+      quiet = arrived() === seen ? quiet + 1 : 0;
+      seen = arrived();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(arrived() < 15 * MiB, `the relay stopped sending what was given up: ${arrived()} bytes of 16 MiB arrived`);
     const outcomes = await Promise.all(kept.map((k) => k.readAll().then(() => 'read', (err: { reason?: string }) => err.reason)));
     assert.ok(outcomes.includes('slow-recipient'), outcomes.join());
     assert.ok(b.connected, 'still connected');
