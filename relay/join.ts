@@ -140,7 +140,17 @@ export function enter(relay: RelayContext, verdict: Verdict, link: MemberLink): 
     if (stage) return stage;
     // the room stays through the swap: emptied by the old connection's leave (its only member, a
     // reload of the page), it was ended, its history, outputs and reservations with it, and a new one made
-    relay.rooms.keep(current!, () => existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity'));
+    relay.rooms.keep(current!, () => {
+      existing.link.close(CloseCode.DUPLICATE_IDENTITY, 'duplicate-identity');
+      // a connection still being answered (its join or resume taken, its session not yet given
+      // the room) does not leave with its close: it leaves here, or it stays in the stage's and
+      // the audience's lists under an id no longer its own (one pinned token joining on 50
+      // sockets at once filled the stage with such ghosts)
+      if (current!.get(frame.participantId) === existing) {
+        relay.seats.forget(existing);
+        current!.remove(existing);
+      }
+    });
   } else {
     const full = capacity(relay, verdict, current?.lobby.has(frame.participantId) ? 0 : 1);
     if (full) return full;

@@ -94,6 +94,28 @@ describe('issue 11: nothing crosses rooms, projects or identities', () => {
     await Promise.all([impostor.leave(), host.leave()]);
   });
 
+  it('item 15: a pinned identity joining on 40 sockets at once, over and over, leaves no ghosts: the stage, the counts and the list hold it once, and none once it is gone', async () => {
+    const pinned = p1({ roomId: 'ghosts', participantId: 'p', grant: {} });
+    const observer = await join(p1({ roomId: 'ghosts', participantId: 'observer', grant: {}, isViewer: true }));
+    const frame = JSON.stringify({ type: 'join', v: 1, token: pinned, participantId: 'p' });
+    for (let wave = 0; wave < 6; wave++) {
+      const clients = await Promise.all(Array.from({ length: 40 }, () => rawConnect(t.url)));
+      // every join in one burst: the relay takes several before it has answered the first
+      for (const c of clients) c.ws.send(frame);
+      await Promise.all(clients.map((c) => c.next((f) => f.type === 'joined' || f.type === 'join-error', 3000).catch(() => null)));
+      for (const c of clients) c.ws.close();
+      await Promise.all(clients.map((c) => c.closed));
+    }
+    await until(() => observer.participantCount.speaker === 0, 5000, 'the counts say no speaker once every connection of "p" closed');
+    assert.deepEqual((await observer.getParticipants({ tier: 'speaker' })).participants, [], 'the stage is empty');
+    // "p" itself comes back, once
+    const back = await join(pinned);
+    const page = await observer.getParticipants({ tier: 'speaker' });
+    assert.deepEqual(page.participants.map((x) => x.id), ['p']);
+    await back.leave();
+    await observer.leave();
+  });
+
   it('item 16: a removal sticks to what the token means: a respelt signature and an unpinned token stay out', async () => {
     const mod = await join(p1({ roomId: 'rm', participantId: 'mod', grant: { canModerate: true } }));
     const pinned = p1({ roomId: 'rm', participantId: 'guest', grant: {} });

@@ -118,6 +118,8 @@ export class MemoryRoom implements Room {
   }
 
   add(member: Member, position?: number): void {
+    // a member under the id would stay in its tier's list, reachable by no id
+    if (this.entries.has(member.id)) throw new Error(`room ${this.id}: "${member.id}" is in the room already`);
     if (member.pinned) this.pinnedIds.add(member.id);
     this.topics.arrived(member);
     const seq = this.tiers[member.tier].append(member, position);
