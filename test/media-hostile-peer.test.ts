@@ -11,11 +11,13 @@ import type { RTCPeerConnection } from 'werift';
 import { createPolyfillRTCPeerConnection } from 'werift/polyfill';
 import { WeriftEngine } from '../relay/media/werift-engine.ts';
 import { MAX_SSRCS, RETRANSMIT_RATE } from '../relay/media/werift-hardening.ts';
-import { RtpHeader } from 'werift';
+import { Connection, RTCPeerConnection as WeriftPeer, RtpHeader } from 'werift';
+import { MAX_REMOTE_CANDIDATES } from '../relay/media/remote-sdp.ts';
 import type { MediaPlatform } from '../src/media/platform.ts';
 import type { Room } from '../src/room.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { countPackets, fakeTrack, nodePlatform } from './media-helpers.ts';
+import { rawJoin } from './raw.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -160,5 +162,41 @@ describe('issue 11: a member\'s own transport takes nothing werift cannot bound'
     );
     assert.ok(Math.max(...held) <= MAX_SSRCS, `SSRC states held per transport: ${held.join(', ')}`);
     assert.ok(Math.max(...held) > 0, 'the transports do keep the SSRCs they use');
+  });
+
+  it(`an answer of 960 candidates, names among them, reaches werift with at most ${MAX_REMOTE_CANDIDATES} IP literals: no mDNS lookup, no quadratic pairing (each held the relay ~400 ms)`, async () => {
+    const proto = Connection.prototype as unknown as { addRemoteCandidate(c?: { host: string }): Promise<void> };
+    const original = proto.addRemoteCandidate;
+    const hosts: string[] = [];
+    const viewer = await rawJoin(t.url, t.token({ roomId: 'peer', grant: { canSubscribe: true }, isViewer: true }));
+    const client = new WeriftPeer({ iceAdditionalHostAddresses: ['127.0.0.1'], iceUseIpv6: false });
+    try {
+      const sub = (await viewer.request('media.subscribe', { participantId: 'a', source: 'camera' })).result as { subscriptionId: string; sdp: string };
+      await client.setRemoteDescription({ type: 'offer', sdp: sub.sdp });
+      await client.setLocalDescription(await client.createAnswer());
+      const own = client.localDescription!.sdp.replace(/\r\n$/, '').split('\r\n');
+      const extra = Array.from({ length: 960 - own.filter((l) => l.startsWith('a=candidate:')).length }, (_, i) =>
+        `a=candidate:${i} 1 udp ${2_000_000_000 - i} ${i % 2 ? `n${i}.local` : `10.${(i >> 8) & 255}.${i & 255}.1`} ${1024 + i} typ host`,
+      );
+      const sdp = [...own, ...extra].join('\r\n') + '\r\n';
+      // from here only the relay takes remote candidates (this test's own client has its)
+      proto.addRemoteCandidate = function (this: unknown, c?: { host: string }) {
+        if (c) hosts.push(c.host);
+        return original.call(this, c);
+      };
+      const stall = await longestStall(async () => {
+        const answered = await viewer.request('media.answer', { subscriptionId: sub.subscriptionId, sdp });
+        assert.equal(answered.error, undefined);
+      });
+      assert.ok(hosts.length > 0 && hosts.length <= MAX_REMOTE_CANDIDATES, `candidates werift was given: ${hosts.length}`);
+      assert.ok(hosts.every((h) => !h.includes('.local')), 'no name reached werift');
+      assert.ok(stall < 200, `the event loop was held ${stall.toFixed(0)} ms`);
+      // the member's own candidates came first: its transport connects
+      await until(() => client.connectionState === 'connected', 10_000, 'the viewer\'s transport connects');
+    } finally {
+      proto.addRemoteCandidate = original;
+      await client.close();
+      viewer.ws.close();
+    }
   });
 });

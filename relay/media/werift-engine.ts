@@ -15,6 +15,7 @@ import { Event, MediaRecorder, type WebmOutput } from 'werift/nonstandard';
 import { WebmFile } from './webm-file.ts';
 import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport, type SubscribeTransport, type TrackRecorder, type TrackSource, type TransportStats } from './engine.ts';
 import { installIceGuard } from './ice-guard.ts';
+import { remoteSdp } from './remote-sdp.ts';
 import { installUdpErrorHandling } from './udp-errors.ts';
 import { boundNackHandler, installWeriftHardening } from './werift-hardening.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
@@ -222,7 +223,7 @@ export class WeriftEngine implements MediaEngine {
     };
     closed.on(close);
     try {
-      await pc.setRemoteDescription({ type: 'offer', sdp: offer });
+      await pc.setRemoteDescription({ type: 'offer', sdp: remoteSdp(offer) });
       // werift does not export its NACK handler: bounded through the first receiver made
       for (const transceiver of pc.getTransceivers()) boundNackHandler((transceiver.receiver as unknown as { nack: object }).nack);
       const answer = await pc.createAnswer();
@@ -331,7 +332,7 @@ export class WeriftEngine implements MediaEngine {
         return current;
       },
       accept: async (answer) => {
-        await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+        await pc.setRemoteDescription({ type: 'answer', sdp: remoteSdp(answer) });
       },
       attach: (s, layer) => {
         stopCurrent?.();

@@ -11,6 +11,8 @@ const MAX_SDP = 64 * 1024;
 const MAX_MEDIA_SECTIONS = 4;
 /** A browser's offer for one track is a couple of hundred lines. */
 const MAX_SDP_LINES = 1000;
+/** Simulcast layers (`a=rid`) of all sections: at most 4 a track; werift matches each against every other (990 took 33–60 ms). */
+const MAX_RIDS = 16;
 const isSource = (v: unknown): v is Source => SOURCES.includes(v as Source);
 
 /**
@@ -22,8 +24,10 @@ function isSdp(v: unknown): v is string {
   if (typeof v !== 'string' || !v.startsWith('v=0') || v.length > MAX_SDP) return false;
   let lines = 0;
   let sections = 0;
+  let rids = 0;
   for (let at = v.indexOf('\n'); at >= 0; at = v.indexOf('\n', at + 1)) {
     if (++lines > MAX_SDP_LINES) return false;
+    if (v.startsWith('a=rid:', at + 1) && ++rids > MAX_RIDS) return false;
     if (!v.startsWith('m=', at + 1)) continue;
     if (++sections > MAX_MEDIA_SECTIONS || !(v.startsWith('m=audio ', at + 1) || v.startsWith('m=video ', at + 1))) return false;
   }
@@ -55,7 +59,7 @@ export const MEDIA_PARAMS: { [M in MediaMethod]: ParamsParser<M> } = {
   'media.publish': (p) => {
     if (!isSource(p.source)) return bad(SOURCE);
     if (p.kind !== 'audio' && p.kind !== 'video') return bad("kind must be 'audio' or 'video'");
-    if (!isSdp(p.sdp)) return bad(`sdp must be an SDP offer of at most ${MAX_SDP} bytes, ${MAX_SDP_LINES} lines and ${MAX_MEDIA_SECTIONS} audio or video media sections`);
+    if (!isSdp(p.sdp)) return bad(`sdp must be an SDP offer of at most ${MAX_SDP} bytes, ${MAX_SDP_LINES} lines, ${MAX_MEDIA_SECTIONS} audio or video media sections and ${MAX_RIDS} simulcast layers`);
     const l = layers(p.layers);
     if (!l.ok) return l;
     return ok({ source: p.source, kind: p.kind, sdp: p.sdp, ...(l.value ? { layers: l.value } : {}) });
