@@ -32,7 +32,16 @@ export const STREAM_IDLE_MS = 60_000;
 interface OpenStream {
   readonly id: number;
   readonly sender: Member;
-  readonly recipients: Set<Member>;
+  /**
+   * Who receives it. Named (`to`): those members, as a set. Room-wide: every member that can
+   * receive data and arrived before the stream opened (`arrival` below `before`), less `gone`,
+   * read from the room as each chunk goes: a set of the room's members for every stream held
+   * 10,000 members × 2,400 streams, 751 MB, that no budget counted.
+   */
+  readonly named: Set<Member> | null;
+  readonly before: number;
+  /** Members of a room-wide stream that are sent no more of it (dropped, left it, or over the soft limit when it opened). */
+  readonly gone: WeakSet<Member>;
   readonly size: number;
   received: number;
   nextSeq: number;
@@ -44,7 +53,7 @@ interface OpenStream {
   /** When it last carried a chunk (or was opened). */
   activeAt: number;
   /** Since when each recipient over the high-water mark has been holding the stream back. */
-  readonly lagging: Map<Member, number>;
+  readonly lagging: WeakMap<Member, number>;
 }
 
 const serialise = (frame: ServerFrame) => Buffer.from(JSON.stringify(frame));
@@ -58,6 +67,12 @@ const serialise = (frame: ServerFrame) => Buffer.from(JSON.stringify(frame));
  */
 export class StreamBoard {
   private readonly streams = new Map<number, OpenStream>();
+  /** Each sender's open streams, and each member's named streams: a departure costs its own, not the room's. */
+  private readonly bySender = new Map<Member, Set<OpenStream>>();
+  private readonly byName = new Map<Member, Set<OpenStream>>();
+  /** When each member arrived, in the order of {@link arrived}; one not seen is as old as the board. */
+  private readonly arrivals = new WeakMap<Member, number>();
+  private arrivalCount = 0;
   private nextId = 1;
   private disposed = false;
   private idleTimer: ReturnType<typeof setInterval> | null = null;
@@ -75,16 +90,23 @@ export class StreamBoard {
     if (params.size > this.limits.maxStreamBytes) {
       throw new RelayError('PAYLOAD_TOO_LARGE', `a data stream may carry at most ${this.limits.maxStreamBytes} bytes`, 'stream-too-large');
     }
-    let open = 0;
-    for (const s of this.streams.values()) if (s.sender === sender) open++;
-    if (open >= MAX_OPEN_STREAMS) throw new RelayError('RATE_LIMITED', `at most ${MAX_OPEN_STREAMS} streams open at once`, 'too-many-streams');
-    const candidates = params.to ? params.to.map((id) => this.lookup(id)) : this.members();
-    const recipients = new Set<Member>();
-    // a member that is not keeping up misses new streams, like pubsub: opens cannot be aimed at it to get it cut
-    for (const m of candidates) if (m && m !== sender && m.grant.canSubscribeData && m.link.bufferedAmount <= this.limits.sendSoftLimitBytes) recipients.add(m);
+    if ((this.bySender.get(sender)?.size ?? 0) >= MAX_OPEN_STREAMS) throw new RelayError('RATE_LIMITED', `at most ${MAX_OPEN_STREAMS} streams open at once`, 'too-many-streams');
     const id = this.nextId++;
-    const stream: OpenStream = { id, sender, recipients, size: params.size, received: 0, nextSeq: 0, unacked: -1, acked: -1, ackTimer: null, activeAt: performance.now(), lagging: new Map() };
+    const named = params.to ? new Set<Member>() : null;
+    const stream: OpenStream = { id, sender, named, before: this.arrivalCount + 1, gone: new WeakSet(), size: params.size, received: 0, nextSeq: 0, unacked: -1, acked: -1, ackTimer: null, activeAt: performance.now(), lagging: new WeakMap() };
+    // a member that is not keeping up misses new streams, like pubsub: opens cannot be aimed at it to get it cut
+    const fits = (m: Member) => m !== sender && m.grant.canSubscribeData && m.link.bufferedAmount <= this.limits.sendSoftLimitBytes;
+    if (named) {
+      for (const pid of params.to!) {
+        const m = this.lookup(pid);
+        if (m && fits(m)) named.add(m);
+      }
+      for (const m of named) index(this.byName, m).add(stream);
+    } else {
+      for (const m of this.members()) if (m !== sender && m.grant.canSubscribeData && !fits(m)) stream.gone.add(m);
+    }
     this.streams.set(id, stream);
+    index(this.bySender, sender).add(stream);
     if (!this.idleTimer) {
       // looked at a dozen times per idle time: a stream ends at most a twelfth of it late
       this.idleTimer = setInterval(() => this.abortIdle(), Math.max(10, this.idleMs / 12));
@@ -93,9 +115,9 @@ export class StreamBoard {
     const { to: _to, ...meta } = params;
     const info: StreamInfo = { ...meta, streamId: id, from: sender.id, timestamp: Date.now() };
     const data = serialise({ type: 'event', name: 'stream.open', data: info });
-    for (const m of recipients) m.link.sendRaw(data);
+    const told = this.each(stream, (m) => m.link.sendRaw(data));
     // the announcement is a fan-out like any other (a name and a type of 256 characters each, to a thousand members)
-    sender.fanout.spend(data.length, recipients.size);
+    sender.fanout.spend(data.length, told);
     if (!params.to) this.timeline.emit({ type: 'stream', from: sender.id, size: params.size, kind: params.kind, ...(params.name ? { name: params.name } : {}), ...(params.topic ? { topic: params.topic } : {}) });
     return { streamId: id, chunkBytes: this.limits.streamChunkBytes, window: this.limits.streamWindow };
   }
@@ -133,12 +155,13 @@ export class StreamBoard {
     // a recipient this far behind is dropped from the stream before it could be cut as a slow
     // consumer: eight streams aimed at a member on a slow link, each a window ahead, reached the cut
     const dropAt = this.limits.maxBufferedBytes / 2;
-    for (const m of stream.recipients) {
-      if (m.link.bufferedAmount + frame.length > dropAt) this.drop(stream, m);
-      else m.link.sendBinary(frame);
-    }
+    const sent = this.each(stream, (m) => {
+      if (m.link.bufferedAmount + frame.length <= dropAt) return void m.link.sendBinary(frame);
+      this.drop(stream, m);
+      return false;
+    });
     // the relay reads every byte even when nobody is left to receive it: that is paid for too
-    sender.fanout.spend(frame.length, stream.recipients.size);
+    sender.fanout.spend(frame.length, sent);
     stream.unacked = header.seq;
     if (!stream.ackTimer) this.acknowledge(stream);
   }
@@ -167,19 +190,19 @@ export class StreamBoard {
     }
     const now = performance.now();
     let waiting = false;
-    for (const m of stream.recipients) {
+    this.each(stream, (m) => {
       if (m.link.bufferedAmount <= this.limits.streamHighWater) {
         stream.lagging.delete(m);
-        continue;
+        return;
       }
       const since = stream.lagging.get(m) ?? now;
       if (now - since < STREAM_LAG_MS) {
         stream.lagging.set(m, since);
         waiting = true;
-        continue;
+        return;
       }
       this.drop(stream, m);
-    }
+    });
     if (waiting) {
       stream.ackTimer = setTimeout(() => this.acknowledge(stream), ACK_RETRY_MS);
       return;
@@ -191,8 +214,7 @@ export class StreamBoard {
 
   /** A recipient that is not keeping up goes on without this stream; the others do not wait for it. */
   private drop(stream: OpenStream, m: Member): void {
-    stream.recipients.delete(m);
-    stream.lagging.delete(m);
+    this.without(stream, m);
     const error: WireError = { code: 'TIMEOUT', kind: 'Network', message: 'you did not keep up with this stream: it went on without you', reason: 'slow-recipient' };
     m.link.send({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
   }
@@ -201,8 +223,37 @@ export class StreamBoard {
   leave(member: Member, streamId: number): void {
     const stream = this.streams.get(streamId);
     if (!stream) return;
-    stream.recipients.delete(member);
-    stream.lagging.delete(member);
+    this.without(stream, member);
+  }
+
+  /** `member` arrived in the room: streams already open are not for it (it was not told of them). */
+  arrived(member: Member): void {
+    this.arrivals.set(member, ++this.arrivalCount);
+  }
+
+  /** Whether `m` receives `stream` (see {@link OpenStream.named}). */
+  private receives(stream: OpenStream, m: Member): boolean {
+    if (stream.named) return stream.named.has(m);
+    return m !== stream.sender && m.grant.canSubscribeData && (this.arrivals.get(m) ?? 0) < stream.before && !stream.gone.has(m);
+  }
+
+  /** Call `fn` for each recipient of `stream`; returns how many there were, less those `fn` returned false for. */
+  private each(stream: OpenStream, fn: (m: Member) => boolean | void): number {
+    let n = 0;
+    if (stream.named) {
+      for (const m of [...stream.named]) if (fn(m) !== false) n++;
+      return n;
+    }
+    for (const m of this.members()) if (this.receives(stream, m) && fn(m) !== false) n++;
+    return n;
+  }
+
+  /** `m` is sent no more of `stream`. */
+  private without(stream: OpenStream, m: Member): void {
+    stream.lagging.delete(m);
+    if (!stream.named) return void stream.gone.add(m);
+    stream.named.delete(m);
+    unindex(this.byName, m, stream);
   }
 
   private get idleMs(): number {
@@ -230,29 +281,31 @@ export class StreamBoard {
       this.abort(stream, error, false);
       throw new RelayError(error.code, error.message, error.reason);
     }
-    this.forget(stream);
     const data = serialise({ type: 'event', name: 'stream.end', data: { streamId } });
-    for (const m of stream.recipients) m.link.sendRaw(data);
-    sender.fanout.spend(data.length, stream.recipients.size);
+    const told = this.each(stream, (m) => m.link.sendRaw(data));
+    this.forget(stream);
+    sender.fanout.spend(data.length, told);
   }
 
-  /** A member left: its streams end in an error for their recipients; it receives no more. */
+  /**
+   * A member left (or resumed: its streams belonged to the old connection): its streams end in
+   * an error for their recipients, and it receives no more of the others. Costs its own streams,
+   * not the room's.
+   */
   memberLeft(member: Member): void {
-    for (const stream of [...this.streams.values()]) {
-      if (stream.sender === member) {
-        this.abort(stream, { code: 'CONNECTION_LOST', kind: 'Network', message: 'the sender left before the stream ended', reason: 'sender-left' }, false);
-      } else {
-        stream.recipients.delete(member);
-        stream.lagging.delete(member);
-      }
+    for (const stream of [...(this.bySender.get(member) ?? [])]) {
+      this.abort(stream, { code: 'CONNECTION_LOST', kind: 'Network', message: 'the sender left before the stream ended', reason: 'sender-left' }, false);
     }
+    for (const stream of [...(this.byName.get(member) ?? [])]) this.without(stream, member);
+    // room-wide streams open now were announced to the connection that went
+    this.arrived(member);
   }
 
   private abort(stream: OpenStream, error: WireError, tellSender: boolean): void {
-    this.forget(stream);
     const data = serialise({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
-    for (const m of stream.recipients) m.link.sendRaw(data);
-    stream.sender.fanout.spend(data.length, stream.recipients.size);
+    const told = this.each(stream, (m) => m.link.sendRaw(data));
+    this.forget(stream);
+    stream.sender.fanout.spend(data.length, told);
     if (tellSender) stream.sender.link.sendRaw(data);
   }
 
@@ -260,6 +313,8 @@ export class StreamBoard {
     if (stream.ackTimer) clearTimeout(stream.ackTimer);
     stream.ackTimer = null;
     this.streams.delete(stream.id);
+    unindex(this.bySender, stream.sender, stream);
+    if (stream.named) for (const m of stream.named) unindex(this.byName, m, stream);
   }
 
   dispose(): void {
@@ -268,5 +323,20 @@ export class StreamBoard {
     this.idleTimer = null;
     for (const stream of this.streams.values()) if (stream.ackTimer) clearTimeout(stream.ackTimer);
     this.streams.clear();
+    this.bySender.clear();
+    this.byName.clear();
   }
+}
+
+function index(map: Map<Member, Set<OpenStream>>, m: Member): Set<OpenStream> {
+  let set = map.get(m);
+  if (!set) map.set(m, (set = new Set()));
+  return set;
+}
+
+function unindex(map: Map<Member, Set<OpenStream>>, m: Member, stream: OpenStream): void {
+  const set = map.get(m);
+  if (!set) return;
+  set.delete(stream);
+  if (set.size === 0) map.delete(m);
 }

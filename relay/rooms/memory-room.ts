@@ -122,6 +122,7 @@ export class MemoryRoom implements Room {
     if (this.entries.has(member.id)) throw new Error(`room ${this.id}: "${member.id}" is in the room already`);
     if (member.pinned) this.pinnedIds.add(member.id);
     this.topics.arrived(member);
+    this.streams.arrived(member);
     const seq = this.tiers[member.tier].append(member, position);
     const entry: Entry = { member, seq, announced: 0 };
     this.entries.set(member.id, entry);
