@@ -98,6 +98,26 @@ describe('issue 11: arrivals and departures are paid for by their token', () => 
     again.ws.close();
   });
 
+  it('the answer to a join (as to a resume and an admission: one path) is the joiner token\'s work, in its flow\'s turn (the whole stage encoded after the turn, charged to nobody: waves of joins held the relay 192 ms a second)', async () => {
+    const frames = t.relay.context.frames;
+    const original = frames.runInTurn;
+    const ran: string[] = [];
+    frames.runInTurn = function (this: typeof frames, flow, fn) {
+      return original.call(this, flow, () => {
+        ran.push(flow.key);
+        fn();
+      });
+    };
+    try {
+      const c = await rawJoin(t.url, t.token({ roomId: 'answers', participantId: 'joiner', grant: {}, isViewer: true }), { participantId: 'joiner' });
+      const member = t.relay.context.rooms.get('default', 'answers')!.get('joiner')!;
+      assert.ok(ran.includes(`${member.project}\n${member.tokenKey}`), `flows whose turn ran work: ${JSON.stringify(ran)}`);
+      c.ws.close();
+    } finally {
+      frames.runInTurn = original;
+    }
+  });
+
   it('the SDK\'s reconnect waits out join-rate: a session whose seat expired comes back once its token is paid up', async () => {
     // its own departure (told to the 11 others, charged for its arrival too) puts its token in debt for about two seconds
     const own = await startTestRelay({ resumeGraceMs: 200, presenceByteRate: 1024, presenceByteBurst: 1024 });
