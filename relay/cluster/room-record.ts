@@ -45,6 +45,9 @@ local t = redis.call('time')
 redis.call('zadd', KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[5])
 return 1`;
 
+/** Fields of a record written by one call of the script (its arguments are spread on the stack). */
+export const FIELDS_PER_WRITE = 1000;
+
 /** Keep a record as long as its lease, and bring its entry in the index up to date (Redis's clock; never adds one). */
 const RENEW_RECORD = `
 redis.call('pexpire', KEYS[1], ARGV[1])
@@ -281,16 +284,30 @@ export class RoomRecords implements RoomObserver {
     this.scheduled = false;
     if (this.pending.size === 0) return;
     const pipeline = this.bus.redis.pipeline() as unknown as WriteScript;
-    for (const [key, { project, roomId, fields }] of this.pending) {
-      const set: string[] = [];
-      const del: string[] = [];
-      for (const [field, value] of fields) {
-        if (value === null) del.push(field);
-        else set.push(field, value);
+    try {
+      for (const [key, { project, roomId, fields }] of this.pending) {
+        // a room rewritten whole has as many fields as members, messages and pinned ids: in
+        // calls of a bounded size (80,000 fields spread as one call's arguments overflowed the
+        // stack, and the uncaught error ended the node)
+        const write = (set: string[], del: string[]) => pipeline.tesseraRecord(clusterKey('home', project, roomId), key, RECORDED, this.bus.node, this.ttlMs, set.length / 2, 0, entryOf(project, roomId), ...set, ...del);
+        let set: string[] = [];
+        let del: string[] = [];
+        for (const [field, value] of fields) {
+          if (value === null) del.push(field);
+          else set.push(field, value);
+          if (set.length / 2 + del.length >= FIELDS_PER_WRITE) {
+            write(set, del);
+            set = [];
+            del = [];
+          }
+        }
+        if (set.length > 0 || del.length > 0) write(set, del);
       }
-      pipeline.tesseraRecord(clusterKey('home', project, roomId), key, RECORDED, this.bus.node, this.ttlMs, set.length / 2, 0, entryOf(project, roomId), ...set, ...del);
+    } catch (err) {
+      this.failed(err);
+    } finally {
+      this.pending.clear();
     }
-    this.pending.clear();
     pipeline.exec().catch((err: unknown) => this.failed(err));
   }
 
