@@ -15,6 +15,7 @@ import { Sdk } from '../src/sdk.ts';
 import { SdkError } from '../src/errors.ts';
 import { nextEvent, until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
+import { rawConnect } from './raw.ts';
 
 const API_KEY = 'loss-key';
 const SECRET = 'loss-secret-loss-secret-loss-secret';
@@ -82,5 +83,53 @@ describe('issue 14: Redis lost and back', () => {
     } finally {
       client.disconnect();
     }
+  });
+});
+
+describe('issue 11: a member its node gave up on is not left seated at the home', () => {
+  let redis: TestRedis;
+  let nodes: Relay[];
+  const token = (participantId: string, isViewer = false) => mintToken({ apiKey: API_KEY, secret: SECRET, roomId: 'stall', participantId, grant: {}, isViewer });
+
+  before(async () => {
+    redis = await startRedis();
+    const keys = new KeyStore({ [API_KEY]: SECRET });
+    nodes = [];
+    for (let i = 0; i < 2; i++) nodes.push(await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys, redis: redis.url, media: null }));
+  });
+  after(async () => {
+    redis.process.kill('SIGCONT');
+    await Promise.all(nodes.map((n) => n.close()));
+    await redis.stop();
+  });
+
+  it('joins through another node while Redis stalls past the call timeout: refused there, and not seated at the home when Redis wakes (they stayed for ever)', async () => {
+    const host = await Sdk.join({ url: nodes[0]!.url, token: token('host'), reconnect: false });
+    // node 1 learns the room's home first, so that the joins below call it straight away
+    const warm = await Sdk.join({ url: nodes[1]!.url, token: token('warm', true), reconnect: false });
+    await warm.leave();
+    const home = () => nodes[0]!.context.rooms.get('default', 'stall');
+    await until(() => home()?.size === 1, 3000, 'only the host');
+    redis.process.kill('SIGSTOP');
+    let answers: string[];
+    try {
+      answers = await Promise.all(
+        Array.from({ length: 5 }, async (_, i) => {
+          const c = await rawConnect(nodes[1]!.url);
+          c.send({ type: 'join', v: 1, token: token(`s${i}`, true), participantId: `s${i}` });
+          const f = await c.next((x) => x.type === 'joined' || x.type === 'join-error', 12_000).catch(() => ({ type: 'none' }) as Record<string, unknown>);
+          c.ws.close();
+          return String(f.type);
+        }),
+      );
+    } finally {
+      redis.process.kill('SIGCONT');
+    }
+    assert.deepEqual(answers, ['join-error', 'join-error', 'join-error', 'join-error', 'join-error'], 'refused at node 1 (its call to the home timed out)');
+    // the home takes the joins once Redis wakes (their messages waited there), and is told they were given up
+    await new Promise((r) => setTimeout(r, 2000));
+    await until(() => home()?.size === 1, 8000, `the home holds only the host, not ${[...(home()?.members() ?? [])].map((m) => m.id).join(', ')}`);
+    await host.leave();
+    await until(() => home() === undefined, 5000, 'the room ends with its last real member');
   });
 });

@@ -17,11 +17,14 @@ import type { RoomObservers } from '../rooms/observers.ts';
 import { isRecord } from '../../src/protocol/parse.ts';
 import { credentialPlace } from './credential.ts';
 import { wireError } from '../../src/protocol/codes.ts';
+import { RecentMap } from '../recent-map.ts';
 import { GuestTable, guestRequestBytes, type Guest } from './guests.ts';
 import { requestFromBus } from '../data/raw-json.ts';
 
 /** How long a resume may look for its seat across nodes (ms): within the SDK's attempt. */
 const RESUME_WITHIN_MS = 4000;
+/** Links given up by their nodes before this node knew them, remembered lately (each arrives within a call's timeout). */
+const GONE_LINKS = 10_000;
 /** How often a node that does not answer yet is asked again whether it lives (ms). */
 const ALIVE_WATCH_MS = 400;
 
@@ -167,7 +170,7 @@ export class ClusterSeam implements RoomSeam {
       try {
         answer = await this.callWhileAlive(target, { t: 'resume', frame, link });
       } catch {
-        this.edges.close(link);
+        this.edges.giveUp(target, link);
         this.homes.forget(place.project, place.roomId, target);
         continue;
       }
@@ -209,7 +212,8 @@ export class ClusterSeam implements RoomSeam {
     try {
       return await this.bus.call(home, header);
     } catch (err) {
-      this.edges.close(link);
+      // the home may seat it yet (a late answer is dropped): told, it leaves there
+      this.edges.giveUp(home, link);
       if (room) this.homes.forget(room.project, room.roomId);
       throw err;
     }
@@ -280,9 +284,11 @@ export class ClusterSeam implements RoomSeam {
     hold: (from, envelope) => this.guestLeft(from, envelope),
     cancel: (from, { header: h }) => {
       const guest = this.guest(from, h.link);
-      if (!guest) return;
+      if (!guest) return this.goneBeforeKnown(from, h.link);
       this.guests.delete(`${from}\u0000${guest.link.link}`);
       guest.place?.cancel();
+      // admitted here as its connection went: seated, it leaves
+      guest.port?.leave();
     },
     pressure: (from, { header: h }) => {
       const guest = this.guest(from, h.link);
@@ -301,7 +307,7 @@ export class ClusterSeam implements RoomSeam {
   /** A guest's connection left its room (or is held, `hold`, for a resume elsewhere). */
   private guestLeft(from: string, { header: h }: Envelope): void {
     const guest = this.guest(from, h.link);
-    if (!guest) return;
+    if (!guest) return this.goneBeforeKnown(from, h.link);
     this.guests.delete(`${from}\u0000${guest.link.link}`);
     if (h.t === 'leave' || !guest.port?.hold()) guest.port?.leave();
   }
@@ -340,8 +346,25 @@ export class ClusterSeam implements RoomSeam {
     this.bus.answer(envelope, { joined: outcome.joined, member: memberOf(outcome.port) });
   }
 
+  /**
+   * A member's node gave up a link this node does not know yet: its entry, resume or wait may
+   * still be under way here (its answer would come too late), and must not seat it then.
+   */
+  private goneBeforeKnown(from: string, link: unknown): void {
+    const id = str(link);
+    if (id !== null) this.gone.set(GuestTable.key(from, id), true);
+  }
+
+  /** Links whose node gave them up before this node knew them (see {@link goneBeforeKnown}). */
+  private readonly gone = new RecentMap<string, true>(GONE_LINKS);
+
   private hostMember(from: string, remote: RemoteLink, port: RoomPort): void {
     const key = `${from}\u0000${remote.link}`;
+    if (this.gone.delete(key)) {
+      // its node gave it up while this seated it: nothing there speaks for it
+      port.leave();
+      return;
+    }
     this.guests.set(key, { link: remote, port });
     remote.onClose = () => {
       if (this.guests.get(key)?.port === port) this.guests.delete(key);
@@ -381,6 +404,7 @@ export class ClusterSeam implements RoomSeam {
     };
     const place = await this.local.wait(verdict, joiner);
     if ('code' in place) return this.bus.answer(envelope, { refusal: place });
+    if (this.gone.delete(key)) return place.cancel();
     this.guests.set(key, { link: remote, place });
     this.bus.answer(envelope, { ok: true });
   }

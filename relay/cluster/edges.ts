@@ -8,6 +8,10 @@ import { PressureWatch } from './pressure.ts';
 import { InputWindows } from './input-window.ts';
 import { presenceKey } from '../rooms/presence.ts';
 import { BucketMap } from '../data/bucket-map.ts';
+import { RecentMap } from '../recent-map.ts';
+
+/** Links given up here lately whose home was told so (a home that seated one late hears it once). */
+const GIVEN_UP_LINKS = 10_000;
 
 /** At this node, for a room homed elsewhere: one of its connections, by link id. */
 export interface Edge {
@@ -44,19 +48,26 @@ export class ClusterEdges {
     taken: (from, { header: h }) => {
       if (typeof h.k === 'string' && typeof h.bytes === 'number' && h.bytes > 0) this.windows.taken(from, h.k, h.bytes);
     },
-    frame: (_from, envelope) => this.frame(envelope),
+    frame: (from, envelope) => this.frame(from, envelope),
     close: (_from, { header: h }) => {
       const edge = this.take(h.link);
       edge?.conn.close(typeof h.code === 'number' ? h.code : 1011, str(h.reason) ?? '');
     },
     replaced: (_from, { header: h }) => this.take(h.link)?.conn.replaced?.(),
     flooded: (_from, { header: h }) => this.edges.get(str(h.link) ?? '')?.conn.flooded(),
-    drop: (_from, { header: h }) => this.edges.get(str(h.link) ?? '')?.conn.drop(),
+    drop: (from, { header: h }) => {
+      const id = str(h.link) ?? '';
+      const edge = this.edges.get(id);
+      if (edge) edge.conn.drop();
+      else this.unknown(from, id);
+    },
     admitted: (from, { header: h }) => {
       const id = str(h.link) ?? '';
       const edge = this.edges.get(id);
       const { joined, member } = h as { joined?: JoinedFrame; member?: PortMember };
-      if (!edge?.joiner || !joined || !member) return;
+      // admitted as its connection went (the moderator's node seated it already): it leaves there
+      if (!edge?.joiner) return this.unknown(from, id);
+      if (!joined || !member) return;
       this.edges.set(id, { conn: edge.conn, home: edge.home });
       edge.joiner.admitted({ port: this.port(from, id, joined, member), joined });
     },
@@ -93,6 +104,40 @@ export class ClusterEdges {
     this.edges.delete(link);
   }
 
+  /**
+   * The link is given up while its home may still seat it (its answer did not come in time, or
+   * the wait was cancelled): the home is told, so that a member it seats late leaves there.
+   */
+  giveUp(home: string, link: string): void {
+    this.edges.delete(link);
+    this.tellGone(home, link);
+  }
+
+  /**
+   * A home spoke to a link this node no longer has: the member it holds there has no connection
+   * (it was seated as its connection went, or after this node gave up waiting): it leaves.
+   */
+  private unknown(home: string, link: string): void {
+    if (link === '' || this.given.get(`${home}\u0000${link}`)) return;
+    this.tellGone(home, link);
+  }
+
+  /**
+   * A link dropped here: its connection's end tells its home (a hold for a resume, or a leave)
+   * once the socket has closed, so what the home sends it meanwhile must not make it leave.
+   */
+  private dropped(id: string, edge: Edge): void {
+    this.edges.delete(id);
+    this.given.set(`${edge.home}\u0000${id}`, true);
+  }
+
+  private tellGone(home: string, link: string): void {
+    this.given.set(`${home}\u0000${link}`, true);
+    this.bus.send(home, { t: 'leave', link });
+  }
+
+  private readonly given = new RecentMap<string, true>(GIVEN_UP_LINKS);
+
   /** The port through which the member behind `link` acts in its room at `home`. */
   port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
     return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), this.binaryBudget(member), this.windows);
@@ -123,7 +168,7 @@ export class ClusterEdges {
   dropAll(): void {
     this.windows.clear();
     for (const [id, edge] of [...this.edges]) {
-      this.edges.delete(id);
+      this.dropped(id, edge);
       edge.conn.drop();
     }
   }
@@ -134,7 +179,7 @@ export class ClusterEdges {
     let dropped = 0;
     for (const [id, edge] of [...this.edges]) {
       if (!dead.has(edge.home)) continue;
-      this.edges.delete(id);
+      this.dropped(id, edge);
       edge.conn.drop();
       dropped++;
     }
@@ -152,14 +197,17 @@ export class ClusterEdges {
     return edge;
   }
 
-  private frame({ header: h, payload }: Envelope): void {
+  private frame(from: string, { header: h, payload }: Envelope): void {
     if (!payload || !Array.isArray(h.links)) return;
     // one copy of the bytes for all its links, as a fan-out on a single relay shares one buffer
     const data = Buffer.from(payload);
     for (const link of h.links) {
       const id = str(link) ?? '';
       const edge = this.edges.get(id);
-      if (!edge) continue;
+      if (!edge) {
+        this.unknown(from, id);
+        continue;
+      }
       if (h.b !== 1) {
         edge.conn.sendRaw(data, h.o === 1, h.l === 1);
         continue;
