@@ -320,6 +320,16 @@ export class RoomRecords implements RoomObserver {
     return (this.bus.redis as unknown as IndexScripts).tesseraRenewRecord(RoomRecords.key(project, roomId), RECORDED, this.ttlMs, entryOf(project, roomId));
   }
 
+  /** {@link renew} for many rooms, in one round trip. */
+  async renewAll(rooms: ReadonlyArray<{ project: string; roomId: string }>): Promise<void> {
+    if (rooms.length === 0) return;
+    const pipeline = this.bus.redis.pipeline() as unknown as IndexScripts & { exec(): Promise<Array<[Error | null, unknown]> | null> };
+    for (const { project, roomId } of rooms) void pipeline.tesseraRenewRecord(RoomRecords.key(project, roomId), RECORDED, this.ttlMs, entryOf(project, roomId));
+    const results = (await pipeline.exec()) ?? [];
+    const failed = results.find(([err]) => err !== null);
+    if (failed) throw failed[0];
+  }
+
   /** Whether the room has a record (a home keeps it, or a dead home left it). */
   async exists(project: string, roomId: string): Promise<boolean> {
     return (await this.bus.redis.exists(RoomRecords.key(project, roomId))) === 1;
