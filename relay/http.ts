@@ -6,7 +6,7 @@ import { announcesBody } from './api/body.ts';
 import { serveApi } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
-import { fromPeer, passToPeers, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
+import { fromPeer, passToPeers, PEER_HEADER, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
 import { isRecordingFile, listRecordingFiles, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
@@ -96,7 +96,11 @@ export function parseTarget(target: string | undefined): { segments: string[] } 
 }
 
 /** On a cluster: the other nodes, and whether this request may be passed to them (not if a node passed it here). */
-type Peers = { files: PeerFiles; pass: boolean } | null;
+/**
+ * The other nodes' files (on a cluster): `pass`, whether this request may be passed on to them;
+ * `proven`, whether a node passed it here (it then has no client's share of download places).
+ */
+type Peers = { files: PeerFiles; pass: boolean; proven: boolean } | null;
 type Handler = (req: IncomingMessage, res: ServerResponse, relay: RelayContext, connections: number, peers: Peers) => void | Promise<void>;
 
 /** The handler of a path the relay serves, or `null` (not ours: the WebSocket hint). */
@@ -143,8 +147,10 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
       refuse(req, res, { status: 405, error: 'only GET and HEAD', headers: { allow: ALLOW } });
       return true;
     }
-    // a request another node passed here is answered from this node's files only
-    const done = handler(req, res, relay, connections, peers && { files: peers, pass: !fromPeer(req, peers.peerKey) });
+    // a request another node passed here is answered from this node's files only; and so is one
+    // whose proof does not hold (the nodes' keys differed for a moment: passed on again, one
+    // listing went round three nodes 679 times), served as a client's
+    const done = handler(req, res, relay, connections, peers && { files: peers, pass: req.headers[PEER_HEADER] === undefined, proven: fromPeer(req, peers.peerKey) });
     if (done) done.catch((err: unknown) => failed(req, res, relay, err));
   } catch (err) {
     failed(req, res, relay, err);
@@ -223,7 +229,7 @@ async function downloadRecording(req: IncomingMessage, res: ServerResponse, rela
     return notFound(req, res);
   }
   const type = file.endsWith('.webm') ? 'video/webm' : file.endsWith('.mp4') ? 'video/mp4' : 'application/x-ndjson';
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res), peers !== null && !peers.pass, `${access.project}\u0000${access.roomId}`);
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'private, no-store' }, downloadPool(relay, 'recordings'), refusals(req, res), peers?.proven === true, `${access.project}\u0000${access.roomId}`);
 }
 
 /** The client's share of downloads passed to other nodes: as many as it may have here. */
@@ -238,7 +244,7 @@ async function serveHls(req: IncomingMessage, res: ServerResponse, relay: RelayC
     return notFound(req, res);
   }
   const type = file.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : file.endsWith('.ts') ? 'video/mp2t' : 'text/vtt';
-  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' }, downloadPool(relay, 'hls'), refusals(req, res), peers !== null && !peers.pass);
+  await sendFile(req, res, relay, join(dir, file), { 'content-type': type, 'cache-control': 'no-cache', 'access-control-allow-origin': '*' }, downloadPool(relay, 'hls'), refusals(req, res), peers?.proven === true);
 }
 
 /** True for a listen address only this machine can reach. */
