@@ -30,6 +30,14 @@ const PUBLISH_METHOD = Buffer.from('pubsub.publish');
 
 /** Frames a client may send between its join frame and the answer (the SDK sends none). */
 const EARLY_FRAMES = 16;
+/**
+ * What the room may send a member between its seat and the answer to its entry (which waits for
+ * its token's turn), kept to follow the answer: past it, the member is sent the answer and then
+ * closed (`SLOW_CONSUMER`, so its client comes back and gets the room as it is then), never a
+ * `joined` followed by a gap.
+ */
+const AHEAD_FRAMES = 4096;
+const AHEAD_BYTES = 1024 * 1024;
 
 /** The request id of a frame too large to parse, if it starts the way the SDK writes requests. */
 function leadingRequestId(text: string): number | undefined {
@@ -56,6 +64,11 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
    * quicker than its answer): they follow `joined` (or `lobby`), at most {@link EARLY_FRAMES}.
    */
   private ahead: Array<{ data: Uint8Array; binary: boolean; optional: boolean }> = [];
+  private aheadBytes = 0;
+  /** More was sent ahead of the answer than is kept (see {@link AHEAD_BYTES}). */
+  private aheadLost = false;
+  /** The answer to this connection's entry waits for its token's turn (the member is seated). */
+  private answering = false;
   private refusals = 0;
   private refusalWindow = 0;
 
@@ -103,18 +116,31 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
 
   override sendRaw(data: Buffer, optional = false, lazy = false): void {
     if (this.state !== 'entering') return super.sendRaw(data, optional, lazy);
-    if (this.ahead.length < EARLY_FRAMES) this.ahead.push({ data, binary: false, optional });
+    this.keepAhead(data, false, optional);
   }
 
   override sendBinary(data: Uint8Array): void {
     if (this.state !== 'entering') return super.sendBinary(data);
-    if (this.ahead.length < EARLY_FRAMES) this.ahead.push({ data, binary: true, optional: false });
+    this.keepAhead(data, true, false);
+  }
+
+  private keepAhead(data: Uint8Array, binary: boolean, optional: boolean): void {
+    if (this.aheadLost) return;
+    if (this.ahead.length >= AHEAD_FRAMES || this.aheadBytes + data.byteLength > AHEAD_BYTES) {
+      this.aheadLost = true;
+      this.ahead = [];
+      this.aheadBytes = 0;
+      return;
+    }
+    this.ahead.push({ data, binary, optional });
+    this.aheadBytes += data.byteLength;
   }
 
   /** What the room sent ahead of the answer, now that the answer went. */
   private sendAhead(): void {
     const ahead = this.ahead;
     this.ahead = [];
+    this.aheadBytes = 0;
     for (const f of ahead) {
       if (f.binary) super.sendBinary(f.data);
       else super.sendRaw(Buffer.from(f.data), f.optional);
@@ -279,6 +305,8 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     this.seam.wait(verdict, this).then(
       (place) => {
         if ('code' in place) return this.refuseJoin(place, frame);
+        // admitted before this answer came (a lobby elsewhere): that admission answers the join
+        if (this.answering || this.state === 'joined') return;
         if (this.state !== 'entering') return place.cancel(); // gone meanwhile
         this.lobbyPlace = place;
         this.setState('waiting');
@@ -300,9 +328,15 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   private inTokenTurn({ port }: Entered, fn: () => void): void {
     const frames = this.relay.frames;
     const flow = frames.join(`${port.member.project}\n${port.member.tokenKey}`);
+    this.answering = true;
     frames.runInTurn(flow, () => {
       try {
+        this.answering = false;
         fn();
+      } catch (err) {
+        // run from the scheduler's timer: a fault costs this connection, never the process
+        this.fault('answering an entry failed', err);
+        this.close(CloseCode.JOIN_REFUSED, 'internal');
       } finally {
         frames.leave(flow);
       }
@@ -330,6 +364,14 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       this.relay.log.info('joined', { participant: port.member.id, room: port.roomId, project: port.member.project, tier: port.member.tier });
     }
     this.send(joined);
+    if (this.aheadLost) {
+      // the room sent it more than was kept while the answer waited: it comes back rather than miss it
+      this.aheadLost = false;
+      this.ahead = [];
+      this.aheadBytes = 0;
+      this.close(CloseCode.SLOW_CONSUMER, 'slow-consumer');
+      return;
+    }
     this.sendAhead();
     const early = this.early;
     this.early = [];
@@ -349,6 +391,8 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       entered.port.leave();
       return;
     }
+    // seated: what the room sends it now is kept until its answer, which waits for its token's turn
+    this.setState('entering');
     this.inTokenTurn(entered, () => this.entered(entered, 'joined'));
   }
 
