@@ -40,4 +40,49 @@ describe('room homes: lease renewal', () => {
       await homes.releaseAll().catch(() => undefined);
     }
   });
+
+  it('a room this node claims while a renewal pass waits on Redis is not given up (judged by that pass, its new lease looked lost)', async () => {
+    const lost: string[] = [];
+    const calls: string[] = [];
+    const rooms = new Set<string>(['r0']);
+    let homes!: RoomHomes;
+    const redis = {
+      defineCommand: () => undefined,
+      tesseraRenew: (key: string) => (calls.push(`renew ${key}`), Promise.resolve(1)),
+      tesseraRenewRecord: () => Promise.resolve(1),
+      // the lease is this node's already (it claimed it a moment ago): SET NX fails
+      tesseraReclaim: (key: string) => (calls.push(`reclaim ${key}`), Promise.resolve(null)),
+      tesseraRelease: () => Promise.resolve(1),
+      tesseraForgetRoom: () => Promise.resolve(1),
+      pipeline: () => {
+        let queued = 0;
+        const p = {
+          tesseraRenew: () => (queued++, p),
+          tesseraRenewRecord: () => (queued++, p),
+          exec: async () => {
+            // meanwhile a first join claims room "new" here (claimOrFind: SET NX OK, then leases.set)
+            (homes as unknown as { leases: Map<string, unknown> }).leases.set('acme\u0000new', { project: 'acme', roomId: 'new' });
+            rooms.add('new');
+            return Array.from({ length: queued }, () => [null, 1]);
+          },
+        };
+        return p;
+      },
+      set: () => Promise.resolve('OK'),
+      get: () => Promise.resolve('epoch'),
+      zadd: () => Promise.resolve(1),
+    };
+    const bus = { node: 'n1', redis } as unknown as NodeBus;
+    const relay = { bans: {}, rooms: { get: (_p: string, id: string) => (rooms.has(id) ? {} : undefined) }, log: { warn: () => undefined } } as unknown as RelayContext;
+    const records = new RoomRecords({ seats: { credential: () => null } } as unknown as RelayContext, bus, 60_000);
+    homes = new RoomHomes(relay, bus, records, (fn) => fn(), (_p, roomId) => void lost.push(roomId));
+    try {
+      (homes as unknown as { epoch: string }).epoch = 'epoch';
+      (homes as unknown as { leases: Map<string, unknown> }).leases.set('acme\u0000r0', { project: 'acme', roomId: 'r0' });
+      await (homes as unknown as { renewAll(): Promise<boolean> }).renewAll();
+      assert.deepEqual(lost, [], 'a room claimed here during the pass was given up as if another node held it');
+    } finally {
+      await homes.releaseAll().catch(() => undefined);
+    }
+  });
 });

@@ -311,8 +311,11 @@ export class RoomHomes {
    */
   private async renewAll(): Promise<boolean> {
     let ok = true;
+    // the leases as they are now: a room claimed during this pass's round trips waits for the
+    // next (judged by this pass, its new lease looked lost, and the room was given up)
+    const leases = [...this.leases];
     const live: Array<[string, { project: string; roomId: string }]> = [];
-    for (const entry of [...this.leases]) {
+    for (const entry of leases) {
       // a room being restored here is not in the registry yet: its lease is kept all the same
       // (given up now, another node would claim it and restore the room a second time)
       if (this.relay.rooms.get(entry[1].project, entry[1].roomId) || this.restoring.has(entry[0])) live.push(entry);
@@ -340,8 +343,10 @@ export class RoomHomes {
       ok = false;
       dealt.add(key);
     });
-    for (const [key, { project, roomId }] of [...this.leases]) {
-      if (dealt.has(key)) continue;
+    for (const [key, lease] of leases) {
+      // released, or released and claimed again, meanwhile: not this pass's to judge
+      if (dealt.has(key) || this.leases.get(key) !== lease) continue;
+      const { project, roomId } = lease;
       const redisKey = clusterKey('home', project, roomId);
       try {
         if (this.relay.rooms.get(project, roomId) || this.restoring.has(key)) {
