@@ -309,6 +309,8 @@ export class ClusterSeam implements RoomSeam {
     const guest = this.guest(from, h.link);
     if (!guest) return this.goneBeforeKnown(from, h.link);
     this.guests.delete(`${from}\u0000${guest.link.link}`);
+    // still waiting in the lobby (its node gave the wait up): the request goes
+    guest.place?.cancel();
     if (h.t === 'leave' || !guest.port?.hold()) guest.port?.leave();
   }
 

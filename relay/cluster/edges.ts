@@ -65,8 +65,9 @@ export class ClusterEdges {
       const id = str(h.link) ?? '';
       const edge = this.edges.get(id);
       const { joined, member } = h as { joined?: JoinedFrame; member?: PortMember };
-      // admitted as its connection went (the moderator's node seated it already): it leaves there
-      if (!edge?.joiner) return this.unknown(from, id);
+      // admitted as its connection went, or after this node gave its wait up (the moderator's
+      // node seated it already): it leaves there, told so whatever was said of the link before
+      if (!edge?.joiner) return void (id !== '' && this.tellGone(from, id));
       if (!joined || !member) return;
       this.edges.set(id, { conn: edge.conn, home: edge.home });
       edge.joiner.admitted({ port: this.port(from, id, joined, member), joined });
@@ -140,7 +141,12 @@ export class ClusterEdges {
 
   /** The port through which the member behind `link` acts in its room at `home`. */
   port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
-    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), this.binaryBudget(member), this.windows);
+    // a port that leaves or holds tells its home itself: frames still on their way are not answered
+    const forget = () => {
+      this.edges.delete(link);
+      this.given.set(`${home}\u0000${link}`, true);
+    };
+    return new RemotePort(this.bus, home, link, joined.roomId, member, forget, this.binaryBudget(member), this.windows);
   }
 
   /** The binary budget of the member's token, shared by its members here. */
