@@ -109,7 +109,7 @@ describe('the SDK coalesces preferred sizes: a resize observer firing every fram
     await t.close();
   });
 
-  it('100 sizes given at once send the first and the last; a size the relay already has sends nothing', async () => {
+  it('100 sizes given at once send the first and, 500 ms later, the last, which the relay has; a size the relay already has sends nothing', async () => {
     const a = await t.join({ token: t.token({ roomId: 'tiles', participantId: 'a', grant: AV }), media: nodePlatform, autoSubscribe: false });
     const b = await t.join({ token: t.token({ roomId: 'tiles', participantId: 'b', grant: AV }), media: nodePlatform, autoSubscribe: false });
     const cam = fakeTrack('video');
@@ -121,6 +121,9 @@ describe('the SDK coalesces preferred sizes: a resize observer firing every fram
     // 2 of the 10 spent (subscribe, answer); one a second comes back
     const sizes = Array.from({ length: 100 }, (_, i) => ({ maxWidth: 100 + i, maxHeight: 100 + i }));
     await Promise.all(sizes.map((size) => publication.setPreferredSize(size)));
+    // the relay has the last size
+    const subscriptions = (t.relay.context.rooms.get('default', 'tiles')!.media as unknown as { subscriptions: Map<string, { size?: unknown }> }).subscriptions;
+    assert.deepEqual([...subscriptions.values()].map((x) => x.size), [{ maxWidth: 199, maxHeight: 199 }]);
     for (let i = 0; i < 20; i++) await publication.setPreferredSize({ maxWidth: 199, maxHeight: 199 });
     // the budget has room left: the relay was asked twice, not 120 times
     await publication.setPreferredSize({ maxWidth: 320, maxHeight: 240 });

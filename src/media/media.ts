@@ -248,9 +248,10 @@ export class Media implements PublicationActions {
 
   /**
    * Tell the relay the publication's preferred size if it has another: one request at a time
-   * per subscription, and after it only the latest size (a resize observer calling on every
-   * frame would spend the member's message budget otherwise). Every caller meanwhile waits for
-   * the same requests.
+   * per subscription, at most one every {@link LAYER_INTERVAL_MS}, and after it only the latest
+   * size (a resize observer calling on every frame would spend the member's message budget
+   * otherwise: a gallery being resized sent a request per tile per round trip). Every caller
+   * meanwhile waits for the same requests.
    */
   private sendSize(publication: RemoteTrackPublication): Promise<void> {
     const slot = publication.subscription;
@@ -259,16 +260,24 @@ export class Media implements PublicationActions {
     if (sameSize(slot.sentSize, publication.preferredSize)) return Promise.resolve();
     const subscriptionId = slot.id;
     const sizing = (async () => {
-      for (let size = publication.preferredSize; size && publication.subscription === slot && !sameSize(slot.sentSize, size); size = publication.preferredSize) {
-        await this.connection.request('media.layer', { subscriptionId, size });
-        slot.sentSize = size;
+      // `slot.sizing` is this promise before anything below runs, and cleared in the same step as the loop's last check
+      await undefined;
+      try {
+        for (let size = publication.preferredSize; size && publication.subscription === slot && !sameSize(slot.sentSize, size); size = publication.preferredSize) {
+          const wait = (slot.sizedAt ?? -Infinity) + LAYER_INTERVAL_MS - Date.now();
+          if (wait > 0) {
+            await new Promise((resolve) => setTimeout(resolve, wait));
+            continue;
+          }
+          slot.sizedAt = Date.now();
+          await this.connection.request('media.layer', { subscriptionId, size });
+          slot.sentSize = size;
+        }
+      } finally {
+        slot.sizing = null;
       }
     })();
     slot.sizing = sizing;
-    void sizing.then(
-      () => (slot.sizing = null),
-      () => (slot.sizing = null),
-    );
     return sizing;
   }
 
@@ -309,3 +318,9 @@ export class Media implements PublicationActions {
 function sameSize(a: PreferredSize | undefined, b: PreferredSize | undefined): boolean {
   return a === b || (a !== undefined && b !== undefined && a.maxWidth === b.maxWidth && a.maxHeight === b.maxHeight);
 }
+
+/**
+ * The least time between two layer requests of one subscription (ms): the relay switches at the
+ * next key frame, which it asks the publisher for at most every 300 ms, so sooner is no faster.
+ */
+const LAYER_INTERVAL_MS = 500;

@@ -175,6 +175,8 @@ export class RemoteTrackPublication {
     sentSize?: PreferredSize | undefined;
     /** The layer requests under way, while any is. */
     sizing?: Promise<void> | null;
+    /** When the last layer request was sent (ms, the wall clock). */
+    sizedAt?: number;
   } | null = null;
   /** @internal */
   preferredSize: PreferredSize | undefined;
@@ -215,10 +217,11 @@ export class RemoteTrackPublication {
   /**
    * The largest video you want (e.g. your tile's size in pixels). For a simulcast publication
    * the relay then forwards the layer that fits, switching at the next key frame. Calls are
-   * coalesced: one request to the relay at a time per subscription, then only the latest size
-   * (a size the relay already has sends nothing), so a `ResizeObserver` may call it on every
-   * frame. Each request spends the member's message budget; past it the promise rejects
-   * `RATE_LIMITED` and the next call sends the latest size again.
+   * coalesced: one request to the relay at a time per subscription, at most one every 500 ms,
+   * then only the latest size (a size the relay already has sends nothing), so a
+   * `ResizeObserver` may call it on every frame. Each request spends the member's message
+   * budget; past it the promise rejects `RATE_LIMITED` and the next call sends the latest size
+   * again.
    *
    * @example
    * ```ts
