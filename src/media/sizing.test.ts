@@ -21,8 +21,9 @@ it('preferred sizes: a size given in the same step as the last request settles i
   let later: Promise<void> | null = null;
   queueMicrotask(() => (later = media.setPreferredSize(publication, { maxWidth: 3, maxHeight: 3 })));
   await first;
-  // the next request waits out the interval between two: answer it when it comes
-  while (sent.length < 2) await new Promise((r) => setTimeout(r, 20));
+  // the next request waits out the interval between two: answer it when it comes (a size that was lost never comes)
+  for (const deadline = Date.now() + 3000; sent.length < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(sent.length, 2, 'the size given as the first request settled was sent');
   answer();
   await later;
   assert.deepEqual(sent, [{ maxWidth: 2, maxHeight: 2 }, { maxWidth: 3, maxHeight: 3 }]);
