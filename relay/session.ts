@@ -334,9 +334,12 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
         this.answering = false;
         fn();
       } catch (err) {
-        // run from the scheduler's timer: a fault costs this connection, never the process
+        // run from the scheduler's timer: a fault costs this connection, never the process (and
+        // the member leaves, whether or not its session had the room yet)
         this.fault('answering an entry failed', err);
+        const seated = this.port !== port;
         this.close(CloseCode.JOIN_REFUSED, 'internal');
+        if (seated) port.leave();
       } finally {
         frames.leave(flow);
       }

@@ -64,4 +64,26 @@ describe('issue 11: the answer to an entry waits for the joiner token\'s turn', 
     assert.equal(closed.code, 4009);
     assert.equal(c.frames.filter((f) => f.name === 'x').length, 0, 'nothing of what was not kept');
   });
+
+  it('a fault while answering an entry (run from the scheduler, not the frame) refuses that join and takes its member out; the relay goes on', async () => {
+    const log = t.relay.context.log;
+    const info = log.info;
+    const faults = t.relay.context.counters.faults;
+    log.info = function (this: typeof log, message, fields) {
+      if (message === 'joined' && fields?.participant === 'unlucky') throw new Error('injected');
+      return info.call(this, message, fields);
+    };
+    try {
+      const c = await rawConnect(t.url);
+      c.send({ type: 'join', v: 1, token: t.token({ roomId: 'fault', participantId: 'unlucky', grant: {} }), participantId: 'unlucky' });
+      const closed = await Promise.race([c.closed, new Promise<null>((r) => setTimeout(() => r(null), 5000))]);
+      assert.equal(closed?.code, 4001, 'refused and closed');
+    } finally {
+      log.info = info;
+    }
+    assert.equal(t.relay.context.counters.faults, faults + 1);
+    await until(() => t.relay.context.rooms.get('default', 'fault') === undefined, 3000, 'the member taken out (the room ends with it)');
+    const next = await rawJoin(t.url, t.token({ roomId: 'fault', participantId: 'next', grant: {} }), { participantId: 'next' });
+    next.ws.close();
+  });
 });
