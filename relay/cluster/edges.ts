@@ -141,12 +141,10 @@ export class ClusterEdges {
 
   /** The port through which the member behind `link` acts in its room at `home`. */
   port(home: string, link: string, joined: JoinedFrame, member: PortMember): RoomPort {
-    // a port that leaves or holds tells its home itself: frames still on their way are not answered
-    const forget = () => {
-      this.edges.delete(link);
-      this.given.set(`${home}\u0000${link}`, true);
-    };
-    return new RemotePort(this.bus, home, link, joined.roomId, member, forget, this.binaryBudget(member), this.windows);
+    // not marked as given up when its port leaves or holds: that message may be lost with Redis,
+    // and the home's `drop` after it comes back must then be answered (frames still on their way
+    // get a `leave` the home ignores, for a guest it no longer has)
+    return new RemotePort(this.bus, home, link, joined.roomId, member, () => this.edges.delete(link), this.binaryBudget(member), this.windows);
   }
 
   /** The binary budget of the member's token, shared by its members here. */
