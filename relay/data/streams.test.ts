@@ -150,4 +150,46 @@ describe('data streams at the relay', () => {
     streams.open(senders[0]!, { size: 10, kind: 'bytes' });
     streams.dispose();
   });
+
+  it('while one recipient holds a room-wide stream back, the retries look at it alone, not at a room of 5,000 (each retry, every 5 ms, read every member)', async () => {
+    let looks = 0;
+    const counted = (id: string) => {
+      const x = member(id);
+      let unsent = 0;
+      Object.assign(x.link, { send: () => undefined, sendRaw: () => undefined, sendBinary: () => undefined });
+      Object.defineProperty(x.link, 'bufferedAmount', { get: () => (looks++, unsent), set: (v: number) => void (unsent = v) });
+      return x;
+    };
+    const sender = member('s');
+    const slow = member('slow');
+    const crowd = Array.from({ length: 5000 }, (_, i) => counted(`m${i}`));
+    const streams = board([sender, slow, ...crowd]);
+    const { streamId } = streams.open(sender.m, { size: 4 * 64 * KiB, kind: 'bytes' });
+    slow.link.bufferedAmount = 1536 * KiB; // over the high-water mark, under the drop
+    streams.chunk(sender.m, chunk(streamId, 0, 64 * KiB));
+    const afterSend = looks;
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(looks - afterSend, 0, 'the crowd was looked at again while the stream waited for one member');
+    assert.equal(sender.frames.filter((f) => f.type === 'event' && f.name === 'stream.ack').length, 0, 'no acknowledgement while it is behind');
+    slow.link.bufferedAmount = 0;
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(sender.frames.filter((f) => f.type === 'event' && f.name === 'stream.ack').length, 1, 'acknowledged once it caught up');
+    streams.dispose();
+  });
+
+  it('a recipient that stays over the high-water mark is dropped from the stream after a second (slow-recipient) and the sender is acknowledged', async () => {
+    const sender = member('s');
+    const slow = member('slow');
+    const fast = member('fast');
+    const streams = board([sender, slow, fast]);
+    const { streamId } = streams.open(sender.m, { size: 4 * 64 * KiB, kind: 'bytes' });
+    slow.link.bufferedAmount = 1536 * KiB;
+    streams.chunk(sender.m, chunk(streamId, 0, 64 * KiB));
+    await new Promise((r) => setTimeout(r, 1300));
+    assert.deepEqual(slow.aborts(), ['slow-recipient']);
+    assert.equal(sender.frames.filter((f) => f.type === 'event' && f.name === 'stream.ack').length, 1);
+    streams.chunk(sender.m, chunk(streamId, 1, 64 * KiB));
+    assert.deepEqual([slow.chunks.length, fast.chunks.length], [1, 2]);
+    streams.dispose();
+  });
 });

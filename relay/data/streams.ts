@@ -52,8 +52,12 @@ interface OpenStream {
   ackTimer: ReturnType<typeof setTimeout> | null;
   /** When it last carried a chunk (or was opened). */
   activeAt: number;
-  /** Since when each recipient over the high-water mark has been holding the stream back. */
-  readonly lagging: WeakMap<Member, number>;
+  /**
+   * Recipients left over the high-water mark by a chunk, and since when: only they can hold an
+   * acknowledgement back, so a retry looks at them, not at the room (every 5 ms for a second,
+   * a room of 10,000 was 2 million looks per stream for one slow member).
+   */
+  readonly lagging: Map<Member, number>;
 }
 
 const serialise = (frame: ServerFrame) => Buffer.from(JSON.stringify(frame));
@@ -93,7 +97,7 @@ export class StreamBoard {
     if ((this.bySender.get(sender)?.size ?? 0) >= MAX_OPEN_STREAMS) throw new RelayError('RATE_LIMITED', `at most ${MAX_OPEN_STREAMS} streams open at once`, 'too-many-streams');
     const id = this.nextId++;
     const named = params.to ? new Set<Member>() : null;
-    const stream: OpenStream = { id, sender, named, before: this.arrivalCount + 1, gone: new WeakSet(), size: params.size, received: 0, nextSeq: 0, unacked: -1, acked: -1, ackTimer: null, activeAt: performance.now(), lagging: new WeakMap() };
+    const stream: OpenStream = { id, sender, named, before: this.arrivalCount + 1, gone: new WeakSet(), size: params.size, received: 0, nextSeq: 0, unacked: -1, acked: -1, ackTimer: null, activeAt: performance.now(), lagging: new Map() };
     // a member that is not keeping up misses new streams, like pubsub: opens cannot be aimed at it to get it cut
     const fits = (m: Member) => m !== sender && m.grant.canSubscribeData && m.link.bufferedAmount <= this.limits.sendSoftLimitBytes;
     if (named) {
@@ -155,10 +159,15 @@ export class StreamBoard {
     // a recipient this far behind is dropped from the stream before it could be cut as a slow
     // consumer: eight streams aimed at a member on a slow link, each a window ahead, reached the cut
     const dropAt = this.limits.maxBufferedBytes / 2;
+    const highWater = this.limits.streamHighWater;
     const sent = this.each(stream, (m) => {
-      if (m.link.bufferedAmount + frame.length <= dropAt) return void m.link.sendBinary(frame);
-      this.drop(stream, m);
-      return false;
+      const unsent = m.link.bufferedAmount;
+      if (unsent + frame.length > dropAt) {
+        this.drop(stream, m);
+        return false;
+      }
+      m.link.sendBinary(frame);
+      if (unsent + frame.length > highWater && !stream.lagging.has(m)) stream.lagging.set(m, stream.activeAt);
     });
     // the relay reads every byte even when nobody is left to receive it: that is paid for too
     sender.fanout.spend(frame.length, sent);
@@ -190,19 +199,11 @@ export class StreamBoard {
     }
     const now = performance.now();
     let waiting = false;
-    this.each(stream, (m) => {
-      if (m.link.bufferedAmount <= this.limits.streamHighWater) {
-        stream.lagging.delete(m);
-        return;
-      }
-      const since = stream.lagging.get(m) ?? now;
-      if (now - since < STREAM_LAG_MS) {
-        stream.lagging.set(m, since);
-        waiting = true;
-        return;
-      }
-      this.drop(stream, m);
-    });
+    for (const [m, since] of [...stream.lagging]) {
+      if (!this.receives(stream, m) || m.link.bufferedAmount <= this.limits.streamHighWater) stream.lagging.delete(m);
+      else if (now - since < STREAM_LAG_MS) waiting = true;
+      else this.drop(stream, m);
+    }
     if (waiting) {
       stream.ackTimer = setTimeout(() => this.acknowledge(stream), ACK_RETRY_MS);
       return;
