@@ -24,6 +24,17 @@ function mediaRelay(maxTransports: number) {
   return relay;
 }
 
+/** `a` publishes a camera and `b` subscribes to it; `stops` gets the track's stop. */
+async function cameraSubscribed(a: Room, b: Room, stops: Array<() => void>) {
+  const cam = fakeTrack('video');
+  stops.push(cam.stop);
+  await a.localParticipant.publish('camera', cam.track);
+  await until(() => b.remoteParticipants.get(a.localParticipant.id)?.tracks.has('camera') === true, 5000, 'the camera announced');
+  const publication = b.remoteParticipants.get(a.localParticipant.id)!.tracks.get('camera')!;
+  await publication.subscribe();
+  return publication;
+}
+
 describe('media peer connections are a relay-wide budget (--max-media-transports)', () => {
   const relay = mediaRelay(2);
   const { engine, stops } = relay;
@@ -33,12 +44,7 @@ describe('media peer connections are a relay-wide budget (--max-media-transports
     const a = await join('budget-1', 'a');
     const b = await join('budget-1', 'b');
     const other = await join('budget-2', 'c');
-    const cam = fakeTrack('video');
-    stops.push(cam.stop);
-    await a.localParticipant.publish('camera', cam.track);
-    await until(() => b.remoteParticipants.get('a')?.tracks.has('camera') === true, 5000, 'the camera announced');
-    const publication = b.remoteParticipants.get('a')!.tracks.get('camera')!;
-    await publication.subscribe();
+    const publication = await cameraSubscribed(a, b, stops);
     assert.equal(engine.openTransports, 2);
     // another room, another member: the budget is the relay's
     const mic = fakeTrack('audio');
@@ -112,12 +118,7 @@ describe('the SDK coalesces preferred sizes: a resize observer firing every fram
   it('100 sizes given at once send the first and, 500 ms later, the last, which the relay has; a size the relay already has sends nothing', async () => {
     const a = await t.join({ token: t.token({ roomId: 'tiles', participantId: 'a', grant: AV }), media: nodePlatform, autoSubscribe: false });
     const b = await t.join({ token: t.token({ roomId: 'tiles', participantId: 'b', grant: AV }), media: nodePlatform, autoSubscribe: false });
-    const cam = fakeTrack('video');
-    stops.push(cam.stop);
-    await a.localParticipant.publish('camera', cam.track);
-    await until(() => b.remoteParticipants.get('a')?.tracks.has('camera') === true, 5000, 'the camera announced');
-    const publication = b.remoteParticipants.get('a')!.tracks.get('camera')!;
-    await publication.subscribe();
+    const publication = await cameraSubscribed(a, b, stops);
     // 2 of the 10 spent (subscribe, answer); one a second comes back
     const sizes = Array.from({ length: 100 }, (_, i) => ({ maxWidth: 100 + i, maxHeight: 100 + i }));
     await Promise.all(sizes.map((size) => publication.setPreferredSize(size)));
