@@ -86,3 +86,63 @@ describe('room homes: lease renewal', () => {
     }
   });
 });
+
+describe('room homes: claiming a room another node holds', () => {
+  /** A node n1 asking for room r, held by n2 until released; n2's heartbeat as `looks` says, look by look. */
+  function cluster(looks: boolean[]) {
+    const calls: string[] = [];
+    let holder: string | null = 'n2';
+    const redis = {
+      defineCommand: () => undefined,
+      set: (_key: string, node: string) => {
+        if (holder) return Promise.resolve(null);
+        holder = node;
+        calls.push(`claimed by ${node}`);
+        return Promise.resolve('OK');
+      },
+      get: () => Promise.resolve(holder),
+      tesseraRelease: (_key: string, node: string) => {
+        calls.push(`released ${node}`);
+        if (holder === node) holder = null;
+        return Promise.resolve(1);
+      },
+      hgetall: () => Promise.resolve({}),
+      zadd: () => Promise.resolve(1),
+      tesseraForgetRoom: () => Promise.resolve(1),
+      tesseraRenew: () => Promise.resolve(1),
+    };
+    const bus = {
+      node: 'n1',
+      redis,
+      alive: (nodes: string[]) => {
+        const up = looks.shift() ?? true;
+        calls.push(`looked: ${up ? 'alive' : 'missing'}`);
+        return Promise.resolve(new Set(up ? nodes : []));
+      },
+    } as unknown as NodeBus;
+    const relay = { bans: { learn: () => undefined }, rooms: { get: () => undefined }, log: { warn: () => undefined, info: () => undefined } } as unknown as RelayContext;
+    const records = new RoomRecords({ seats: { credential: () => null } } as unknown as RelayContext, bus, 60_000);
+    return { homes: new RoomHomes(relay, bus, records, (fn) => fn(), () => undefined), calls };
+  }
+
+  it('a holder whose heartbeat is missing at one look but back at the next keeps the room (one stall past a heartbeat gave its rooms to the first join that asked)', async () => {
+    const { homes, calls } = cluster([false, true]);
+    try {
+      assert.equal(await homes.of('acme', 'r'), 'n2');
+      assert.deepEqual(calls, ['looked: missing', 'looked: alive']);
+    } finally {
+      await homes.releaseAll().catch(() => undefined);
+    }
+  });
+
+  it('a holder missing at two looks in a row is dead: its lease is released and the room claimed here', async () => {
+    const { homes, calls } = cluster([false, false]);
+    try {
+      assert.equal(await homes.of('acme', 'r'), 'n1');
+      assert.deepEqual(calls, ['looked: missing', 'looked: missing', 'released n2', 'claimed by n1']);
+    } finally {
+      await homes.releaseAll().catch(() => undefined);
+    }
+  });
+});
+

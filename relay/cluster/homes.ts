@@ -6,9 +6,10 @@
  * join costs no Redis round trip once a node knows where its room is.
  */
 import type { RelayContext } from '../context.ts';
-import { clusterKey, type NodeBus } from './bus.ts';
+import { ALIVE_MS, clusterKey, type NodeBus } from './bus.ts';
 import { ClusterApi } from './cluster-api.ts';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { restoreRoom, RoomRecords, type Quietly } from './room-record.ts';
 import { RecentMap } from '../recent-map.ts';
 
@@ -252,11 +253,22 @@ export class RoomHomes {
         await this.restoring.get(rk);
       }
       if (!holder) continue;
-      if (holder === node || (await this.bus.alive([holder])).has(holder)) return holder;
+      if (holder === node || (await this.holderAlive(holder))) return holder;
       // its home died: the lease is given up for a new home to claim (and restore the room)
       await this.scripts.tesseraRelease(key, holder);
     }
     throw new Error(`no home for room ${roomId}`);
+  }
+
+  /**
+   * Whether a lease's holder lives: dead only when its heartbeat is missing at two looks half a
+   * heartbeat's life apart, as the nodes' own sweep judges. On one look, a home whose event loop
+   * stalled past one heartbeat lost its rooms to the first join or orphan sweep that asked.
+   */
+  private async holderAlive(holder: string): Promise<boolean> {
+    if ((await this.bus.alive([holder])).has(holder)) return true;
+    await sleep(ALIVE_MS / 2);
+    return (await this.bus.alive([holder])).has(holder);
   }
 
   /** This node is the room's home now: if its last home died with members in it, they are restored here. */
