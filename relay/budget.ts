@@ -83,6 +83,8 @@ export interface RelayBudgets {
   readonly arena: ByteArena;
   /** Bytes of whiteboard shapes. */
   readonly whiteboard: Budget;
+  /** Bytes of identities reserved by pinned tokens, in all rooms. */
+  readonly reservedIds: Budget;
   /** Topic subscriptions. */
   readonly subscriptions: Budget;
   /** Joiners waiting in lobbies. */
@@ -122,6 +124,7 @@ export const LOBBY_CHURN_BURST = 20;
 export interface BudgetLimits extends PresenceLimits {
   historyBytesTotal: number;
   whiteboardBytesTotal: number;
+  reservedIdsBytesTotal: number;
   maxSubscriptionsTotal: number;
   maxLobbyTotal: number;
   maxHeldTotal: number;
@@ -151,6 +154,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
     history,
     arena: new ByteArena(),
     whiteboard: new Budget(config.whiteboardBytesTotal),
+    reservedIds: new Budget(config.reservedIdsBytesTotal),
     subscriptions,
     lobby,
     domain(project) {

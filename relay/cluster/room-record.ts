@@ -245,6 +245,10 @@ export class RoomRecords implements RoomObserver {
     this.queue(room, `h:${seq}`, null);
   }
 
+  identityReleased(room: Room, participantId: string): void {
+    this.queue(room, `p:${participantId}`, null);
+  }
+
   /** An output that runs is kept with how it was started; one that stopped or failed is forgotten. */
   outputChanged(room: Room, change: OutputChange): void {
     if (change.state === 'active') {

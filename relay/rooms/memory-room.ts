@@ -22,6 +22,8 @@ interface Entry {
   announced: number;
 }
 
+/** What a reserved identity costs besides its characters (a Map entry and a string: 520 bytes measured for 128 characters). */
+export const RESERVATION_BYTES = 400;
 
 /** A room held in this process's memory. Joins and leaves are O(1) whatever the audience size. */
 export class MemoryRoom implements Room {
@@ -30,8 +32,14 @@ export class MemoryRoom implements Room {
   private readonly coalescer: CountCoalescer;
   private disposed = false;
   private readonly moderators = new Set<Member>();
-  /** Ids pinned tokens have used: reserved for the room's lifetime. */
-  private readonly pinnedIds = new Set<string>();
+  /**
+   * Ids pinned tokens have used, reserved for the room's lifetime within a byte budget (room and
+   * relay): past it the oldest of those gone make way. Kept in the order last seen: an id still
+   * present that reaches the front moves back. Without a bound, a room kept open by one member
+   * held every pinned id that ever joined (520 bytes each at 128 characters, for ever).
+   */
+  private readonly pinnedIds = new Map<string, number>();
+  private readonly reservations: Budget;
   readonly topics: TopicBoard;
   readonly streams: StreamBoard;
   readonly lobby: Lobby;
@@ -50,6 +58,7 @@ export class MemoryRoom implements Room {
   ) {
     this.observer = observer;
     this.presence = budgets.presence;
+    this.reservations = new Budget(limits.reservedIdsBytesPerRoom, budgets.reservedIds);
     this.media = new MediaBoard(media, { broadcast: (frame, exceptId) => this.broadcast(frame, exceptId), log });
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }, undefined, false, this.crowded),
@@ -110,17 +119,33 @@ export class MemoryRoom implements Room {
   }
 
   pinnedIdentities(): IterableIterator<string> {
-    return this.pinnedIds.values();
+    return this.pinnedIds.keys();
   }
 
   reserveIdentity(participantId: string): void {
-    this.pinnedIds.add(participantId);
+    if (this.pinnedIds.has(participantId) || this.disposed) return;
+    const cost = RESERVATION_BYTES + participantId.length;
+    // each id looked at is either given up or moved back: a pass makes way in time linear in what it frees
+    let looks = this.pinnedIds.size;
+    while (!this.reservations.take(cost)) {
+      const oldest = this.pinnedIds.entries().next().value;
+      // every reserved identity is present: this one is kept while it is (its seat holds it)
+      if (!oldest || looks-- <= 0) return;
+      const [id, bytes] = oldest;
+      this.pinnedIds.delete(id);
+      if (this.entries.has(id)) this.pinnedIds.set(id, bytes);
+      else {
+        this.reservations.give(bytes);
+        this.observer?.identityReleased?.(this, id);
+      }
+    }
+    this.pinnedIds.set(participantId, cost);
   }
 
   add(member: Member, position?: number): void {
     // a member under the id would stay in its tier's list, reachable by no id
     if (this.entries.has(member.id)) throw new Error(`room ${this.id}: "${member.id}" is in the room already`);
-    if (member.pinned) this.pinnedIds.add(member.id);
+    if (member.pinned) this.reserveIdentity(member.id);
     this.topics.arrived(member);
     this.streams.arrived(member);
     const seq = this.tiers[member.tier].append(member, position);
@@ -215,6 +240,8 @@ export class MemoryRoom implements Room {
 
   dispose(): void {
     this.disposed = true;
+    this.reservations.give(this.reservations.inUse);
+    this.pinnedIds.clear();
     this.coalescer.dispose();
     this.topics.dispose();
     this.streams.dispose();

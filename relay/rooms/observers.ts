@@ -77,4 +77,8 @@ export class RoomObservers implements RoomObserver {
   historyForgotten(room: Room, seq: number): void {
     this.each((o) => o.historyForgotten?.(room, seq));
   }
+
+  identityReleased(room: Room, participantId: string): void {
+    this.each((o) => o.identityReleased?.(room, participantId));
+  }
 }

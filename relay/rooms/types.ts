@@ -95,6 +95,8 @@ export interface RoomLimits extends TopicLimits, StreamLimits {
   countIntervalMs: number;
   /** Bytes of pubsub history the room keeps. */
   historyBytesPerRoom: number;
+  /** Bytes of reserved identities the room keeps (see {@link Room.reserveIdentity}). */
+  reservedIdsBytesPerRoom: number;
   /** How long an output may take to start (ms). */
   outputStartTimeoutMs: number;
 }
@@ -128,6 +130,8 @@ export interface RoomObserver {
   historyKept?(room: Room, message: KeptMessage): void;
   /** A kept message was let go (over the topic's count or the room's bytes). */
   historyForgotten?(room: Room, seq: number): void;
+  /** A reserved identity made way for a newer one (the room's reservations are full). */
+  identityReleased?(room: Room, participantId: string): void;
   /** Whether this observer wants `historyKept` and `historyForgotten` (a room asks once, when it opens). */
   readonly wantsHistory?: boolean;
 }
