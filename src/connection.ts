@@ -263,7 +263,13 @@ export class Connection {
   request<M extends Method>(method: M, params: Params<M>, timeoutMs = 10_000): Promise<Result<M>> {
     if (this.state === 'closed') return Promise.reject(this.endedError(method, false));
     const id = this.nextId++;
-    const frame = JSON.stringify({ type: 'request', id, method, params });
+    let frame: string;
+    try {
+      frame = JSON.stringify({ type: 'request', id, method, params });
+    } catch (err) {
+      // a BigInt or a circular object: the caller's mistake, told as the promise's error
+      return Promise.reject(new SdkError('INVALID_ARGUMENT', `${method}: the request cannot be sent as JSON (${err instanceof Error ? err.message : String(err)})`, { reason: 'not-json' }));
+    }
     // a transport limit, not a grant: the relay would refuse the frame unread
     if (frame.length > this.maxFrameBytes / 3 && utf8Length(frame) > this.maxFrameBytes) {
       return Promise.reject(new SdkError('PAYLOAD_TOO_LARGE', `${method}: the request is ${utf8Length(frame)} bytes; this relay accepts frames of at most ${this.maxFrameBytes} (use dataStream for large data)`, { reason: 'frame-too-large' }));
@@ -282,6 +288,11 @@ export class Connection {
         this.ws.send(frame);
       }
     });
+  }
+
+  /** True once the session is over (left, removed, ended, lost for good). */
+  get ended(): boolean {
+    return this.state === 'closed';
   }
 
   /** Send a binary frame (a stream chunk). */

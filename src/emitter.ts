@@ -9,6 +9,7 @@
  * each exactly once.
  */
 import mitt, { type Emitter as Mitt } from 'mitt';
+import { SdkError } from './errors.ts';
 
 /** A listener of an event: called with the event's one payload object. */
 export type Listener<T> = (payload: T) => void;
@@ -78,6 +79,8 @@ export class Emitter<Events extends object> {
   }
 
   private add<E extends keyof Events>(event: E, listener: Listener<Events[E]>, once: boolean): void {
+    // from plain JavaScript: a listener that is no function would throw later, in an emit
+    if (typeof listener !== 'function') throw new SdkError('INVALID_ARGUMENT', `on("${String(event)}"): the listener must be a function, got ${typeof listener}`);
     let byListener = this.entries.get(event);
     if (!byListener) this.entries.set(event, (byListener = new Map()));
     if (byListener.has(listener as Listener<never>)) return;

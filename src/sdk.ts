@@ -58,6 +58,18 @@ function randomId(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/** A time option: `fallback` when left out; else a number of ms from `min` to what a timer holds. */
+function milliseconds(name: string, value: unknown, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_MS) {
+    throw new SdkError('INVALID_ARGUMENT', `${name} must be a number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${typeof value === 'number' ? value : JSON.stringify(value) ?? typeof value}`);
+  }
+  return value;
+}
+
+/** The longest delay a timer holds (ms): past it, `setTimeout` fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 function buildJoinFrame(options: JoinOptions): JoinFrame {
   const token = typeof options.token === 'string' ? options.token : '';
   const pinned = peekClaims(token).participantId;
@@ -99,12 +111,20 @@ export const Sdk = Object.freeze({
     if (urls.length === 0 || urls.length > MAX_URLS || !urls.every((u): u is string => typeof u === 'string' && /^wss?:\/\//i.test(u))) {
       throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws:// or wss:// URL, or 1 to ${MAX_URLS} of them, got ${JSON.stringify(options.url)}`);
     }
+    // `true` (plain JavaScript) is the default policy
+    const given: unknown = options.reconnect;
+    const reconnect = given === undefined || given === true ? {} : (given as ReconnectPolicy | false);
+    if (reconnect !== false && (typeof reconnect !== 'object' || reconnect === null)) throw new SdkError('INVALID_ARGUMENT', `reconnect must be an object of delays or false, got ${String(reconnect)}`);
     const { connection, joined } = await Connection.open({
       urls,
       join: buildJoinFrame(options),
-      timeoutMs: options.timeoutMs ?? 15_000,
-      heartbeatMs: options.heartbeatMs ?? 10_000,
-      reconnect: options.reconnect ?? {},
+      timeoutMs: milliseconds('timeoutMs', options.timeoutMs, 15_000, 1),
+      heartbeatMs: milliseconds('heartbeatMs', options.heartbeatMs, 10_000, 1),
+      reconnect: reconnect && {
+        maxTimeMs: milliseconds('reconnect.maxTimeMs', reconnect.maxTimeMs, 30_000, 0),
+        initialDelayMs: milliseconds('reconnect.initialDelayMs', reconnect.initialDelayMs, 250, 0),
+        maxDelayMs: milliseconds('reconnect.maxDelayMs', reconnect.maxDelayMs, 5000, 0),
+      },
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),
     });

@@ -1,5 +1,6 @@
 import type { Connection } from '../connection.ts';
 import { call } from '../emitter.ts';
+import { SdkError } from '../errors.ts';
 import type { JsonValue, PubSubMessage } from '../protocol/messages.ts';
 
 /** Options of {@link PubSub.publish}. */
@@ -62,6 +63,7 @@ export class PubSub {
    * to a function that ends this subscription (the relay's, with the topic's last one).
    */
   async subscribe(topic: string, handler: MessageHandler): Promise<() => Promise<void>> {
+    if (typeof handler !== 'function') throw new SdkError('INVALID_ARGUMENT', `subscribe: the handler must be a function, got ${typeof handler}`);
     let entry = this.topics.get(topic);
     if (!entry) this.topics.set(topic, (entry = { subscriptions: new Set(), users: 0 }));
     // counted before the request, so that a concurrent unsubscribe cannot drop the relay's subscription
@@ -79,7 +81,11 @@ export class PubSub {
       if (ended) return;
       ended = true;
       entry.subscriptions.delete(subscription);
-      if (this.release(topic, entry)) await this.connection.request('pubsub.unsubscribe', { topic });
+      // once the session is over, so is every subscription, on both sides: nothing to undo
+      if (!this.release(topic, entry) || this.connection.ended) return;
+      await this.connection.request('pubsub.unsubscribe', { topic }).catch((err: unknown) => {
+        if (!this.connection.ended) throw err;
+      });
     };
   }
 

@@ -4,6 +4,7 @@ import { SdkError } from '../errors.ts';
 import type { Source } from '../protocol/grant.ts';
 import type { PreferredSize, TrackInfo } from '../protocol/media.ts';
 import type { RemoteParticipant } from '../participants/remote-participant.ts';
+import { deleteEntry, writeEntry } from '../participants/read-only-map.ts';
 import type { RoomEvents } from '../room-events.ts';
 import { LocalMedia, type PublishTrackOptions } from './local-media.ts';
 import { iceGathered, whenConnected, type MediaPlatform } from './platform.ts';
@@ -106,7 +107,7 @@ export class Media implements PublicationActions {
   added(participant: RemoteParticipant, info: TrackInfo, announce: boolean): void {
     if (participant.trackMap.has(info.source)) return;
     const publication = new RemoteTrackPublication(participant.id, info.source, info.kind, info.muted, this);
-    participant.trackMap.set(info.source, publication);
+    writeEntry(participant.trackMap, info.source, publication);
     if (announce) this.events.emit('track-published', { participant, publication });
     if (this.autoSubscribe) {
       this.subscribe(publication).catch((error: unknown) => this.events.emit('track-subscription-failed', { participant, publication, error: error as SdkError }));
@@ -127,7 +128,7 @@ export class Media implements PublicationActions {
     const publication = participant?.trackMap.get(source);
     if (!participant || !publication) return;
     this.endSubscription(publication);
-    participant.trackMap.delete(source);
+    deleteEntry(participant.trackMap, source);
     this.events.emit('track-unpublished', { participant, publication });
   }
 
@@ -148,7 +149,7 @@ export class Media implements PublicationActions {
   /** @internal A participant left: its subscriptions close. */
   participantLeft(participant: RemoteParticipant): void {
     for (const publication of participant.trackMap.values()) this.endSubscription(publication);
-    participant.trackMap.clear();
+    for (const source of [...participant.trackMap.keys()]) deleteEntry(participant.trackMap, source);
   }
 
   subscribe(publication: RemoteTrackPublication): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Source } from '../protocol/grant.ts';
 import type { ParticipantInfo } from '../protocol/messages.ts';
 import type { RemoteTrackPublication } from '../media/publications.ts';
+import { ReadOnlyMap } from './read-only-map.ts';
 
 /** What a remote participant needs from its room to act on it. */
 export interface RemoteActions {
@@ -20,7 +21,7 @@ export class RemoteParticipant {
   /** Unix milliseconds at which it joined the room. */
   readonly joinedAt: number;
   /** @internal */
-  readonly trackMap = new Map<Source, RemoteTrackPublication>();
+  readonly trackMap = new ReadOnlyMap<Source, RemoteTrackPublication>();
 
   /** @internal */
   constructor(

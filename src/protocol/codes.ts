@@ -103,7 +103,7 @@ export const ERROR_REASONS = [
   'subscriptions-full', 'media-full', 'too-many-streams', 'history-budget', 'history-full', 'board-full', 'whiteboards-full', 'disk-full', 'disk-quota', 'output-rate',
   'frame-too-large', 'payload-too-large', 'stream-too-large', 'topic-too-long',
   // requests (INVALID_ARGUMENT, NOT_FOUND)
-  'bad-frame', 'bad-join-frame', 'join-timeout', 'evicted', 'pre-auth-bytes', 'bad-chunk', 'bad-cursor', 'bad-sdp', 'bad-url', 'private-target', 'unsupported-version',
+  'bad-frame', 'not-json', 'bad-join-frame', 'join-timeout', 'evicted', 'pre-auth-bytes', 'bad-chunk', 'bad-cursor', 'bad-sdp', 'bad-url', 'private-target', 'unsupported-version',
   'room-required', 'self', 'viewer-cannot-publish', 'wrong-kind', 'unknown-stream', 'unknown-subscription',
   'unknown-participant', 'unknown-recording', 'not-configured', 'not-published',
   // state conflicts (INVALID_STATE)
