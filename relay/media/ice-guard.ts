@@ -1,6 +1,6 @@
 import { Connection, parseMessage, StunProtocol } from 'werift';
 import type { TokenBucket } from '../data/token-bucket.ts';
-import { dtlsDatagramRate, isDtls, wellFormedMedia } from './datagram-check.ts';
+import { dtlsDatagramRate, isDtls, stunShape, wellFormedMedia } from './datagram-check.ts';
 
 /**
  * What the relay's media sockets take from the network, whoever sends it. werift (0.25) answers
@@ -86,11 +86,14 @@ export function installIceGuard(): void {
 
 /** Whether one datagram from `addr` reaches the ICE connection that owns `protocol` (see the module's doc). */
 export function admits(protocol: GuardedProtocol, data: Buffer, addr: Address): boolean {
+  // before anything else: werift parses every datagram of STUN's shape, owned or not
+  const shape = stunShape(data);
+  if (shape === 'drop') return false;
   const ice = protocol[owner];
   if (!ice) return true;
   const key = `${addr[0]}\u0000${addr[1]}`;
   const known = (protocol[peers] ??= new Set());
-  const message = parseMessage(data);
+  const message = shape === 'stun' ? parseMessage(data) : undefined;
   // anything but a request (DTLS, SRTP, a STUN response or indication): only from a proven peer
   if (!message) return known.has(key) && wellFormedMedia(data) && (!isDtls(data) || (protocol[rate] ??= dtlsDatagramRate()).take());
   if (message.messageClass !== REQUEST) return known.has(key);
