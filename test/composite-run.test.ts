@@ -4,11 +4,11 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CompositeRun, labelText } from '../relay/outputs/ffmpeg/composite-run.ts';
+import { CompositeRun, labelText, MIN_RESTART_MS } from '../relay/outputs/ffmpeg/composite-run.ts';
 import { findExecutable } from '../relay/outputs/ffmpeg/process.ts';
 import { createLogger } from '../relay/log.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
-import { nodePlatform } from './media-helpers.ts';
+import { fakeTrack, nodePlatform } from './media-helpers.ts';
 import { realTrack, type RealTrack } from './real-media.ts';
 import { unrefLibraryDelays } from './media-fixtures.ts';
 
@@ -100,4 +100,89 @@ describe('a composite that follows the stage (issue 13)', { skip: FFMPEG ? false
     }
     await Promise.all([ada.leave(), bo.leave()]);
   });
+
+  it('a track that never decodes (garbage VP8 from a member with canPublish) is left out after the stall time, and the composite writes on with the rest; it stalled every output for good', async () => {
+    const token = (id: string) => t.token({ roomId: 'stall', participantId: id, grant: { canPublish: true, canSubscribe: true } });
+    const ada = await t.join({ token: token('ada'), name: 'Ada', media: nodePlatform });
+    await ada.localParticipant.publish('camera', (await real('video')).track);
+    const mal = await t.join({ token: token('mal'), name: 'Mal', media: nodePlatform });
+    const garbage = fakeTrack('video');
+    senders.push({ stop: garbage.stop } as RealTrack);
+    await mal.localParticipant.publish('camera', garbage.track);
+    const room = t.relay.context.rooms.get('default', 'stall')!;
+    const warnings: string[] = [];
+    const composite = new CompositeRun((tap) => room.media.tap(tap), {
+      ffmpeg: 'ffmpeg',
+      workDir: join(dir, 'stall-work'),
+      width: 320,
+      height: 180,
+      fps: 10,
+      videoKbps: 300,
+      roomName: 'stall',
+      font: null,
+      nameOf: (id) => id,
+      output: (run) => ['-f', 'mpegts', '-y', join(dir, `stall-${run}.ts`)],
+      failed: () => undefined,
+      stallMs: 4000,
+      log: { ...createLogger('silent'), warn: (message: string, fields?: Record<string, unknown>) => void warnings.push(`${message} ${JSON.stringify(fields)}`) },
+    });
+    const stage = () => composite.stage.map((s) => `${s.participantId}:${s.source}`).join(' ');
+    try {
+      await composite.start();
+      // both cameras flow: a run takes both, and never writes
+      await until(() => stage().includes('mal:camera'), 15_000, 'the garbage camera in a run');
+      const stalledRun = composite.runs;
+      await new Promise((r) => setTimeout(r, 2000));
+      assert.equal(composite.runs, stalledRun);
+      assert.equal(composite.seconds, 0, 'a run with the garbage camera writes nothing');
+      // then the run stalls, the garbage camera is left out, and Ada's camera is written on
+      await until(() => warnings.some((w) => w.includes('mal:camera')), 20_000, 'the garbage camera left out');
+      await until(() => stage() === 'ada:camera' && composite.seconds > 1, 30_000, 'the composite writes without the garbage camera');
+      const at = composite.seconds;
+      await until(() => composite.seconds > at + 1, 10_000, 'it goes on writing');
+    } finally {
+      await composite.stop();
+      await Promise.all([ada.leave(), mal.leave()]);
+    }
+  });
+
+  it(`a member publishing and unpublishing in a loop restarts the composite at most once every ${MIN_RESTART_MS} ms (every 400 ms it restarted ffmpeg, 1.6 times a second)`, async () => {
+    const token = (id: string) => t.token({ roomId: 'churn', participantId: id, grant: { canPublish: true, canSubscribe: true } });
+    const ada = await t.join({ token: token('ada'), name: 'Ada', media: nodePlatform });
+    await ada.localParticipant.publish('camera', (await real('video')).track);
+    const room = t.relay.context.rooms.get('default', 'churn')!;
+    const composite = new CompositeRun((tap) => room.media.tap(tap), {
+      ffmpeg: 'ffmpeg',
+      workDir: join(dir, 'churn-work'),
+      width: 320,
+      height: 180,
+      fps: 10,
+      videoKbps: 300,
+      roomName: 'churn',
+      font: null,
+      nameOf: (id) => id,
+      output: () => ['-f', 'null', '-'],
+      failed: () => undefined,
+      settleMs: 100,
+      log: createLogger('silent'),
+    });
+    try {
+      await composite.start();
+      const before = composite.runs;
+      const mic = await real('audio');
+      const began = Date.now();
+      while (Date.now() - began < 8000) {
+        await ada.localParticipant.publish('microphone', mic.track);
+        await new Promise((r) => setTimeout(r, 250));
+        await ada.localParticipant.unpublish('microphone');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const restarts = composite.runs - before;
+      assert.ok(restarts <= Math.ceil(8000 / MIN_RESTART_MS) + 1, `${restarts} restarts in 8 s`);
+    } finally {
+      await composite.stop();
+      await ada.leave();
+    }
+  });
 });
+

@@ -18,7 +18,7 @@ import type { TappedTrack, TrackTap } from '../../media/board.ts';
 import type { Logger } from '../../log.ts';
 import { compositeGraph, encoderArgs } from './composite.ts';
 import { FfmpegProcess, type FfmpegExit } from './process.ts';
-import { feedSdp, freeRtpPorts, RtpFeed } from './rtp-feed.ts';
+import { FEED_INPUT, feedSdp, freeRtpPorts, RtpFeed } from './rtp-feed.ts';
 
 /** Options of a {@link CompositeRun}. */
 export interface CompositeRunOptions {
@@ -43,12 +43,32 @@ export interface CompositeRunOptions {
   log: Logger;
   /** Wait after a stage change before restarting (ms, default 400). */
   settleMs?: number;
+  /** A run with tracks that writes nothing for this long is stalled (ms, default {@link STALL_MS}). */
+  stallMs?: number;
 }
 
 /** How often the set of flowing tracks is compared with the run's. */
 const CHECK_MS = 1000;
 /** Silence after which a track of a run leaves it. */
 const SILENT_MS = 2500;
+
+/**
+ * A run with tracks that writes nothing for this long is stalled: ffmpeg builds its picture once
+ * every input has given a frame, so one track that never decodes (a member publishing garbage
+ * VP8, or frames larger than `-max_pixels`) froze the room's HLS, recording and livestream for
+ * good, the output still `active`, ffmpeg's memory growing 2 MB a second.
+ */
+export const STALL_MS = 10_000;
+/** How long the tracks suspected of a stall are left out, at first; doubled at each stall a track causes again. */
+export const HOLD_MS = 10_000;
+const MAX_HOLD_MS = 5 * 60_000;
+/**
+ * Runs of one composite start at most this often (ms): a member publishing and unpublishing a
+ * microphone every 500 ms restarted ffmpeg 1.6 times a second, as long as it liked.
+ */
+export const MIN_RESTART_MS = 2000;
+/** The largest picture a run decodes (4K): a 16,000 × 16,000 key frame is 384 MB of ffmpeg's memory. */
+const MAX_PIXELS = 3840 * 2160;
 
 /** Longest label drawn on a tile. */
 const MAX_LABEL = 64;
@@ -83,6 +103,16 @@ export class CompositeRun {
   private producing: { resolve(wrote: boolean): void; promise: Promise<boolean> } | null = null;
   /** When each track was last seen flowing. */
   private readonly lastFlowing = new Map<TappedTrack, number>();
+  /** Tracks suspected of a stall, left out until `until` (see {@link STALL_MS}). */
+  private readonly held = new Map<TappedTrack, { until: number; strikes: number }>();
+  /** A held track whose hold ran out, let into the current run alone of those held: a stall now is its own. */
+  private trial: TappedTrack | null = null;
+  /** The tracks of the last run that wrote. */
+  private lastGood = new Set<TappedTrack>();
+  /** When the current run started or last wrote more (performance.now()). */
+  private progressAt = 0;
+  /** When the last run started (performance.now()). */
+  private startedAt = -Infinity;
   /** Seconds the current run has written. */
   private written = 0;
   /** Wall-clock time (ms) of the current run's output time 0, once it writes. */
@@ -144,12 +174,15 @@ export class CompositeRun {
         const at = this.tracks.indexOf(track);
         if (at >= 0) this.tracks.splice(at, 1);
         this.lastFlowing.delete(track);
+        this.held.delete(track);
+        this.lastGood.delete(track);
         this.schedule();
       };
     });
     await this.enqueue(() => this.next());
     if (this.stopped) return;
     this.check = setInterval(() => {
+      if (this.ffmpeg && this.inRun.length > 0 && performance.now() - this.progressAt > (this.options.stallMs ?? STALL_MS)) return this.stalled();
       const now = this.ordered();
       if (now.length !== this.inRun.length || now.some((t, i) => t !== this.inRun[i])) this.schedule();
     }, CHECK_MS);
@@ -168,8 +201,29 @@ export class CompositeRun {
     this.firstOutput.resolve(false);
   }
 
+  /**
+   * The current run wrote nothing for the stall time: the tracks that may hold it back are left
+   * out for a while (a track let back alone, if it was one; else those that joined since the last
+   * run that wrote; else all), and the composite goes on without them. Tracks whose hold runs out
+   * come back one at a time, so that the one that never decodes is found and left out for longer.
+   */
+  private stalled(): void {
+    const newcomers = this.inRun.filter((t) => !this.lastGood.has(t));
+    const suspects = this.trial ? [this.trial] : newcomers.length > 0 ? newcomers : [...this.inRun];
+    const now = Date.now();
+    for (const t of suspects) {
+      const strikes = (this.held.get(t)?.strikes ?? 0) + 1;
+      this.held.set(t, { until: now + Math.min(MAX_HOLD_MS, HOLD_MS * 2 ** (strikes - 1)), strikes });
+    }
+    this.trial = null;
+    this.progressAt = performance.now();
+    this.options.log.warn('composite: a run wrote nothing: tracks left out for a while', { run: this.run, tracks: suspects.map((t) => `${t.participantId}:${t.source}`).join(' ') });
+    this.schedule();
+  }
+
   private schedule(): void {
     if (this.stopped || this.timer || this.restartQueued) return;
+    const wait = Math.max(this.options.settleMs ?? 400, this.startedAt + MIN_RESTART_MS - performance.now());
     this.timer = setTimeout(() => {
       this.timer = null;
       // one restart waits at most: changes while it waits are seen when it runs
@@ -178,7 +232,7 @@ export class CompositeRun {
         this.restartQueued = false;
         return this.next();
       }).catch((err: Error) => this.fail(err.message));
-    }, this.options.settleMs ?? 400);
+    }, wait);
   }
 
   private enqueue(job: () => Promise<void>): Promise<void> {
@@ -194,10 +248,18 @@ export class CompositeRun {
    */
   private ordered(): TappedTrack[] {
     const now = Date.now();
+    // the track on trial stays in; else one whose hold ran out may come back
+    let backAlone: TappedTrack | null = this.trial && this.tracks.includes(this.trial) ? this.trial : null;
     const flowing = this.tracks.filter((t) => {
       if (t.flowing()) this.lastFlowing.set(t, now);
       const last = this.lastFlowing.get(t);
-      return last !== undefined && (last === now || (this.inRun.includes(t) && now - last < SILENT_MS));
+      if (last === undefined || !(last === now || (this.inRun.includes(t) && now - last < SILENT_MS))) return false;
+      const hold = this.held.get(t);
+      if (!hold) return true;
+      if (hold.until > now) return false;
+      if (backAlone !== null && t !== backAlone) return false;
+      backAlone = t;
+      return true;
     });
     return [...flowing.filter((t) => t.kind === 'video'), ...flowing.filter((t) => t.kind === 'audio')];
   }
@@ -209,6 +271,8 @@ export class CompositeRun {
     const run = ++this.run;
     const tracks = this.ordered();
     this.inRun = tracks;
+    this.trial = tracks.find((t) => this.held.has(t)) ?? null;
+    this.startedAt = this.progressAt = performance.now();
     this.written = 0;
     this.outputStart = null;
     let resolve!: (wrote: boolean) => void;
@@ -232,7 +296,7 @@ export class CompositeRun {
       const sdp = join(dir, `run-${run}.sdp`);
       await writeFile(sdp, feedSdp(tracks.map((t, i) => ({ kind: t.kind, port: ports[i]! }))), { mode: 0o600 });
       // the SDP names every codec; a keyframe's worth of probing is enough (5 s by default delays the run)
-      input = ['-protocol_whitelist', 'file,udp,rtp', '-analyzeduration', '1000000', '-fpsprobesize', '0', '-use_wallclock_as_timestamps', '1', '-i', sdp];
+      input = [...FEED_INPUT, '-max_pixels', String(MAX_PIXELS), '-analyzeduration', '1000000', '-fpsprobesize', '0', '-use_wallclock_as_timestamps', '1', '-i', sdp];
     }
     const producing = this.producing;
     const begun = performance.now();
@@ -244,8 +308,13 @@ export class CompositeRun {
       stdout: (chunk) => {
         const us = /out_time_us=(\d+)/.exec(chunk.toString('latin1'));
         if (!us || this.producing !== producing) return;
-        this.written = Number(us[1]) / 1e6;
-        if (this.written <= 0) return;
+        const written = Number(us[1]) / 1e6;
+        if (written <= this.written) return;
+        this.written = written;
+        this.progressAt = performance.now();
+        if (this.trial) this.held.delete(this.trial);
+        this.trial = null;
+        this.lastGood = new Set(tracks);
         // the first report places output time 0 on the wall clock (the encoder's latency is a few frames)
         if (this.outputStart === null) {
           this.outputStart = Date.now() - this.written * 1000;

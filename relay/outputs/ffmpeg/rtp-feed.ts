@@ -73,6 +73,14 @@ export async function freeRtpPorts(n: number): Promise<number[]> {
   return ports;
 }
 
+/**
+ * ffmpeg's arguments to read an SDP of {@link feedSdp} (then `-i` it). Its RTP and RTCP sockets
+ * are bound to loopback: left to itself ffmpeg binds every interface and takes packets from any
+ * source, so anyone on the network, no token, could feed a room's output (2,000 packets a second
+ * to a predictable port froze a room's HLS for good).
+ */
+export const FEED_INPUT: readonly string[] = ['-protocol_whitelist', 'file,udp,rtp', '-localaddr', '127.0.0.1'];
+
 /** The SDP of a set of tracks on their ports. */
 export function feedSdp(tracks: ReadonlyArray<{ kind: TrackKind; port: number }>): string {
   const lines = ['v=0', 'o=- 0 0 IN IP4 127.0.0.1', 's=tessera', 'c=IN IP4 127.0.0.1', 't=0 0'];

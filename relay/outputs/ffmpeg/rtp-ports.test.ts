@@ -39,3 +39,31 @@ describe('RTP ports for ffmpeg', () => {
     sockets.forEach((s) => s.close());
   });
 });
+
+describe("ffmpeg's RTP input", () => {
+  it('is bound to loopback, RTP and RTCP: left to itself ffmpeg bound every interface and took a room\'s media from anyone on the network', async () => {
+    const { spawn } = await import('node:child_process');
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { FEED_INPUT, feedSdp } = await import('./rtp-feed.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-feed-'));
+    const [video, audio] = await freeRtpPorts(2);
+    const sdp = join(dir, 'in.sdp');
+    writeFileSync(sdp, feedSdp([{ kind: 'video', port: video! }, { kind: 'audio', port: audio! }]));
+    const ffmpeg = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', ...FEED_INPUT, '-i', sdp, '-f', 'null', '-'], { stdio: 'ignore' });
+    try {
+      const wanted = [video!, video! + 1, audio!, audio! + 1];
+      // /proc/net/udp: "local_address" as hex IPv4:port
+      const bound = () => readFileSync('/proc/net/udp', 'latin1').split('\n').slice(1).map((l) => l.trim().split(/\s+/)[1]).filter((a): a is string => !!a).map((a) => ({ ip: a.split(':')[0]!, port: parseInt(a.split(':')[1]!, 16) })).filter((a) => wanted.includes(a.port));
+      const deadline = Date.now() + 10_000;
+      while (bound().length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const sockets = bound();
+      assert.equal(sockets.length, 4, 'ffmpeg bound its four ports');
+      for (const s of sockets) assert.equal(s.ip, '0100007F', `port ${s.port} is bound to ${s.ip}, not 127.0.0.1`);
+    } finally {
+      ffmpeg.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../log.ts';
 import type { FeedTrack } from '../ffmpeg/rtp-feed.ts';
-import { feedSdp, freeRtpPorts, RtpFeed } from '../ffmpeg/rtp-feed.ts';
+import { FEED_INPUT, feedSdp, freeRtpPorts, RtpFeed } from '../ffmpeg/rtp-feed.ts';
 import type { Utterance } from './asr-log.ts';
 
 export type { Utterance } from './asr-log.ts';
@@ -44,7 +44,7 @@ export async function microphoneInput(track: FeedTrack, workDir: string): Promis
   const sdp = join(workDir, 'microphone.sdp');
   await writeFile(sdp, feedSdp([{ kind: 'audio', port: port! }]), { mode: 0o600 });
   return {
-    args: ['-protocol_whitelist', 'file,udp,rtp', '-analyzeduration', '0', '-probesize', '32', '-use_wallclock_as_timestamps', '1', '-copyts', '-i', sdp],
+    args: [...FEED_INPUT, '-analyzeduration', '0', '-probesize', '32', '-use_wallclock_as_timestamps', '1', '-copyts', '-i', sdp],
     feed: () => new RtpFeed([{ track, port: port! }]),
   };
 }
