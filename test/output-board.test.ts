@@ -81,6 +81,20 @@ describe('output board: deadlines, cancellation, who sees the HLS URL', { timeou
     assert.equal(made.length, 2);
   });
 
+  it('outputs: a start refused for its arguments (INVALID_ARGUMENT: a bad URL, a private target) leaves the output as it was, not failed for the whole room', async () => {
+    const { ctx, changes } = fakeRoom([{ id: 'a', grant: {} }]);
+    const { factory } = scripted(() => Promise.reject(new RelayError('INVALID_ARGUMENT', 'the livestream URL must be rtmp:// or rtmps://', 'bad-url')));
+    const board = new OutputBoard(ctx, factories(factory), { startTimeoutMs: 1000 });
+    await assert.rejects(board.start('livestream', 'host', { url: 'ftp://x' }), (err: RelayError) => err.code === 'INVALID_ARGUMENT' && err.reason === 'bad-url');
+    assert.deepEqual(board.statuses().livestream, { state: 'stopped' });
+    assert.deepEqual(changes('a').map((c) => c.state), ['starting', 'stopped']);
+    // a provider's own failure is still the room's to see
+    const failing = scripted(() => Promise.reject(new RelayError('INTERNAL_ERROR', 'ffmpeg died', 'ffmpeg-failed')));
+    const other = new OutputBoard(ctx, factories(failing.factory), { startTimeoutMs: 1000 });
+    await assert.rejects(other.start('livestream', 'host', TARGET));
+    assert.equal(other.statuses().livestream.state, 'failed');
+  });
+
   it('outputs: a start that ends after its deadline is stopped again', async () => {
     const { ctx } = fakeRoom();
     let finish = () => {};

@@ -146,6 +146,7 @@ export class OutputBoard {
     if (!this.starts.take(this.ctx.project, this.ctx.roomId, output)) {
       throw new RelayError('RATE_LIMITED', `${output} was started ${this.starts.perMinute} times within a minute in this room: try again later`, 'output-rate');
     }
+    const before = this.status[output];
     this.set(output, { state: 'starting', by });
     const factory: ProviderFactory<O> = this.factories[output];
     const provider: OutputProvider<O> = factory(this.ctx, (error) => this.fail(output, provider, error));
@@ -182,7 +183,10 @@ export class OutputBoard {
       if (this.running.get(output) === provider) {
         this.running.delete(output);
         if (timedOut) void this.stopProvider(output, provider);
-        this.set(output, { state: 'failed', by, error });
+        // the caller's mistake (a bad URL, a private target, a language there is no model for)
+        // is the caller's answer: the room's output goes back to what it was, not `failed` for all
+        if (error.code === 'INVALID_ARGUMENT') this.set(output, before);
+        else this.set(output, { state: 'failed', by, error });
       }
       throw new RelayError(error.code, error.message, error.reason);
     } finally {
