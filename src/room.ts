@@ -209,8 +209,16 @@ export class Room {
   }
 
   /**
-   * Leave the room. `disconnected` (reason `left`) is emitted at once; the promise resolves
-   * when the relay has closed the session.
+   * Leave the room: the relay is asked to take you out and answers (a round trip; at most 2 s
+   * when it does not), then `disconnected` (reason `left`) is emitted and the socket closes; the
+   * promise resolves once it has. Events that arrive before the answer are still delivered.
+   * While the SDK is reconnecting the relay cannot be told: your seat is held for the relay's
+   * resume grace (15 s by default) and then given up, as for a dropped connection.
+   *
+   * @example
+   * ```ts
+   * window.addEventListener('pagehide', () => void room.leave());
+   * ```
    */
   leave(): Promise<void> {
     return this.connection.leave();

@@ -66,4 +66,16 @@ describe('the SDK misused from plain JavaScript: typed errors, never a TypeError
     assert.throws(() => (p.tracks as Map<string, unknown>).clear(), /read-only/);
     assert.equal(p.tracks.size, 0);
   });
+
+  it('lobby.admit and deny of a list: none waiting resolves [] (the relay refused an empty list), a list past 100 goes in requests of 100, one decision each in order', async () => {
+    const mod = await t.join({ token: t.token({ roomId: 'misuse', participantId: 'mod', grant: { canModerate: true } }), reconnect: false });
+    assert.deepEqual(await mod.lobby.admit(mod.lobby.pending.map((r) => r.participantId)), []);
+    assert.deepEqual(await mod.lobby.deny([]), []);
+    const ids = Array.from({ length: 150 }, (_, i) => `w${i}`);
+    const decisions = await mod.lobby.admit(ids);
+    assert.deepEqual(decisions.map((d) => d.participantId), ids);
+    assert.ok(decisions.every((d) => !d.ok && d.error.code === 'NOT_FOUND'));
+    await mod.leave();
+  });
 });
+

@@ -1,6 +1,6 @@
 import type { Connection } from '../connection.ts';
 import { SdkError } from '../errors.ts';
-import type { LobbyDecision, LobbyRequest } from '../protocol/control.ts';
+import { MAX_LOBBY_DECISIONS, type LobbyDecision, type LobbyRequest } from '../protocol/control.ts';
 
 /**
  * The lobby as a moderator sees it: who waits, and the decisions. `admit` and `deny` need
@@ -30,7 +30,10 @@ export class Lobby {
     return [...this.waiting.values()];
   }
 
-  /** Let one joiner in (rejects with `NOT_FOUND` if it is no longer waiting), or several (resolves with one decision each). */
+  /**
+   * Let one joiner in (rejects with `NOT_FOUND` if it is no longer waiting), or several (resolves
+   * with one decision each, in order; an empty list with none, a list past 100 in several requests).
+   */
   admit(participantId: string): Promise<void>;
   admit(participantIds: string[]): Promise<LobbyDecision[]>;
   admit(ids: string | string[]): Promise<void | LobbyDecision[]> {
@@ -45,8 +48,15 @@ export class Lobby {
   }
 
   private async decide(method: 'lobby.admit' | 'lobby.deny', ids: string | string[]): Promise<void | LobbyDecision[]> {
-    const { decisions } = await this.connection.request(method, { participantIds: typeof ids === 'string' ? [ids] : ids });
-    if (Array.isArray(ids)) return decisions;
+    if (Array.isArray(ids)) {
+      // nobody waiting is nothing to decide; a long queue goes in requests of the relay's size
+      const decisions: LobbyDecision[] = [];
+      for (let at = 0; at < ids.length; at += MAX_LOBBY_DECISIONS) {
+        decisions.push(...(await this.connection.request(method, { participantIds: ids.slice(at, at + MAX_LOBBY_DECISIONS) })).decisions);
+      }
+      return decisions;
+    }
+    const { decisions } = await this.connection.request(method, { participantIds: [ids] });
     const [only] = decisions;
     if (only && !only.ok) throw SdkError.fromWire(only.error);
   }

@@ -20,6 +20,9 @@ export type LobbyDecision = { participantId: string; ok: true } | { participantI
 /** The room outputs, each started and stopped with its own grant flag. */
 export type OutputName = 'recording' | 'hls' | 'livestream' | 'transcription' | 'whiteboard';
 /** Every output, in a fixed order. */
+/** Ids one `lobby.admit` or `lobby.deny` request decides (the SDK splits longer lists). */
+export const MAX_LOBBY_DECISIONS = 100;
+
 export const OUTPUTS: readonly OutputName[] = Object.freeze(['recording', 'hls', 'livestream', 'transcription', 'whiteboard']);
 /** The flag each output needs. */
 export const OUTPUT_FLAGS: Readonly<Record<OutputName, GrantFlag>> = Object.freeze({

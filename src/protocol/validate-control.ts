@@ -1,5 +1,5 @@
 /** Parsers of the lobby, moderation-request, output and whiteboard methods. */
-import { OUTPUTS, type OutputName, type OutputOptions, type OutputStartParams, type ShapeInput } from './control.ts';
+import { MAX_LOBBY_DECISIONS, OUTPUTS, type OutputName, type OutputOptions, type OutputStartParams, type ShapeInput } from './control.ts';
 import { SOURCES, type Source } from './grant.ts';
 import type { Method } from './messages.ts';
 import { bad, isId, isRecord, ok, type Parsed, type ParamsParser } from './parse.ts';
@@ -14,8 +14,8 @@ const MAX_TEXT = 1000;
 
 function ids(p: Record<string, unknown>): Parsed<{ participantIds: string[] }> {
   const list = p.participantIds;
-  if (!Array.isArray(list) || list.length === 0 || list.length > 100 || !list.every(isId)) {
-    return bad('participantIds must be an array of 1 to 100 participant ids');
+  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_LOBBY_DECISIONS || !list.every(isId)) {
+    return bad(`participantIds must be an array of 1 to ${MAX_LOBBY_DECISIONS} participant ids`);
   }
   return ok({ participantIds: [...new Set(list as string[])] });
 }
