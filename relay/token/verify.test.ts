@@ -42,9 +42,11 @@ describe('verifyToken: step 1, shape', () => {
   it('refuses anything but three base64url parts', () => {
     const good = token();
     const [h, p, s] = good.split('.');
-    for (const t of ['abc', `${h}.${p}`, `${good}.x`, `${h}.${p}.`, `.${p}.${s}`, `${h}.${p}.${s}=`, `${h}.${p}+.${s}`, `${h}!.${p}.${s}`, `${h}.${p}.a`]) {
+    for (const t of ['abc', `${h}.${p}`, `${good}.x`, `.${p}.${s}`, `${h}.${p}.${s}=`, `${h}.${p}+.${s}`, `${h}!.${p}.${s}`, `${h}.${p}.a`]) {
       refused(t, 'INVALID_TOKEN', 'malformed');
     }
+    // an empty signature is a shape: the header and the signature check judge it
+    refused(`${h}.${p}.`, 'INVALID_TOKEN', 'bad-signature');
   });
   it('refuses a header or payload that is not a JSON object', () => {
     refused(sign('not json', base), 'INVALID_TOKEN', 'malformed');
