@@ -57,6 +57,35 @@ describe('server API (issue 15)', () => {
     await Promise.all(rooms.map((r) => r.leave()));
   });
 
+  it('a relay served under a path by a proxy (wss://host/tessera) is reached under that path; dot segments are refused', async () => {
+    const { createServer } = await import('node:http');
+    const seen: string[] = [];
+    // a proxy that serves the relay at /tessera/ (and nothing else)
+    const proxy = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      if (!req.url?.startsWith('/tessera/')) return void res.writeHead(404).end();
+      const upstream = httpRequest({ host: '127.0.0.1', port: Number(new URL(t.url).port), method: req.method, path: req.url.slice('/tessera'.length), headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as { port: number };
+    try {
+      const room = await t.join({ token: t.token({ roomId: 'proxied', grant: {} }) });
+      const behind = new RoomService({ url: `ws://127.0.0.1:${port}/tessera/`, apiKey: API_KEY, secret: SECRET });
+      assert.equal((await behind.getRoom('proxied')).counts.total, 1);
+      assert.ok(seen.every((u) => u.startsWith('/tessera/api/v1/')), seen.join(' '));
+      await room.leave();
+      for (const url of [`ws://127.0.0.1:${port}/tessera/../x`, `ws://127.0.0.1:${port}/./x`, `ws://127.0.0.1:${port}/a?b`]) {
+        assert.throws(() => new RoomService({ url, apiKey: API_KEY, secret: SECRET }), (err: { reason?: string }) => err.reason === 'bad-url', url);
+      }
+    } finally {
+      proxy.close();
+    }
+  });
+
   it('listParticipants walks both tiers with the SDK cursors', async () => {
     const host = await t.join({ token: t.token({ roomId: 'walk', participantId: 'host', grant: {} }) });
     const viewers = [];

@@ -10,7 +10,8 @@ import { signJwt } from './jwt.ts';
 /** What {@link RoomService} needs: where the relay is, and a key of your project. */
 export interface RoomServiceOptions {
   /**
-   * The relay: its `ws://`/`wss://` URL (as given to `Sdk.join`) or its `http://`/`https://` one.
+   * The relay: its `ws://`/`wss://` URL (as given to `Sdk.join`) or its `http://`/`https://` one,
+   * with the path a proxy serves it at, if any (`wss://example.com/tessera`).
    * Several URLs (nodes of one cluster): a call that cannot reach one (for `https`, whose TLS
    * handshake fails too) goes to the next. A call
    * whose connection fails after it reached a node goes to the next only if it is a read; any
@@ -52,10 +53,11 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 const MAX_ANSWER = 16 * 1024 * 1024;
 
 function httpBase(url: string): string {
-  const m = /^(ws|wss|http|https):\/\/([^/?#]+)\/*$/i.exec(url.trim());
-  if (!m) throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws://, wss://, http:// or https:// address, got ${JSON.stringify(url)}`, { reason: 'bad-url' });
+  // a path is where a proxy serves the relay (`wss://example.com/tessera`): the API is under it
+  const m = /^(ws|wss|http|https):\/\/([^/?#]+)((?:\/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*?)\/*$/i.exec(url.trim());
+  if (!m || /(^|\/)\.\.?(\/|$)/.test(m[3]!)) throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws://, wss://, http:// or https:// address (a path is where a proxy serves it), got ${JSON.stringify(url)}`, { reason: 'bad-url' });
   const scheme = m[1]!.toLowerCase();
-  return `${scheme === 'ws' ? 'http' : scheme === 'wss' ? 'https' : scheme}://${m[2]}`;
+  return `${scheme === 'ws' ? 'http' : scheme === 'wss' ? 'https' : scheme}://${m[2]}${m[3]}`;
 }
 
 function nonEmpty(name: string, value: unknown): string {
@@ -99,7 +101,8 @@ export class RoomService {
     // NaN, 0, negatives and values past a timer's range would time every call out at once
     if (!(Number.isInteger(this.timeoutMs) && this.timeoutMs >= 1 && this.timeoutMs <= MAX_TIMEOUT_MS)) throw new SdkError('INVALID_ARGUMENT', `timeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}`);
     this.tokenTtl = options.tokenTtl ?? 60;
-    if (!(Number.isInteger(this.tokenTtl) && this.tokenTtl > 0 && this.tokenTtl <= 3600)) throw new SdkError('INVALID_ARGUMENT', 'tokenTtl must be 1 to 3600 seconds');
+    // the relay refuses longer ones unless it was started with a higher --max-ttl-admin
+    if (!(Number.isInteger(this.tokenTtl) && this.tokenTtl > 0 && this.tokenTtl <= 3600)) throw new SdkError('INVALID_ARGUMENT', 'tokenTtl must be 1 to 3600 seconds (the relay refuses more than its --max-ttl-admin, 600 by default)');
   }
 
   /**
@@ -301,7 +304,8 @@ function send(base: string, method: string, target: string, authorization: strin
       host: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
       port: url.port || (secure ? 443 : 80),
       method,
-      path: target,
+      // under the path the relay is served at, if any
+      path: url.pathname.replace(/\/+$/, '') + target,
       headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) },
     };
     const onResponse = (res: IncomingMessage) => {
