@@ -359,6 +359,13 @@ describe('webhooks: attacks', () => {
     assert.equal(outcome(() => receiver.receive(new TextEncoder().encode(body).buffer as unknown as Uint8Array, auth)), 'accepted', 'an ArrayBuffer is bytes too');
   });
 
+  it("WebhookReceiver: a newer relay's kind of event, signed and well-formed, is told apart (unknown-event: answer it 2xx, or the relay retries and drops it) from a body that is no event (bad-body)", () => {
+    const newer = JSON.stringify({ id: 'e9', event: 'room-renamed', createdAt: 1, project: 'default', roomId: 'r', data: { name: 'x' } });
+    assert.equal(outcome(() => receiver.receive(newer, signed(newer))), 'SdkError:INVALID_ARGUMENT/unknown-event');
+    const notEvent = JSON.stringify({ id: 'e9', event: 'room-started', createdAt: 1, project: 'default' });
+    assert.equal(outcome(() => receiver.receive(notEvent, signed(notEvent))), 'SdkError:INVALID_ARGUMENT/bad-body');
+  });
+
   it('WebhookReceiver: a leeway that is not a finite number of seconds >= 0 is refused (NaN would never expire a token)', () => {
     for (const leeway of [Number.NaN, Infinity, -1, '30' as unknown as number]) {
       assert.throws(() => new WebhookReceiver({ apiKey: API_KEY, secret: SECRET, leeway }), { name: 'SdkError', code: 'INVALID_ARGUMENT' }, String(leeway));

@@ -119,7 +119,7 @@ export const ERROR_REASONS = [
   'no-webrtc', 'no-devices', 'no-display-capture', 'no-track', 'no-sender', 'media-transport-failed', 'ended',
   'force-unpublished',
   // the server API and webhooks (`tessera/server`, `/api/v1`)
-  'admin-token', 'admin-required', 'bad-body-hash', 'unknown-room', 'unknown-route', 'method-not-allowed',
+  'admin-token', 'admin-required', 'bad-body-hash', 'unknown-event', 'unknown-room', 'unknown-route', 'method-not-allowed',
   'bad-content-type', 'body-too-large', 'body-timeout', 'bad-body', 'bad-query', 'api-rate', 'bad-response', 'answer-lost',
 ] as const;
 

@@ -20,7 +20,7 @@ const EVENTS: ReadonlySet<string> = new Set(WEBHOOK_EVENTS);
  *
  * @example
  * ```ts
- * import { WebhookReceiver } from 'tessera/server';
+ * import { SdkError, WebhookReceiver } from 'tessera/server';
  *
  * const receiver = new WebhookReceiver({ apiKey: process.env.TESSERA_API_KEY!, secret: process.env.TESSERA_API_SECRET! });
  * app.post('/tessera/webhooks', express.raw({ type: 'application/json' }), (req, res) => {
@@ -29,7 +29,9 @@ const EVENTS: ReadonlySet<string> = new Set(WEBHOOK_EVENTS);
  *     if (event.event === 'recording-ready') saveRecording(event.roomId, event.data.recording);
  *     res.sendStatus(204);
  *   } catch (err) {
- *     res.sendStatus(401); // an SdkError: forged, altered, expired or from another project
+ *     // a newer relay's kind of event is genuine: taken, so that it is not retried
+ *     if (err instanceof SdkError && err.reason === 'unknown-event') return res.sendStatus(204);
+ *     res.sendStatus(401); // forged, altered, expired or from another project
  *   }
  * });
  * ```
@@ -56,7 +58,8 @@ export class WebhookReceiver {
    * (`missing`, `malformed`, `unsupported-algorithm`, `bad-signature`, `expired`,
    * `bad-body-hash` when the body is not the one signed), `INVALID_API_KEY` (`unknown-api-key`:
    * signed by a key you did not give), or `INVALID_ARGUMENT` (`bad-body`: signed, but not an
-   * event this version knows, or a body that is not raw: an object your framework parsed).
+   * event, or a body that is not raw: an object your framework parsed; `unknown-event`: signed
+   * and well-formed, of a kind a newer relay sends — answer it 2xx, or the relay retries it).
    *
    * @param body the raw request body, exactly as received: a string, a `Buffer` (or other
    * byte view) or an `ArrayBuffer`
@@ -84,8 +87,10 @@ export class WebhookReceiver {
     } catch (err) {
       throw new SdkError('INVALID_ARGUMENT', 'the webhook body is not JSON', { reason: 'bad-body', cause: err });
     }
-    if (!isEvent(event)) throw new SdkError('INVALID_ARGUMENT', 'the webhook body is not an event this version knows', { reason: 'bad-body' });
-    return event;
+    if (!isEvent(event)) throw new SdkError('INVALID_ARGUMENT', 'the webhook body is not an event', { reason: 'bad-body' });
+    // signed and well-formed, of a kind a newer relay sends: answered 2xx, it is not sent again
+    if (!EVENTS.has(event.event)) throw new SdkError('INVALID_ARGUMENT', `a webhook event this version of tessera/server does not know (${JSON.stringify(event.event.slice(0, 64))}): answer it 2xx, and update tessera to read it`, { reason: 'unknown-event' });
+    return event as WebhookEvent;
   }
 }
 
@@ -97,12 +102,11 @@ function rawBytes(body: unknown): Buffer {
   throw new SdkError('INVALID_ARGUMENT', 'give receive() the raw body as received (a string or bytes), not a parsed one: the signature covers its exact bytes', { reason: 'bad-body' });
 }
 
-function isEvent(value: unknown): value is WebhookEvent {
+function isEvent(value: unknown): value is Omit<WebhookEvent, 'event'> & { event: string } {
   return (
     isRecord(value) &&
     typeof value.id === 'string' &&
     typeof value.event === 'string' &&
-    EVENTS.has(value.event) &&
     typeof value.createdAt === 'number' &&
     typeof value.project === 'string' &&
     typeof value.roomId === 'string' &&
