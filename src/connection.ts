@@ -327,7 +327,7 @@ export class Connection {
   private endedError(what: string, inFlight: boolean): SdkError {
     // while a deliberate leave is under way, what stops is stopped by the leave, not by a lost link
     const reason = this.closedReason ?? (this.leaving ? 'left' : 'connection-lost');
-    if (reason === 'room-ended') return new SdkError('ROOM_ENDED', `${what}: the room has ended`);
+    if (reason === 'room-ended') return new SdkError('ROOM_ENDED', `${what}: the room has ended`, { reason });
     if (inFlight && reason === 'connection-lost') return new SdkError('CONNECTION_LOST', `${what}: the connection was lost before the relay answered`);
     return new SdkError('NOT_CONNECTED', `${what}: not connected to the room (${reason})`, { reason });
   }
