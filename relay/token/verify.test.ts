@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { KeyStore } from './keys.ts';
-import { checkScope, verifyToken, type VerifyOptions } from './verify.ts';
+import { checkScope, headerRemembered, verifyToken, type VerifyOptions } from './verify.ts';
 
 const SECRET = 'unit-secret-0123456789';
 const NOW = 1_800_000_000;
@@ -63,6 +63,14 @@ describe('verifyToken: step 1, shape', () => {
     refused(`${b64({ alg: 'none' })}.${b64(base)}.${b64('x')}`, 'INVALID_TOKEN', 'unsupported-algorithm');
     refused(sign({ alg: 'HS256', crit: ['exp'] }, base), 'INVALID_TOKEN', 'unsupported-header');
   });
+  it('remembers only the headers of tokens whose signature held: 100 junk headers without a key sent first do not keep a real one out', () => {
+    for (let i = 0; i < 100; i++) refused(`${b64({ alg: 'HS256', junk: i })}.${b64(base)}.${b64('x'.repeat(32))}`, 'INVALID_TOKEN', 'bad-signature');
+    const real = { alg: 'HS256', typ: 'JWT', kid: 'real' };
+    assert.equal(verifyToken(sign(real, base), opts).ok, true);
+    assert.equal(headerRemembered(b64(real)), true);
+    assert.equal(headerRemembered(b64({ alg: 'HS256', junk: 0 })), false);
+  });
+
   it('ignores kid and jku headers (keys are chosen by iss only)', () => {
     assert.ok(verifyToken(sign({ ...HS, kid: 'other', jku: 'http://evil/' }, base), opts).ok);
   });

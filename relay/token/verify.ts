@@ -44,13 +44,18 @@ function decodeJsonObject(part: string): Record<string, unknown> | null {
   }
 }
 
-// Almost every token carries one of a handful of header strings; remember their verdicts.
-const headerVerdicts = new Map<string, ({ ok: false } & Refusal) | null>();
+// Almost every token carries one of a handful of header strings: those of tokens whose signature
+// held are remembered as good (anyone's junk headers, remembered first, kept the real ones out)
+const goodHeaders = new Set<string>();
 const MAX_REMEMBERED_HEADERS = 64;
 
+/** Whether a header is remembered as good (for tests). */
+export function headerRemembered(part: string): boolean {
+  return goodHeaders.has(part);
+}
+
 function checkHeader(part: string): ({ ok: false } & Refusal) | null {
-  const known = headerVerdicts.get(part);
-  if (known !== undefined) return known;
+  if (goodHeaders.has(part)) return null;
   const header = decodeJsonObject(part);
   let verdict: ({ ok: false } & Refusal) | null = null;
   if (!header) verdict = malformed('the token header is not a JSON object');
@@ -59,7 +64,6 @@ function checkHeader(part: string): ({ ok: false } & Refusal) | null {
   } else if (header.crit !== undefined) {
     verdict = refusal('INVALID_TOKEN', 'unsupported-header', 'the crit header is not supported');
   }
-  if (headerVerdicts.size < MAX_REMEMBERED_HEADERS) headerVerdicts.set(part, verdict);
   return verdict;
 }
 
@@ -105,6 +109,7 @@ function verifySigned(token: unknown, options: VerifyOptions): Signed | ({ ok: f
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
     return refusal('INVALID_TOKEN', 'bad-signature', 'the token signature does not match');
   }
+  if (goodHeaders.size < MAX_REMEMBERED_HEADERS) goodHeaders.add(headerPart);
 
   // 4. time
   const now = options.now ?? Date.now() / 1000;
