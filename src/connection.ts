@@ -39,9 +39,9 @@ export interface ReconnectPolicy {
    * as one reconnection: the time away adds up and the backoff goes on growing.
    */
   maxTimeMs?: number;
-  /** First delay (ms, default 250); each next one doubles, with ±30% jitter. */
+  /** First delay (ms, default 250, at least 10); each next one doubles, with ±30% jitter. */
   initialDelayMs?: number;
-  /** Longest delay between attempts (ms, default 5000). */
+  /** Longest delay between attempts (ms, default 5000, at least 10). */
   maxDelayMs?: number;
 }
 

@@ -34,8 +34,8 @@ export interface JoinOptions {
    */
   onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
   /**
-   * Heartbeat interval in ms (default 10000): the SDK pings a relay that has been silent this
-   * long and takes the connection for lost after 2.5 intervals of silence.
+   * Heartbeat interval in ms (default 10000, at least 10): the SDK pings a relay that has been
+   * silent this long and takes the connection for lost after 2.5 intervals of silence.
    */
   heartbeatMs?: number;
   /**
@@ -62,7 +62,8 @@ function randomId(): string {
 function milliseconds(name: string, value: unknown, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_MS) {
-    throw new SdkError('INVALID_ARGUMENT', `${name} must be a number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${typeof value === 'number' ? value : JSON.stringify(value) ?? typeof value}`);
+    const got = typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean' ? String(value) : typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : typeof value;
+    throw new SdkError('INVALID_ARGUMENT', `${name} must be a number of milliseconds from ${min} to ${MAX_TIMER_MS}, got ${got}`);
   }
   return value;
 }
@@ -119,11 +120,12 @@ export const Sdk = Object.freeze({
       urls,
       join: buildJoinFrame(options),
       timeoutMs: milliseconds('timeoutMs', options.timeoutMs, 15_000, 1),
-      heartbeatMs: milliseconds('heartbeatMs', options.heartbeatMs, 10_000, 1),
+      // a heartbeat of a few ms takes any socket for dead; a retry without delay is a busy loop
+      heartbeatMs: milliseconds('heartbeatMs', options.heartbeatMs, 10_000, 10),
       reconnect: reconnect && {
         maxTimeMs: milliseconds('reconnect.maxTimeMs', reconnect.maxTimeMs, 30_000, 0),
-        initialDelayMs: milliseconds('reconnect.initialDelayMs', reconnect.initialDelayMs, 250, 0),
-        maxDelayMs: milliseconds('reconnect.maxDelayMs', reconnect.maxDelayMs, 5000, 0),
+        initialDelayMs: milliseconds('reconnect.initialDelayMs', reconnect.initialDelayMs, 250, 10),
+        maxDelayMs: milliseconds('reconnect.maxDelayMs', reconnect.maxDelayMs, 5000, 10),
       },
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),

@@ -192,4 +192,27 @@ describe('data streams at the relay', () => {
     assert.deepEqual([slow.chunks.length, fast.chunks.length], [1, 2]);
     streams.dispose();
   });
+
+  it('the one second a recipient may hold a stream back starts when an acknowledgement check first finds it over the mark, not when the chunk went (a check delayed by the sender\'s fan-out debt dropped it at once)', async () => {
+    const sender = member('s');
+    // a 64 KiB chunk to two recipients leaves about 1.3 s of fan-out debt
+    (sender.m as unknown as { fanout: FanoutBudget }).fanout = new FanoutBudget({ fanoutByteRate: 50 * KiB, fanoutByteBurst: 64 * KiB, broadcastByteRate: 2 ** 40, broadcastByteBurst: 2 ** 40 });
+    const r = member('r');
+    const other = member('o');
+    const streams = board([sender, r, other]);
+    const { streamId } = streams.open(sender.m, { size: 4 * 64 * KiB, kind: 'bytes' });
+    r.link.bufferedAmount = 1100 * KiB; // a burst of other traffic: just over the mark
+    streams.chunk(sender.m, chunk(streamId, 0, 64 * KiB));
+    await new Promise((res) => setTimeout(res, 100));
+    r.link.bufferedAmount = 0; // drained
+    await new Promise((res) => setTimeout(res, 1000));
+    r.link.bufferedAmount = 1100 * KiB; // over again just as the delayed check comes
+    await new Promise((res) => setTimeout(res, 400));
+    r.link.bufferedAmount = 0;
+    await new Promise((res) => setTimeout(res, 1500));
+    assert.deepEqual(r.aborts(), [], 'kept: over the mark 0.5 s of 1.5 s');
+    assert.equal(sender.frames.filter((f) => f.type === 'event' && f.name === 'stream.ack').length, 1);
+    streams.dispose();
+  });
 });
+

@@ -53,7 +53,8 @@ interface OpenStream {
   /** When it last carried a chunk (or was opened). */
   activeAt: number;
   /**
-   * Recipients left over the high-water mark by a chunk, and since when: only they can hold an
+   * Recipients left over the high-water mark by a chunk, and since when (NaN: not yet seen over
+   * it by an acknowledgement check): only they can hold an
    * acknowledgement back, so a retry looks at them, not at the room (every 5 ms for a second,
    * a room of 10,000 was 2 million looks per stream for one slow member).
    */
@@ -167,7 +168,9 @@ export class StreamBoard {
         return false;
       }
       m.link.sendBinary(frame);
-      if (unsent + frame.length > highWater && !stream.lagging.has(m)) stream.lagging.set(m, stream.activeAt);
+      // its clock starts at the first acknowledgement check that finds it still over (NaN until then)
+      if (unsent + frame.length <= highWater) stream.lagging.delete(m);
+      else if (!stream.lagging.has(m)) stream.lagging.set(m, Number.NaN);
     });
     // the relay reads every byte even when nobody is left to receive it: that is paid for too
     sender.fanout.spend(frame.length, sent);
@@ -201,7 +204,10 @@ export class StreamBoard {
     let waiting = false;
     for (const [m, since] of [...stream.lagging]) {
       if (!this.receives(stream, m) || m.link.bufferedAmount <= this.limits.streamHighWater) stream.lagging.delete(m);
-      else if (now - since < STREAM_LAG_MS) waiting = true;
+      else if (Number.isNaN(since)) {
+        stream.lagging.set(m, now);
+        waiting = true;
+      } else if (now - since < STREAM_LAG_MS) waiting = true;
       else this.drop(stream, m);
     }
     if (waiting) {

@@ -126,9 +126,9 @@ const MESSAGE_INTEGRITY = 0x0008;
 const FINGERPRINT = 0x8028;
 
 /**
- * How a datagram that may be STUN (RFC 7983: a first byte of 0–3) is to be taken: `stun` when it
- * is one werift may parse, `drop` when it is STUN-shaped but not within these bounds, `other`
- * when it is not STUN at all (DTLS, SRTP). werift's parser checks every FINGERPRINT and
+ * How a datagram that may be STUN is to be taken: `stun` when it is one werift may parse, `drop`
+ * when werift would parse it as STUN but it is not within these bounds (or its first byte is
+ * STUN's, 0–3, and it is no STUN at all), `other` when werift does not take it for STUN (DTLS, SRTP). werift's parser checks every FINGERPRINT and
  * MESSAGE-INTEGRITY it meets over the whole message before it, copying it each time: one 64 KB
  * datagram of 8,185 FINGERPRINTs, from anyone, no token, held the relay 670–770 ms; 64 of them
  * 17 s. So the attributes are walked here first, in one pass over at most
@@ -136,9 +136,11 @@ const FINGERPRINT = 0x8028;
  * MESSAGE-INTEGRITY followed by nothing but a FINGERPRINT, and a FINGERPRINT only last.
  */
 export function stunShape(data: Buffer): 'stun' | 'drop' | 'other' {
-  if (data.length === 0 || data[0]! > 3) return 'other';
-  if (data.length < 20 || data.length > MAX_STUN_BYTES || data.readUInt32BE(4) !== MAGIC_COOKIE) return 'drop';
-  if (data.readUInt16BE(2) !== data.length - 20 || data.length % 4 !== 0) return 'drop';
+  // what werift parses as STUN (its isStunMessage): a first byte of 0–63, the cookie, a length that fits;
+  // a first byte of 20–63 is DTLS's range too, so a datagram must not get past as DTLS what werift reads as STUN
+  const stunLike = data.length >= 20 && (data[0]! & 0xc0) === 0 && data.readUInt32BE(4) === MAGIC_COOKIE && data.readUInt16BE(2) === data.length - 20 && data.length % 4 === 0;
+  if (!stunLike) return data.length > 0 && data[0]! <= 3 ? 'drop' : 'other';
+  if (data.length > MAX_STUN_BYTES) return 'drop';
   let at = 20;
   let count = 0;
   let integrity = false;

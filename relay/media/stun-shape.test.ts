@@ -51,6 +51,15 @@ describe('STUN datagrams are walked before werift parses them', () => {
     assert.equal(stunShape(stun([[0x0006, Buffer.alloc(MAX_STUN_BYTES)]])), 'drop', 'too large');
   });
 
+  it('a datagram whose first byte is in DTLS\'s range (20–63) but which werift parses as STUN (its check: first two bits 0, the cookie, the length) is walked as STUN: 185 FINGERPRINTs in 1,500 bytes got past as DTLS', () => {
+    const bomb = stun(Array.from({ length: 185 }, () => [FINGERPRINT, Buffer.alloc(4)] as [number, Buffer]));
+    bomb[0] = 23;
+    assert.equal(stunShape(bomb), 'drop');
+    const request = bindingRequest();
+    request[0] = 0x17 | (request[0]! & 0x03);
+    assert.equal(stunShape(request), 'stun', 'walked as STUN, as werift will parse it');
+  });
+
   it('a header whose length disagrees with the datagram, or an attribute running past it, is dropped; DTLS and RTP are not STUN', () => {
     const good = bindingRequest();
     const lying = Buffer.from(good);

@@ -32,7 +32,9 @@ export class Lobby {
 
   /**
    * Let one joiner in (rejects with `NOT_FOUND` if it is no longer waiting), or several (resolves
-   * with one decision each, in order; an empty list with none, a list past 100 in several requests).
+   * with one decision each, in order; an empty list with none). A list past 100 goes in
+   * requests of 100, one after another: not at once — if one fails, the decisions made before
+   * it stand and the promise rejects with that request's error.
    */
   admit(participantId: string): Promise<void>;
   admit(participantIds: string[]): Promise<LobbyDecision[]>;

@@ -70,6 +70,12 @@ export const MIN_RESTART_MS = 2000;
 /** The largest picture a run decodes (4K): a 16,000 × 16,000 key frame is 384 MB of ffmpeg's memory. */
 const MAX_PIXELS = 3840 * 2160;
 
+/** Sources a composite remembers as suspects (see {@link STALL_MS}). */
+const MAX_HELD = 256;
+
+/** Whose source a track is: what a hold is kept by. */
+const holdKey = (t: Pick<TappedTrack, 'participantId' | 'source'>) => `${t.participantId}\u0000${t.source}`;
+
 /** Longest label drawn on a tile. */
 const MAX_LABEL = 64;
 
@@ -103,8 +109,11 @@ export class CompositeRun {
   private producing: { resolve(wrote: boolean): void; promise: Promise<boolean> } | null = null;
   /** When each track was last seen flowing. */
   private readonly lastFlowing = new Map<TappedTrack, number>();
-  /** Tracks suspected of a stall, left out until `until` (see {@link STALL_MS}). */
-  private readonly held = new Map<TappedTrack, { until: number; strikes: number }>();
+  /**
+   * Publishers' sources suspected of a stall, left out until `until` (see {@link STALL_MS}), by
+   * participant and source: the same garbage published again is a new track, not a new suspect.
+   */
+  private readonly held = new Map<string, { until: number; strikes: number }>();
   /** A held track whose hold ran out, let into the current run alone of those held: a stall now is its own. */
   private trial: TappedTrack | null = null;
   /** The tracks of the last run that wrote. */
@@ -174,7 +183,6 @@ export class CompositeRun {
         const at = this.tracks.indexOf(track);
         if (at >= 0) this.tracks.splice(at, 1);
         this.lastFlowing.delete(track);
-        this.held.delete(track);
         this.lastGood.delete(track);
         this.schedule();
       };
@@ -212,8 +220,12 @@ export class CompositeRun {
     const suspects = this.trial ? [this.trial] : newcomers.length > 0 ? newcomers : [...this.inRun];
     const now = Date.now();
     for (const t of suspects) {
-      const strikes = (this.held.get(t)?.strikes ?? 0) + 1;
-      this.held.set(t, { until: now + Math.min(MAX_HOLD_MS, HOLD_MS * 2 ** (strikes - 1)), strikes });
+      const key = holdKey(t);
+      const strikes = (this.held.get(key)?.strikes ?? 0) + 1;
+      this.held.delete(key);
+      // the oldest make way: a composite has a handful of publishers, this many is plenty
+      if (this.held.size >= MAX_HELD) this.held.delete(this.held.keys().next().value!);
+      this.held.set(key, { until: now + Math.min(MAX_HOLD_MS, HOLD_MS * 2 ** (strikes - 1)), strikes });
     }
     this.trial = null;
     this.progressAt = performance.now();
@@ -254,7 +266,7 @@ export class CompositeRun {
       if (t.flowing()) this.lastFlowing.set(t, now);
       const last = this.lastFlowing.get(t);
       if (last === undefined || !(last === now || (this.inRun.includes(t) && now - last < SILENT_MS))) return false;
-      const hold = this.held.get(t);
+      const hold = this.held.get(holdKey(t));
       if (!hold) return true;
       if (hold.until > now) return false;
       if (backAlone !== null && t !== backAlone) return false;
@@ -271,7 +283,7 @@ export class CompositeRun {
     const run = ++this.run;
     const tracks = this.ordered();
     this.inRun = tracks;
-    this.trial = tracks.find((t) => this.held.has(t)) ?? null;
+    this.trial = tracks.find((t) => this.held.has(holdKey(t))) ?? null;
     this.startedAt = this.progressAt = performance.now();
     this.written = 0;
     this.outputStart = null;
@@ -312,7 +324,7 @@ export class CompositeRun {
         if (written <= this.written) return;
         this.written = written;
         this.progressAt = performance.now();
-        if (this.trial) this.held.delete(this.trial);
+        if (this.trial) this.held.delete(holdKey(this.trial));
         this.trial = null;
         this.lastGood = new Set(tracks);
         // the first report places output time 0 on the wall clock (the encoder's latency is a few frames)
