@@ -85,6 +85,8 @@ export interface RelayBudgets {
   readonly whiteboard: Budget;
   /** Bytes of identities reserved by pinned tokens, in all rooms. */
   readonly reservedIds: Budget;
+  /** A project's part of {@link reservedIds}: one project's rooms cannot take every other's. */
+  reservedIdsOf(project: string): Budget;
   /** Topic subscriptions. */
   readonly subscriptions: Budget;
   /** Joiners waiting in lobbies. */
@@ -125,6 +127,7 @@ export interface BudgetLimits extends PresenceLimits {
   historyBytesTotal: number;
   whiteboardBytesTotal: number;
   reservedIdsBytesTotal: number;
+  reservedIdsBytesPerProject: number;
   maxSubscriptionsTotal: number;
   maxLobbyTotal: number;
   maxHeldTotal: number;
@@ -144,6 +147,8 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
   const subscriptions = new Budget(config.maxSubscriptionsTotal);
   const lobby = new Budget(config.maxLobbyTotal);
   const domains = new Map<string, DomainBudgets>();
+  const reservedIds = new Budget(config.reservedIdsBytesTotal);
+  const reservedByProject = new Map<string, Budget>();
   return {
     held: new Budget(config.maxHeldTotal),
     unfinished: new UnfinishedBudget(config.unfinishedPerToken, config.maxUnfinishedTotal),
@@ -154,7 +159,12 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
     history,
     arena: new ByteArena(),
     whiteboard: new Budget(config.whiteboardBytesTotal),
-    reservedIds: new Budget(config.reservedIdsBytesTotal),
+    reservedIds,
+    reservedIdsOf(project) {
+      let part = reservedByProject.get(project);
+      if (!part) reservedByProject.set(project, (part = new Budget(config.reservedIdsBytesPerProject, reservedIds)));
+      return part;
+    },
     subscriptions,
     lobby,
     domain(project) {

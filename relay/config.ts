@@ -129,6 +129,8 @@ export interface RelayConfig {
   reservedIdsBytesPerRoom: number;
   /** Bytes of reserved identities the whole relay keeps. */
   reservedIdsBytesTotal: number;
+  /** Bytes of reserved identities all rooms of one project keep, inside the relay's. */
+  reservedIdsBytesPerProject: number;
   /** Bytes of persisted pubsub history the whole relay keeps. */
   historyBytesTotal: number;
   /** Bytes of shapes one whiteboard keeps. */
@@ -253,6 +255,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   historyBytesTotal: 256 * 1024 * 1024,
   reservedIdsBytesPerRoom: 16 * 1024 * 1024,
   reservedIdsBytesTotal: 128 * 1024 * 1024,
+  reservedIdsBytesPerProject: 64 * 1024 * 1024,
   whiteboardBytes: 2 * 1024 * 1024,
   whiteboardBytesTotal: 128 * 1024 * 1024,
   dataByteRate: 1024 * 1024,
@@ -419,6 +422,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--history-bytes', env: 'TESSERA_HISTORY_BYTES', help: `bytes of pubsub history per room (default ${DEFAULTS.historyBytesPerRoom})`, apply: (c, v) => void (c.historyBytesPerRoom = integer('--history-bytes', v, 0)) },
   { flag: '--reserved-ids-bytes', env: 'TESSERA_RESERVED_IDS_BYTES', help: `bytes of identities pinned tokens used that one room keeps reserved; the oldest of those gone make way (default ${DEFAULTS.reservedIdsBytesPerRoom})`, apply: (c, v) => void (c.reservedIdsBytesPerRoom = integer('--reserved-ids-bytes', v, 0)) },
   { flag: '--reserved-ids-bytes-total', env: 'TESSERA_RESERVED_IDS_BYTES_TOTAL', help: `bytes of reserved identities the relay keeps (default ${DEFAULTS.reservedIdsBytesTotal})`, apply: (c, v) => void (c.reservedIdsBytesTotal = integer('--reserved-ids-bytes-total', v, 0)) },
+  { flag: '--reserved-ids-bytes-project', env: 'TESSERA_RESERVED_IDS_BYTES_PROJECT', help: `bytes of reserved identities all rooms of one project keep, inside the relay's (default ${DEFAULTS.reservedIdsBytesPerProject})`, apply: (c, v) => void (c.reservedIdsBytesPerProject = integer('--reserved-ids-bytes-project', v, 0)) },
   { flag: '--history-bytes-total', env: 'TESSERA_HISTORY_BYTES_TOTAL', help: `bytes of pubsub history on the relay (default ${DEFAULTS.historyBytesTotal})`, apply: (c, v) => void (c.historyBytesTotal = integer('--history-bytes-total', v, 0)) },
   { flag: '--whiteboard-bytes', env: 'TESSERA_WHITEBOARD_BYTES', help: `bytes of shapes per whiteboard (default ${DEFAULTS.whiteboardBytes})`, apply: (c, v) => void (c.whiteboardBytes = integer('--whiteboard-bytes', v, 1024)) },
   { flag: '--whiteboard-bytes-total', env: 'TESSERA_WHITEBOARD_BYTES_TOTAL', help: `bytes of shapes of all whiteboards (default ${DEFAULTS.whiteboardBytesTotal})`, apply: (c, v) => void (c.whiteboardBytesTotal = integer('--whiteboard-bytes-total', v, 1024)) },

@@ -33,4 +33,32 @@ describe('issue 11: identities pinned tokens used are reserved within a byte bud
     const again = await unpinned('an');
     await again.leave();
   });
+
+  it("one project's rooms fill only that project's part of the relay's reservations: another project's pinned ids stay reserved (the relay-wide total full of one project's departed ids left another's unreserved)", async () => {
+    const { KeyStore } = await import('../relay/token/keys.ts');
+    const keys = new KeyStore();
+    keys.replaceProjects({ a: { keys: { 'key-a': 'secret-a-0123456789abcdef' }, revoked: [] }, b: { keys: { 'key-b': 'secret-b-0123456789abcdef' }, revoked: [] } });
+    const three = 3 * (RESERVATION_BYTES + 2) + 10;
+    const r = await startTestRelay({ keys, reservedIdsBytesPerRoom: 1024 * 1024, reservedIdsBytesPerProject: three, reservedIdsBytesTotal: 2 * three });
+    try {
+      const as = (apiKey: string, secret: string) => ({
+        pinned: (roomId: string, participantId: string) => r.join({ token: r.token({ apiKey, secret, roomId, participantId, grant: {} }), reconnect: false }),
+        unpinned: (roomId: string, participantId: string) => r.join({ token: r.token({ apiKey, secret, roomId, isViewer: true, grant: {} }), participantId, reconnect: false }),
+      });
+      const a = as('key-a', 'secret-a-0123456789abcdef');
+      const b = as('key-b', 'secret-b-0123456789abcdef');
+      // project a fills its part (and would fill the relay's) with ids whose members are gone, in many rooms
+      const keep = await Promise.all(['f1', 'f2', 'f3'].map((room) => a.unpinned(room, 'keep-open')));
+      for (let i = 0; i < 12; i++) await (await a.pinned(`f${(i % 3) + 1}`, `x${i}`)).leave();
+      assert.ok(r.relay.context.budgets.reservedIdsOf('a').inUse <= three);
+      // project b's host leaves; its id stays reserved
+      const viewer = await b.unpinned('victim', 'viewer');
+      await (await b.pinned('victim', 'ho')).leave();
+      assert.equal((await rejectsWith(b.unpinned('victim', 'ho'), 'UNAUTHORIZED_PARTICIPANT')).reason, 'identity-reserved');
+      await Promise.all([viewer, ...keep].map((room) => room.leave()));
+    } finally {
+      await r.close();
+    }
+  });
 });
+

@@ -58,7 +58,7 @@ export class MemoryRoom implements Room {
   ) {
     this.observer = observer;
     this.presence = budgets.presence;
-    this.reservations = new Budget(limits.reservedIdsBytesPerRoom, budgets.reservedIds);
+    this.reservations = new Budget(limits.reservedIdsBytesPerRoom, budgets.reservedIdsOf(project));
     this.media = new MediaBoard(media, { broadcast: (frame, exceptId) => this.broadcast(frame, exceptId), log });
     this.coalescer = new CountCoalescer(limits.countIntervalMs, () => this.counts(), (counts) =>
       this.broadcast({ type: 'event', name: 'participant-count-changed', data: counts }, undefined, false, this.crowded),
@@ -123,7 +123,14 @@ export class MemoryRoom implements Room {
   }
 
   reserveIdentity(participantId: string): void {
-    if (this.pinnedIds.has(participantId) || this.disposed) return;
+    if (this.disposed) return;
+    const held = this.pinnedIds.get(participantId);
+    if (held !== undefined) {
+      // seen again: last to make way
+      this.pinnedIds.delete(participantId);
+      this.pinnedIds.set(participantId, held);
+      return;
+    }
     const cost = RESERVATION_BYTES + participantId.length;
     // each id looked at is either given up or moved back: a pass makes way in time linear in what it frees
     let looks = this.pinnedIds.size;
