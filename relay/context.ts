@@ -74,8 +74,8 @@ export interface RequestScope {
  * Spend a token of the member's bucket: every data message, stream and media subscription
  * costs one. A client that keeps going past the bucket is cut off (`flooding`).
  */
-export function spend(scope: RequestScope): void {
-  if (!scope.limiter.take()) {
+export function spend(scope: RequestScope, messages = 1): void {
+  if (!scope.limiter.take(messages)) {
     scope.flooding();
     throw new RelayError('RATE_LIMITED', `at most ${scope.relay.config.messageRate} messages per second (burst ${scope.relay.config.messageBurst})`, 'message-rate');
   }

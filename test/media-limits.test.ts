@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { WeriftEngine } from '../relay/media/werift-engine.ts';
+import { SUBSCRIBE_MESSAGES } from '../relay/handlers/media.ts';
 import type { Room } from '../src/room.ts';
 import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { unrefLibraryDelays } from './media-fixtures.ts';
@@ -100,6 +101,17 @@ describe('media.layer is a request like any other: it spends the message budget'
     const answers = await Promise.all(Array.from({ length: 8 }, () => c.request('media.layer', { subscriptionId: 'sub-none', size: { maxWidth: 320, maxHeight: 180 } })));
     const codes = answers.map((a) => String((a.error as { code?: string } | undefined)?.code));
     assert.deepEqual(codes, ['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'RATE_LIMITED', 'RATE_LIMITED', 'RATE_LIMITED']);
+    c.ws.close();
+  });
+
+  it(`a subscription costs ${SUBSCRIBE_MESSAGES} messages (a peer connection made and torn down after the request's turn; subscribe/unsubscribe loops at one message each held the relay up to 123 ms); an unsubscribe is never refused`, async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'subs', grant: AV }));
+    const first = await c.request('media.subscribe', { participantId: 'nobody', source: 'camera' });
+    assert.equal((first.error as { code?: string }).code, 'NOT_FOUND', 'within the burst of 5: answered');
+    const second = await c.request('media.subscribe', { participantId: 'nobody', source: 'camera' });
+    assert.equal((second.error as { reason?: string }).reason, 'message-rate', 'the burst was one subscription');
+    const off = await c.request('media.unsubscribe', { subscriptionId: 'sub-none' });
+    assert.equal((off.error as { code?: string }).code, 'NOT_FOUND', 'not refused for its budget');
     c.ws.close();
   });
 });

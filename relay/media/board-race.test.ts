@@ -227,6 +227,32 @@ describe('media board: concurrent publications (issue 16)', () => {
     assert.equal(board.stats().subscriptions, 0);
   });
 
+  it("a member's new subscription to a publication supersedes its last one, closed and told subscription-ended (50 of one camera, each NACKing all the sender keeps, made the relay send 700 times what it was asked)", async () => {
+    const { engine, board } = setup();
+    const a = member('a');
+    const b = member('b');
+    await publishedCamera(engine, board, a);
+    const first = board.subscribe(b, a, 'camera');
+    await tick();
+    engine.subscribes.at(-1)!.release();
+    const { subscriptionId } = await first;
+    const second = board.subscribe(b, a, 'camera');
+    await tick();
+    engine.subscribes.at(-1)!.release();
+    const next = await second;
+    assert.notEqual(next.subscriptionId, subscriptionId);
+    assert.equal(board.stats().subscriptions, 1);
+    assert.equal(engine.subscribes[0]!.transport.closed, true);
+    assert.deepEqual(b.frames.filter((f) => f.type === 'event' && f.name === 'subscription-ended').map((f) => (f as { data: { subscriptionId: string } }).data.subscriptionId), [subscriptionId]);
+    // another member's subscription is its own
+    const c = member('c');
+    const third = board.subscribe(c, a, 'camera');
+    await tick();
+    engine.subscribes.at(-1)!.release();
+    await third;
+    assert.equal(board.stats().subscriptions, 2);
+  });
+
   it('subscriptions still negotiating count against the cap: concurrent requests cannot hold more transports than it', async () => {
     const { engine, board } = setup();
     const a = member('a');
@@ -239,7 +265,9 @@ describe('media board: concurrent publications (issue 16)', () => {
     const outcomes = await Promise.all(asked);
     assert.equal(outcomes.filter((o) => o === 'ok').length, MAX_SUBSCRIPTIONS);
     assert.equal(outcomes.filter((o) => o === 'too-many-subscriptions').length, MAX_SUBSCRIPTIONS);
-    assert.equal(board.stats().subscriptions, MAX_SUBSCRIPTIONS);
+    // all of one publication: each supersedes the last, one stays
+    assert.equal(board.stats().subscriptions, 1);
+    assert.equal(engine.subscribes.filter((s) => !s.transport.closed).length, 1, 'the superseded transports are closed');
     // a subscriber that leaves gives its places back, and so does a negotiation the engine fails
     board.memberLeft(b);
     const failed = board.subscribe(b, a, 'camera');

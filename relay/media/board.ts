@@ -230,6 +230,10 @@ export class MediaBoard {
       transport.close();
       throw new RelayError('NOT_FOUND', `no ${source} of "${p.member.id}" to subscribe to (it ended)`, 'not-published');
     }
+    // one subscription of a member to a publication at a time: a new one supersedes the last (its
+    // client has moved on). 50 of one camera, each NACKing all the sender keeps, made the relay
+    // send 700 times the bytes it was asked
+    for (const old of this.bySubscriber.get(subscriber) ?? []) if (old.publication === p) this.drop(old, true);
     const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport, size };
     p.subscriptions.add(subscription);
     this.subscriptions.set(subscription.id, subscription);

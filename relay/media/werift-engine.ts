@@ -17,7 +17,8 @@ import { PublishFailure, TransportsFull, type MediaEngine, type PublishTransport
 import { installIceGuard } from './ice-guard.ts';
 import { remoteSdp } from './remote-sdp.ts';
 import { installUdpErrorHandling } from './udp-errors.ts';
-import { boundNackHandler, installWeriftHardening } from './werift-hardening.ts';
+import { boundNackHandler, installWeriftHardening, OWNER_RETRANSMIT_RATE, shareRetransmissions } from './werift-hardening.ts';
+import { TokenBucket } from '../data/token-bucket.ts';
 import { isVp8KeyFrameStart } from './vp8.ts';
 import { WeriftSource } from './werift-source.ts';
 
@@ -116,6 +117,8 @@ export class WeriftEngine implements MediaEngine {
   /** The owner of each open transport, and how many each holds. */
   private readonly ownerOf = new Map<RTCPeerConnection, string>();
   private readonly byOwner = new Map<string, number>();
+  /** Each owner's retransmissions, for all its subscriptions ({@link OWNER_RETRANSMIT_RATE}); gone with its last transport. */
+  private readonly retransmitsOf = new Map<string, TokenBucket>();
 
   /**
    * A new peer connection, within the relay's limit, and within three quarters of it for one
@@ -155,7 +158,10 @@ export class WeriftEngine implements MediaEngine {
       this.ownerOf.delete(pc);
       const left = (this.byOwner.get(owner) ?? 1) - 1;
       if (left > 0) this.byOwner.set(owner, left);
-      else this.byOwner.delete(owner);
+      else {
+        this.byOwner.delete(owner);
+        this.retransmitsOf.delete(owner);
+      }
     }
     void pc.close().catch(() => undefined);
   }
@@ -287,6 +293,11 @@ export class WeriftEngine implements MediaEngine {
     const closed = watchClosed(pc);
     const transceiver = pc.addTransceiver(new MediaStreamTrack({ kind }), { direction: 'sendonly' });
     const sender = transceiver.sender;
+    if (owner !== undefined) {
+      let bucket = this.retransmitsOf.get(owner);
+      if (!bucket) this.retransmitsOf.set(owner, (bucket = new TokenBucket(OWNER_RETRANSMIT_RATE, OWNER_RETRANSMIT_RATE)));
+      shareRetransmissions(sender, bucket);
+    }
     try {
       await pc.setLocalDescription(await pc.createOffer());
     } catch (err) {

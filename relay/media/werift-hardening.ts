@@ -28,6 +28,13 @@ export const MAX_RTCP_PACKETS = 16;
 export const MAX_NACKED = 128;
 /** Retransmissions a sender makes for its subscriber per second, and in a burst. */
 export const RETRANSMIT_RATE = 400;
+/**
+ * Retransmissions all the subscriptions of one owner (a token) get per second, and in a burst:
+ * a viewer's NACKs on 50 subscriptions of one camera, each asking for the 100 packets the sender
+ * keeps every 250 ms, made the relay send 16,000–22,000 packets a second (700 times what it was
+ * asked in bytes) and held its loop 96–330 ms a second.
+ */
+export const OWNER_RETRANSMIT_RATE = 1600;
 /** SSRCs one SRTP context keeps state for (a publication's layers and their repair streams are a few). */
 export const MAX_SSRCS = 16;
 /** DTLS handshake messages one socket reads in its life (a handshake is five, retransmitted a few times). */
@@ -43,6 +50,12 @@ const SEQUENCE_SPACE = 0x10000;
 const installed = Symbol('tessera.weriftHardening');
 const handshakes = Symbol('tessera.handshakes');
 const retransmits = Symbol('tessera.retransmits');
+const ownerRetransmits = Symbol('tessera.ownerRetransmits');
+
+/** The retransmissions of `sender` also draw from `bucket`, its owner's ({@link OWNER_RETRANSMIT_RATE}). */
+export function shareRetransmissions(sender: unknown, bucket: TokenBucket): void {
+  (sender as Proto)[ownerRetransmits] = bucket;
+}
 
 type Method = (this: unknown, ...args: never[]) => unknown;
 type Proto = Record<string | symbol, unknown>;
@@ -112,7 +125,8 @@ function boundRetransmissions(sender: Proto): void {
       if (packet.feedback?.count === FMT_NACK && Array.isArray(packet.feedback.lost)) {
         // the sender's own bucket: its subscriber's NACKs draw from it
         const bucket = ((this[retransmits] as TokenBucket | undefined) ??= new TokenBucket(RETRANSMIT_RATE, RETRANSMIT_RATE));
-        const allowed = bucket.takeUpTo(packet.feedback.lost.length);
+        const owner = this[ownerRetransmits] as TokenBucket | undefined;
+        const allowed = bucket.takeUpTo(owner ? owner.takeUpTo(packet.feedback.lost.length) : packet.feedback.lost.length);
         if (allowed < packet.feedback.lost.length) packet.feedback.lost = packet.feedback.lost.slice(0, allowed);
       }
     }
