@@ -196,7 +196,7 @@ export class WeriftEngine implements MediaEngine {
     pc.onTrack.subscribe((t) => {
       const transceiver = pc.getTransceivers().find((tr) => tr.receiver.tracks.includes(t) || tr.receiver.track === t);
       if (!source) {
-        const created = new WeriftSource(kind, (ssrc) => void transceiver?.receiver.sendRtcpPLI(ssrc), counters);
+        const created = new WeriftSource(kind, (ssrc) => void transceiver?.receiver.sendRtcpPLI(ssrc), counters, this.options.maxVideoBitrate ?? 2_500_000);
         source = created;
         transceiver?.receiver.onPacketLost.subscribe(() => counters.nacks++);
         if (kind === 'video' && transceiver) {

@@ -6,14 +6,17 @@ import { TokenBucket } from '../data/token-bucket.ts';
 /** Key-frame requests to a publisher, at most one per layer in this interval. */
 const KEY_FRAME_INTERVAL_MS = 300;
 /**
- * What one publication forwards, all its layers together: packets and payload bytes a second
- * (a burst of twice that). The relay tells a publisher 2.5 Mbit/s (REMB), about 300 packets a
- * second; a publisher that ignores it had every packet copied to every subscriber (7,000 packets
- * of 1,000 bytes a second to 10 subscribers held the relay 60–90 % busy, other rooms' media
- * lost packets). What is over is dropped: only that publication's subscribers see it.
+ * What one publication forwards, all its layers together: packets a second, and payload bytes a
+ * second as twice the bitrate the relay tells publishers by REMB (2.5 Mbit/s: 625 KB/s), each
+ * with a burst of twice that. A publisher that ignores the REMB had every packet copied to every
+ * subscriber (7,000 packets of 1,000 bytes a second to 10 subscribers held the relay 60–90 %
+ * busy, other rooms' media lost packets). What is over is dropped: only that publication's
+ * subscribers see it.
  */
-export const PUBLICATION_PACKET_RATE = 2000;
-export const PUBLICATION_BYTE_RATE = 1_500_000;
+export const PUBLICATION_PACKET_RATE = 1000;
+/** Payload bytes a second forwarded for a publisher told `bitrate` bits a second. */
+export const publicationByteRate = (bitrate: number) => Math.ceil(bitrate / 4);
+const DEFAULT_BITRATE = 2_500_000;
 
 interface Layer {
   readonly listeners: Set<(packet: RtpPacket) => void>;
@@ -33,13 +36,17 @@ interface Layer {
 export class WeriftSource implements TrackSource {
   private readonly layers = new Map<string, Layer>();
   private readonly packetRate = new TokenBucket(PUBLICATION_PACKET_RATE, 2 * PUBLICATION_PACKET_RATE);
-  private readonly byteRate = new TokenBucket(PUBLICATION_BYTE_RATE, 2 * PUBLICATION_BYTE_RATE);
+  private readonly byteRate: TokenBucket;
 
   constructor(
     readonly kind: TrackKind,
     private readonly pli: (ssrc: number) => void,
     private readonly counters: TransportStats,
-  ) {}
+    bitrate = DEFAULT_BITRATE,
+  ) {
+    const bytes = publicationByteRate(bitrate);
+    this.byteRate = new TokenBucket(bytes, 2 * bytes);
+  }
 
   private layer(rid: string): Layer {
     let layer = this.layers.get(rid);
