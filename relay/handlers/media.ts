@@ -29,17 +29,23 @@ export function mute(scope: RequestScope, params: Params<'media.mute'>): Result<
 }
 
 /**
- * Messages of the member's budget a subscription costs: a peer connection made, an offer built,
- * a socket bound, and torn down again, work done after the request's turn. Four members of one
- * shared token subscribing and unsubscribing in a loop at one message each (200–440 a second)
- * held the relay up to 123 ms at a time.
+ * Messages of the member's budget a subscription ended within {@link CHURN_MS} of its making
+ * costs, in all: a peer connection made, an offer built, a socket bound, and torn down again,
+ * work done after the request's turn. Four members of one shared token subscribing and
+ * unsubscribing in a loop at one message each (200–440 a second) held the relay up to 123 ms at
+ * a time. A subscription that lives costs one, so that a member joining a room of 100
+ * publications subscribes to all of them within its burst.
  */
-export const SUBSCRIBE_MESSAGES = 5;
+export const CHURN_MESSAGES = 6;
+export const CHURN_MS = 5000;
 
-export function subscribe(scope: RequestScope, params: Params<'media.subscribe'>): Promise<Result<'media.subscribe'>> {
+export async function subscribe(scope: RequestScope, params: Params<'media.subscribe'>): Promise<Result<'media.subscribe'>> {
   requireFlag(scope.member, 'canSubscribe', 'subscribing to media');
-  spend(scope, SUBSCRIBE_MESSAGES);
-  return scope.room.media.subscribe(scope.member, scope.room.get(params.participantId), params.source, params.size);
+  spend(scope);
+  const { subscriptionId, sdp, superseded } = await scope.room.media.subscribe(scope.member, scope.room.get(params.participantId), params.source, params.size);
+  // replacing its own subscription soon after making it is churn too
+  if (superseded !== undefined && superseded < CHURN_MS) scope.limiter.takeUpTo(CHURN_MESSAGES - 1);
+  return { subscriptionId, sdp };
 }
 
 export function layer(scope: RequestScope, params: Params<'media.layer'>): Result<'media.layer'> {
@@ -55,9 +61,16 @@ export async function answer(scope: RequestScope, params: Params<'media.answer'>
 }
 
 export function unsubscribe(scope: RequestScope, params: Params<'media.unsubscribe'>): Result<'media.unsubscribe'> {
-  // what makes the relay send less is never refused; it is counted while there is budget
-  scope.limiter.take();
-  scope.room.media.unsubscribe(scope.member, params.subscriptionId);
+  // what makes the relay send less is never refused; it is counted while there is budget, and
+  // a subscription ended soon after it was made pays for the churn
+  let lived: number;
+  try {
+    lived = scope.room.media.unsubscribe(scope.member, params.subscriptionId);
+  } catch (err) {
+    scope.limiter.takeUpTo(1);
+    throw err;
+  }
+  scope.limiter.takeUpTo(lived < CHURN_MS ? CHURN_MESSAGES - 1 : 1);
   return {};
 }
 

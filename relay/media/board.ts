@@ -29,6 +29,8 @@ interface Subscription {
   readonly publication: Publication;
   readonly transport: SubscribeTransport;
   size: PreferredSize | undefined;
+  /** When it was made (performance.now()). */
+  readonly madeAt: number;
 }
 
 const HEALTH_MS = 1000;
@@ -203,7 +205,8 @@ export class MediaBoard {
     this.end(p, 'force-unpublished');
   }
 
-  async subscribe(subscriber: Member, publisher: Member | undefined, source: Source, size?: PreferredSize): Promise<{ subscriptionId: string; sdp: string }> {
+  /** Subscribe; `superseded`: how long the subscription it replaced had lived (ms), if it replaced one. */
+  async subscribe(subscriber: Member, publisher: Member | undefined, source: Source, size?: PreferredSize): Promise<{ subscriptionId: string; sdp: string; superseded?: number }> {
     const p = publisher && this.published.get(publisher)?.get(source);
     if (!p || !p.track) throw new RelayError('NOT_FOUND', `no ${source} of "${publisher?.id ?? '?'}" to subscribe to`, 'not-published');
     if (publisher === subscriber) throw new RelayError('INVALID_ARGUMENT', 'you cannot subscribe to your own track', 'self');
@@ -233,8 +236,13 @@ export class MediaBoard {
     // one subscription of a member to a publication at a time: a new one supersedes the last (its
     // client has moved on). 50 of one camera, each NACKing all the sender keeps, made the relay
     // send 700 times the bytes it was asked
-    for (const old of this.bySubscriber.get(subscriber) ?? []) if (old.publication === p) this.drop(old, true);
-    const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport, size };
+    let superseded: number | undefined;
+    for (const old of this.bySubscriber.get(subscriber) ?? []) {
+      if (old.publication !== p) continue;
+      superseded = performance.now() - old.madeAt;
+      this.drop(old, true);
+    }
+    const subscription: Subscription = { id: randomBytes(9).toString('base64url'), subscriber, publication: p, transport, size, madeAt: performance.now() };
     p.subscriptions.add(subscription);
     this.subscriptions.set(subscription.id, subscription);
     // read after the await, like publications: the set may have been made (or dropped) meanwhile
@@ -245,7 +253,7 @@ export class MediaBoard {
     transport.onClosed(() => this.drop(subscription, true));
     transport.attach(track, chooseLayer(p.layers, track.liveLayers(), size));
     if (p.layers.length > 1) this.watchLayers();
-    return { subscriptionId: subscription.id, sdp: transport.offer };
+    return { subscriptionId: subscription.id, sdp: transport.offer, ...(superseded === undefined ? {} : { superseded }) };
   }
 
   private subscription(subscriber: Member, id: string): Subscription {
@@ -295,8 +303,11 @@ export class MediaBoard {
     this.health.unref?.();
   }
 
-  unsubscribe(subscriber: Member, id: string): void {
-    this.drop(this.subscription(subscriber, id), false);
+  /** End a subscription of `subscriber`; returns how long it lived (ms). */
+  unsubscribe(subscriber: Member, id: string): number {
+    const s = this.subscription(subscriber, id);
+    this.drop(s, false);
+    return performance.now() - s.madeAt;
   }
 
   /** A member left: its publications end, its subscriptions close. */
