@@ -253,6 +253,24 @@ describe('media board: concurrent publications (issue 16)', () => {
     assert.equal(board.stats().subscriptions, 2);
   });
 
+  it('two subscriptions of a member to a publication that the engine finishes out of order: the newer request is the one kept, the older gives way (replaced)', async () => {
+    const { engine, board } = setup();
+    const a = member('a');
+    const b = member('b');
+    await publishedCamera(engine, board, a);
+    const older = board.subscribe(b, a, 'camera').then((r) => r.subscriptionId, (err: { reason?: string }) => `refused ${err.reason}`);
+    await tick();
+    const newer = board.subscribe(b, a, 'camera');
+    await tick();
+    engine.subscribes[1]!.release();
+    const kept = (await newer).subscriptionId;
+    engine.subscribes[0]!.release();
+    assert.equal(await older, 'refused replaced');
+    assert.equal(engine.subscribes[0]!.transport.closed, true);
+    assert.equal(board.stats().subscriptions, 1);
+    assert.deepEqual(b.frames.filter((f) => f.type === 'event' && f.name === 'subscription-ended'), [], `${kept} was not ended`);
+  });
+
   it('subscriptions still negotiating count against the cap: concurrent requests cannot hold more transports than it', async () => {
     const { engine, board } = setup();
     const a = member('a');
@@ -263,11 +281,12 @@ describe('media board: concurrent publications (issue 16)', () => {
     assert.equal(engine.subscribes.length, MAX_SUBSCRIPTIONS, 'the engine was asked for no more transports than the cap');
     for (const s of engine.subscribes) s.release();
     const outcomes = await Promise.all(asked);
-    assert.equal(outcomes.filter((o) => o === 'ok').length, MAX_SUBSCRIPTIONS);
+    // all of one publication: the newest of those taken is kept, the others give way
+    assert.equal(outcomes.filter((o) => o === 'ok').length, 1);
+    assert.equal(outcomes.filter((o) => o === 'replaced').length, MAX_SUBSCRIPTIONS - 1);
     assert.equal(outcomes.filter((o) => o === 'too-many-subscriptions').length, MAX_SUBSCRIPTIONS);
-    // all of one publication: each supersedes the last, one stays
     assert.equal(board.stats().subscriptions, 1);
-    assert.equal(engine.subscribes.filter((s) => !s.transport.closed).length, 1, 'the superseded transports are closed');
+    assert.equal(engine.subscribes.filter((s) => !s.transport.closed).length, 1, 'the transports that gave way are closed');
     // a subscriber that leaves gives its places back, and so does a negotiation the engine fails
     board.memberLeft(b);
     const failed = board.subscribe(b, a, 'camera');
@@ -277,7 +296,10 @@ describe('media board: concurrent publications (issue 16)', () => {
     const again = Array.from({ length: MAX_SUBSCRIPTIONS }, () => board.subscribe(b, a, 'camera'));
     await tick();
     for (const s of engine.subscribes.slice(-MAX_SUBSCRIPTIONS)) s.release();
-    assert.equal((await Promise.all(again)).length, MAX_SUBSCRIPTIONS, 'all of them: the failed one holds no place');
+    const settled = await Promise.allSettled(again);
+    // all of them taken (the newest kept, the others giving way): the failed one holds no place
+    assert.equal(settled.filter((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'too-many-subscriptions').length, 0, 'the failed one holds no place');
+    assert.equal(settled.filter((r) => r.status === 'fulfilled').length, 1);
   });
 });
 

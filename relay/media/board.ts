@@ -98,6 +98,9 @@ export class MediaBoard {
   private readonly bySubscriber = new Map<Member, Set<Subscription>>();
   /** Subscriptions of each member waiting for the engine (counted against the cap). */
   private readonly subscribing = new Map<Member, number>();
+  /** The last subscription request of each member to each publication: an older one that the engine finishes later gives way. */
+  private readonly lastAsked = new Map<Member, Map<Publication, number>>();
+  private asked = 0;
   /** Publications whose transport is being made, by member and source. */
   private readonly negotiating = new Map<Member, Map<Source, Negotiation>>();
   /**
@@ -215,10 +218,15 @@ export class MediaBoard {
     if ((this.bySubscriber.get(subscriber)?.size ?? 0) + pending >= MAX_SUBSCRIPTIONS) throw new RelayError('RATE_LIMITED', `at most ${MAX_SUBSCRIPTIONS} subscriptions at once`, 'too-many-subscriptions');
     const generation = this.generation.get(subscriber) ?? 0;
     this.subscribing.set(subscriber, pending + 1);
+    const request = ++this.asked;
+    let mine = this.lastAsked.get(subscriber);
+    if (!mine) this.lastAsked.set(subscriber, (mine = new Map()));
+    mine.set(p, request);
     let transport: SubscribeTransport;
+    let overtaken = false;
     try {
       transport = await this.engineOrFail()
-        .subscribe(p.kind, presenceKey(subscriber))
+        .subscribe(p.kind, presenceKey(subscriber), subscriber)
         .catch((err: Error) => {
           throw err instanceof TransportsFull ? full(err) : err;
         });
@@ -226,6 +234,14 @@ export class MediaBoard {
       const left = (this.subscribing.get(subscriber) ?? 1) - 1;
       if (left > 0) this.subscribing.set(subscriber, left);
       else this.subscribing.delete(subscriber);
+      overtaken = mine.get(p) !== request;
+      // kept while any of its requests waits: one finished first must not unmark a newer one
+      if (left <= 0 && this.lastAsked.get(subscriber) === mine) this.lastAsked.delete(subscriber);
+    }
+    // asked again meanwhile: the newer request is the one its client waits for, whichever the engine finishes first
+    if (overtaken) {
+      transport.close();
+      throw new RelayError('NOT_FOUND', `a newer subscription of yours to the ${source} of "${p.member.id}" was asked for`, 'replaced');
     }
     // the engine's await is a window: the publication may have ended, the subscriber left
     const track = p.track;

@@ -108,7 +108,8 @@ export interface TrackRecorder {
 export interface MediaEngine {
   /** `owner`: whose share of the transports it takes (a token: one holds three quarters of them at most). */
   publish(kind: TrackKind, offer: string, owner?: string): Promise<PublishTransport>;
-  subscribe(kind: TrackKind, owner?: string): Promise<SubscribeTransport>;
+  /** `member`: whose retransmission budget the subscription draws on (one for all its subscriptions). */
+  subscribe(kind: TrackKind, owner?: string, member?: object): Promise<SubscribeTransport>;
   /**
    * Write one layer of a track to `path` as it arrives (WebM for VP8 and Opus). A write that
    * fails (the disk full, no file descriptor left) ends the file and calls `failed` once.

@@ -117,8 +117,8 @@ export class WeriftEngine implements MediaEngine {
   /** The owner of each open transport, and how many each holds. */
   private readonly ownerOf = new Map<RTCPeerConnection, string>();
   private readonly byOwner = new Map<string, number>();
-  /** Each owner's retransmissions, for all its subscriptions ({@link OWNER_RETRANSMIT_RATE}); gone with its last transport. */
-  private readonly retransmitsOf = new Map<string, TokenBucket>();
+  /** Each member's retransmissions, for all its subscriptions ({@link OWNER_RETRANSMIT_RATE}). */
+  private readonly retransmitsOf = new WeakMap<object, TokenBucket>();
 
   /**
    * A new peer connection, within the relay's limit, and within three quarters of it for one
@@ -158,10 +158,7 @@ export class WeriftEngine implements MediaEngine {
       this.ownerOf.delete(pc);
       const left = (this.byOwner.get(owner) ?? 1) - 1;
       if (left > 0) this.byOwner.set(owner, left);
-      else {
-        this.byOwner.delete(owner);
-        this.retransmitsOf.delete(owner);
-      }
+      else this.byOwner.delete(owner);
     }
     void pc.close().catch(() => undefined);
   }
@@ -287,15 +284,15 @@ export class WeriftEngine implements MediaEngine {
     };
   }
 
-  async subscribe(kind: TrackKind, owner?: string): Promise<SubscribeTransport> {
+  async subscribe(kind: TrackKind, owner?: string, member?: object): Promise<SubscribeTransport> {
     const pc = this.peer(owner);
     const counters = zero();
     const closed = watchClosed(pc);
     const transceiver = pc.addTransceiver(new MediaStreamTrack({ kind }), { direction: 'sendonly' });
     const sender = transceiver.sender;
-    if (owner !== undefined) {
-      let bucket = this.retransmitsOf.get(owner);
-      if (!bucket) this.retransmitsOf.set(owner, (bucket = new TokenBucket(OWNER_RETRANSMIT_RATE, OWNER_RETRANSMIT_RATE)));
+    if (member !== undefined) {
+      let bucket = this.retransmitsOf.get(member);
+      if (!bucket) this.retransmitsOf.set(member, (bucket = new TokenBucket(OWNER_RETRANSMIT_RATE, OWNER_RETRANSMIT_RATE)));
       shareRetransmissions(sender, bucket);
     }
     try {

@@ -69,7 +69,7 @@ describe('werift, bounded where it trusts what a member sends (issue 11)', () =>
     assert.equal(sent[0]! + sent[1]!, RETRANSMIT_RATE, 'the burst, and nothing more at once');
   });
 
-  it("the senders of one owner (a token) share its retransmissions: 50 subscriptions, each NACKing a full cache, get the owner's burst, not 50 senders' (the relay sent 16,000-22,000 packets a second for 200 NACKs)", () => {
+  it("the senders of one member share its retransmissions: 50 subscriptions, each NACKing a full cache, get the owner's burst, not 50 senders' (the relay sent 16,000-22,000 packets a second for 200 NACKs)", () => {
     const owner = new TokenBucket(OWNER_RETRANSMIT_RATE, OWNER_RETRANSMIT_RATE);
     let retransmitted = 0;
     for (let i = 0; i < 50; i++) {
@@ -82,6 +82,22 @@ describe('werift, bounded where it trusts what a member sends (issue 11)', () =>
     }
     // the burst, and what refilled while the loop ran; each sender's own would have let all 5,000 through
     assert.ok(retransmitted >= OWNER_RETRANSMIT_RATE && retransmitted < OWNER_RETRANSMIT_RATE * 1.2, `${retransmitted} asked to be sent again at once`);
+  });
+
+  it("a sender whose own rate is spent takes nothing more from its member's budget: the member's other subscriptions are still served", () => {
+    const member = new TokenBucket(OWNER_RETRANSMIT_RATE, OWNER_RETRANSMIT_RATE);
+    const make = () => {
+      const sender = Object.create(RTCRtpSender.prototype) as { handleRtcpPacket(p: unknown): void };
+      Object.assign(sender, { rtpCache: [], nackCount: 0, onGenericNack: { execute: () => {} }, onRtcp: { execute: () => {} }, dtlsTransport: { sendRtp: async () => {} } });
+      shareRetransmissions(sender, member);
+      return sender;
+    };
+    const noisy = make();
+    for (let i = 0; i < 20; i++) noisy.handleRtcpPacket({ type: 205, feedback: { count: 1, lost: Array.from({ length: 100 }, (_, k) => k) } });
+    const other = make();
+    const asked = { type: 205, feedback: { count: 1, lost: [1, 2, 3] } };
+    other.handleRtcpPacket(asked);
+    assert.equal(asked.feedback.lost.length, 3);
   });
 
   it(`an SRTP context keeps state for at most ${MAX_SSRCS} SSRCs it receives: a packet of one more is dropped as unauthenticated`, () => {

@@ -29,10 +29,11 @@ export const MAX_NACKED = 128;
 /** Retransmissions a sender makes for its subscriber per second, and in a burst. */
 export const RETRANSMIT_RATE = 400;
 /**
- * Retransmissions all the subscriptions of one owner (a token) get per second, and in a burst:
- * a viewer's NACKs on 50 subscriptions of one camera, each asking for the 100 packets the sender
- * keeps every 250 ms, made the relay send 16,000–22,000 packets a second (700 times what it was
- * asked in bytes) and held its loop 96–330 ms a second.
+ * Retransmissions all the subscriptions of one member get per second, and in a burst: a viewer's
+ * NACKs on 50 subscriptions of one camera, each asking for the 100 packets the sender keeps every
+ * 250 ms, made the relay send 16,000–22,000 packets a second (700 times what it was asked in
+ * bytes) and held its loop 96–330 ms a second. A member's, not a token's: the viewers of one
+ * shared audience token each recover their own losses.
  */
 export const OWNER_RETRANSMIT_RATE = 1600;
 /** SSRCs one SRTP context keeps state for (a publication's layers and their repair streams are a few). */
@@ -52,7 +53,7 @@ const handshakes = Symbol('tessera.handshakes');
 const retransmits = Symbol('tessera.retransmits');
 const ownerRetransmits = Symbol('tessera.ownerRetransmits');
 
-/** The retransmissions of `sender` also draw from `bucket`, its owner's ({@link OWNER_RETRANSMIT_RATE}). */
+/** The retransmissions of `sender` also draw from `bucket`, its member's ({@link OWNER_RETRANSMIT_RATE}). */
 export function shareRetransmissions(sender: unknown, bucket: TokenBucket): void {
   (sender as Proto)[ownerRetransmits] = bucket;
 }
@@ -126,7 +127,10 @@ function boundRetransmissions(sender: Proto): void {
         // the sender's own bucket: its subscriber's NACKs draw from it
         const bucket = ((this[retransmits] as TokenBucket | undefined) ??= new TokenBucket(RETRANSMIT_RATE, RETRANSMIT_RATE));
         const owner = this[ownerRetransmits] as TokenBucket | undefined;
-        const allowed = bucket.takeUpTo(owner ? owner.takeUpTo(packet.feedback.lost.length) : packet.feedback.lost.length);
+        const own = bucket.takeUpTo(packet.feedback.lost.length);
+        // the member's budget pays only for what this sender may send: the rest stays for its others
+        const allowed = owner ? owner.takeUpTo(own) : own;
+        if (allowed < own) bucket.give(own - allowed);
         if (allowed < packet.feedback.lost.length) packet.feedback.lost = packet.feedback.lost.slice(0, allowed);
       }
     }

@@ -17,6 +17,7 @@ export const PUBLICATION_PACKET_RATE = 1000;
 /** Payload bytes a second forwarded for a publisher told `bitrate` bits a second. */
 export const publicationByteRate = (bitrate: number) => Math.ceil(bitrate / 4);
 const DEFAULT_BITRATE = 2_500_000;
+const MIN_BYTE_BURST = 1_000_000;
 
 interface Layer {
   readonly listeners: Set<(packet: RtpPacket) => void>;
@@ -45,7 +46,8 @@ export class WeriftSource implements TrackSource {
     bitrate = DEFAULT_BITRATE,
   ) {
     const bytes = publicationByteRate(bitrate);
-    this.byteRate = new TokenBucket(bytes, 2 * bytes);
+    // a screen's key frame (150–400 KB) passes whatever bitrate the relay asks for
+    this.byteRate = new TokenBucket(bytes, Math.max(2 * bytes, MIN_BYTE_BURST));
   }
 
   private layer(rid: string): Layer {
@@ -74,10 +76,15 @@ export class WeriftSource implements TrackSource {
   }
 
   deliver(rid: string, packet: RtpPacket): void {
-    if (!this.packetRate.take(1) || !this.byteRate.take(packet.payload.length)) return;
+    const layer = this.layer(rid);
+    if (!this.packetRate.take(1)) return void (layer.lastPacketAt = Date.now());
+    if (!this.byteRate.take(packet.payload.length)) {
+      this.packetRate.give(1);
+      // over the rate, not silent: the layer is still live for those who choose layers
+      return void (layer.lastPacketAt = Date.now());
+    }
     this.counters.packets++;
     this.counters.bytes += packet.payload.length;
-    const layer = this.layer(rid);
     // on simulcast tracks the SSRC is only known from packets; key frames can be asked for then
     if (layer.ssrc === null) {
       layer.ssrc = packet.header.ssrc;
