@@ -34,6 +34,20 @@ describe('issue 11: identities pinned tokens used are reserved within a byte bud
     await again.leave();
   });
 
+  it('an id seen again is the last to make way: a host who comes back is kept over ids that joined once', async () => {
+    const room = (id: string) => t.join({ token: t.token({ roomId: 'again', participantId: id, grant: {} }), reconnect: false });
+    const inAgain = (id: string) => t.join({ token: t.token({ roomId: 'again', isViewer: true, grant: {} }), participantId: id, reconnect: false });
+    const anchor = await inAgain('anchor');
+    for (const id of ['h0', 'p1', 'p2', 'p3']) await (await room(id)).leave();
+    // h0 comes back: now the last to go
+    await (await room('h0')).leave();
+    await (await room('p4')).leave();
+    // four fit: p1, the oldest of those seen once, made way; h0 is still reserved
+    await (await inAgain('p1')).leave();
+    assert.equal((await rejectsWith(inAgain('h0'), 'UNAUTHORIZED_PARTICIPANT')).reason, 'identity-reserved');
+    await anchor.leave();
+  });
+
   it("one project's rooms fill only that project's part of the relay's reservations: another project's pinned ids stay reserved (the relay-wide total full of one project's departed ids left another's unreserved)", async () => {
     const { KeyStore } = await import('../relay/token/keys.ts');
     const keys = new KeyStore();
