@@ -44,7 +44,7 @@ export async function subscribe(scope: RequestScope, params: Params<'media.subsc
   spend(scope);
   const { subscriptionId, sdp, superseded } = await scope.room.media.subscribe(scope.member, scope.room.get(params.participantId), params.source, params.size);
   // replacing its own subscription soon after making it is churn too
-  if (superseded !== undefined && superseded < CHURN_MS) scope.limiter.takeUpTo(CHURN_MESSAGES - 1);
+  if (superseded !== undefined && superseded < CHURN_MS) scope.limiter.spend(CHURN_MESSAGES - 1);
   return { subscriptionId, sdp };
 }
 
@@ -61,8 +61,10 @@ export async function answer(scope: RequestScope, params: Params<'media.answer'>
 }
 
 export function unsubscribe(scope: RequestScope, params: Params<'media.unsubscribe'>): Result<'media.unsubscribe'> {
-  // what makes the relay send less is never refused; it is counted while there is budget, and
-  // a subscription ended soon after it was made pays for the churn
+  // what makes the relay send less is never refused; it is counted while there is budget, and a
+  // subscription ended soon after it was made pays for the churn, into debt: the member's next
+  // requests wait for it (taking only what was left, subscriptions sent ahead of their
+  // unsubscribes still went at one message each)
   let lived: number;
   try {
     lived = scope.room.media.unsubscribe(scope.member, params.subscriptionId);
@@ -70,7 +72,8 @@ export function unsubscribe(scope: RequestScope, params: Params<'media.unsubscri
     scope.limiter.takeUpTo(1);
     throw err;
   }
-  scope.limiter.takeUpTo(lived < CHURN_MS ? CHURN_MESSAGES - 1 : 1);
+  if (lived < CHURN_MS) scope.limiter.spend(CHURN_MESSAGES - 1);
+  else scope.limiter.takeUpTo(1);
   return {};
 }
 
