@@ -183,7 +183,9 @@ describe('a composite that follows the stage (issue 13)', { skip: FFMPEG ? false
         await new Promise((r) => setTimeout(r, 250));
       }
       const restarts = composite.runs - before;
-      assert.ok(restarts <= Math.ceil(8000 / MIN_RESTART_MS) + 1, `${restarts} restarts in 8 s`);
+      // however long the loop took on a loaded machine: one restart begun every 2 s at most
+      const elapsed = Date.now() - began;
+      assert.ok(restarts <= Math.ceil(elapsed / MIN_RESTART_MS) + 1, `${restarts} restarts in ${elapsed} ms`);
     } finally {
       await composite.stop();
       await ada.leave();

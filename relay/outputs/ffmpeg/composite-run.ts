@@ -120,8 +120,11 @@ export class CompositeRun {
   private lastGood = new Set<TappedTrack>();
   /** When the current run started or last wrote more (performance.now()). */
   private progressAt = 0;
-  /** When the last run started (performance.now()). */
-  private startedAt = -Infinity;
+  /**
+   * When the last restart began (performance.now()), before the old run's stop: timed from the
+   * new run's start, a stop that took a second let the next restart follow at once.
+   */
+  private restartedAt = -Infinity;
   /** Seconds the current run has written. */
   private written = 0;
   /** Wall-clock time (ms) of the current run's output time 0, once it writes. */
@@ -235,7 +238,7 @@ export class CompositeRun {
 
   private schedule(): void {
     if (this.stopped || this.timer || this.restartQueued) return;
-    const wait = Math.max(this.options.settleMs ?? 400, this.startedAt + MIN_RESTART_MS - performance.now());
+    const wait = Math.max(this.options.settleMs ?? 400, this.restartedAt + MIN_RESTART_MS - performance.now());
     this.timer = setTimeout(() => {
       this.timer = null;
       // one restart waits at most: changes while it waits are seen when it runs
@@ -278,13 +281,14 @@ export class CompositeRun {
 
   /** End the current run, start the next with the stage as it is now. */
   private async next(): Promise<void> {
+    this.restartedAt = performance.now();
     await this.end();
     if (this.stopped) return;
     const run = ++this.run;
     const tracks = this.ordered();
     this.inRun = tracks;
     this.trial = tracks.find((t) => this.held.has(holdKey(t))) ?? null;
-    this.startedAt = this.progressAt = performance.now();
+    this.progressAt = performance.now();
     this.written = 0;
     this.outputStart = null;
     let resolve!: (wrote: boolean) => void;
