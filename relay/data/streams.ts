@@ -169,8 +169,9 @@ export class StreamBoard {
       }
       m.link.sendBinary(frame);
       // its clock starts at the first acknowledgement check that finds it still over (NaN until then)
-      if (unsent + frame.length <= highWater) stream.lagging.delete(m);
-      else if (!stream.lagging.has(m)) stream.lagging.set(m, Number.NaN);
+      if (unsent + frame.length > highWater) {
+        if (!stream.lagging.has(m)) stream.lagging.set(m, Number.NaN);
+      } else if (stream.lagging.size > 0) stream.lagging.delete(m);
     });
     // the relay reads every byte even when nobody is left to receive it: that is paid for too
     sender.fanout.spend(frame.length, sent);
