@@ -130,9 +130,13 @@ describe('recording and HLS carry the stage composite (issue 13)', { skip: FFMPE
     // live, over HTTP
     assert.deepEqual(codecs(await probe(master)), ['aac', 'h264']);
 
+    // a discontinuity of a run begun after Bo came: an earlier one (Ada's microphone joining the
+    // composite after its first run) may still be listed, and stopping on it lost Bo's cue
+    const before = Math.max(-1, ...[...(await text('media.m3u8')).matchAll(/^seg(\d+)\.ts$/gm)].map((m) => Number(m[1])));
     const bo = await join_('live', 'bo', 'Bo');
     await bo.localParticipant.publish('camera', (await real('video')).track);
-    await until(async () => /#EXT-X-DISCONTINUITY\n#EXTINF/.test(await text('media.m3u8')), 30_000, 'a discontinuity after the stage change');
+    const runsAfter = async () => [...(await text('media.m3u8')).matchAll(/#EXT-X-DISCONTINUITY\n#EXTINF:[^\n]*\nseg(\d+)\.ts/g)].filter((m) => Number(m[1]) > before);
+    await until(async () => (await runsAfter()).length > 0, 30_000, 'a discontinuity after the stage change');
     const live = await text('media.m3u8');
     assert.doesNotMatch(live, /#EXT-X-ENDLIST/);
     const numbers = [...live.matchAll(/^seg(\d+)\.ts$/gm)].map((m) => Number(m[1]));
