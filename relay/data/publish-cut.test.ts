@@ -159,6 +159,47 @@ describe('a publish frame\'s payload cut out of its bytes', () => {
     );
   });
 
+  it('long strings (read natively and a word at a time): a quote, an escape, a control character or a multibyte character at any place and alignment is read as JSON.parse reads it', () => {
+    // the frame's bytes at every offset into a larger buffer: the word reads start where the buffer's memory is aligned
+    const at = (text: string, offset: number) => {
+      const bytes = Buffer.from(text);
+      const room = Buffer.alloc(bytes.length + 16, 0x41);
+      bytes.copy(room, offset);
+      return room.subarray(offset, offset + bytes.length);
+    };
+    const pieces = ['\u0001', '\u001f', '\\"', '\\\\', '\\n', '\\u00e9', '\\u12g4', '\\x', '"', '\u00e9', '\u{1f600}', '\u007f', ' '];
+    let cuts = 0;
+    let refusals = 0;
+    for (const length of [63, 64, 65, 70, 71, 72, 100, 129]) {
+      for (let place = 0; place <= length; place += place < 80 ? 1 : 7) {
+        for (const piece of pieces) {
+          const body = 'a'.repeat(place) + piece + 'b'.repeat(length - place);
+          // long strings before and after it: each one's backslash search starts where the last left off
+          const text = `{"type":"request","id":1,"method":"pubsub.publish","params":{"topic":"${'t'.repeat(70)}","payload":["${body}","${'c'.repeat(90)}\\nd"]}}`;
+          const want = expected(text);
+          for (const offset of [0, 1, 2, 3, 5]) {
+            const bytes = at(text, offset);
+            const cut = cutPublishPayload(bytes, MAX_PAYLOAD_DEPTH);
+            if (!want) {
+              assert.equal(cut, null, `${JSON.stringify(piece)} at ${place} of ${length}, offset ${offset}`);
+              refusals++;
+              continue;
+            }
+            assert.ok(cut, `${JSON.stringify(piece)} at ${place} of ${length}, offset ${offset}: not cut`);
+            assert.deepStrictEqual(JSON.parse(bytes.toString('utf8', cut.start, cut.end)), want.payload);
+            cuts++;
+          }
+        }
+      }
+    }
+    assert.ok(cuts > 1000 && refusals > 1000, `${cuts} cut, ${refusals} refused`);
+    // a frame after one without a backslash: where the first has none is not taken for the second
+    const first = Buffer.from(`{"method":"pubsub.publish","params":{"payload":"${'a'.repeat(400)}"}}`);
+    assert.ok(cutPublishPayload(first, MAX_PAYLOAD_DEPTH));
+    const second = Buffer.from(`{"method":"pubsub.publish","params":{"payload":"${'a'.repeat(100)}\\x${'a'.repeat(100)}"}}`);
+    assert.equal(cutPublishPayload(second, MAX_PAYLOAD_DEPTH), null);
+  });
+
   it('keys spelled with escapes are the keys they spell; a repeated method or params is the last one', () => {
     assert.equal(agrees('{"type":"request","id":1,"me\\u0074hod":"pubsub.publish","par\\u0061ms":{"topic":"t","p\\u0061yload":[1]}}'), 'cut');
     assert.equal(agrees('{"type":"request","id":1,"method":"pubsub.publis\\u0068","params":{"topic":"t","payload":[1]}}'), 'cut');
