@@ -99,7 +99,8 @@ export interface RoomEvents {
    * request, e.g. a binary frame you sent that is not a stream chunk), or the relay broke the
    * protocol and the frame was dropped: a frame of an unknown type, one that is not JSON, an
    * event whose data is malformed (`INTERNAL_ERROR`, reason `bad-frame`), a binary frame that is
-   * not a stream chunk (`INTERNAL_ERROR`, `bad-chunk`). A malformed answer to a call rejects
+   * not a stream chunk (`INTERNAL_ERROR`, `bad-chunk`). Also a part of the room that could not be
+   * brought up to date after a reconnection (the others still are, and `reconnected` follows). A malformed answer to a call rejects
    * that call instead. An event this SDK does not know (from a newer relay) is ignored, not
    * reported. Errors in frames that arrive before `Sdk.join()` resolves are emitted before any
    * listener can be added.

@@ -1,5 +1,6 @@
 import type { Connection } from './connection.ts';
 import { Emitter, type Listener } from './emitter.ts';
+import { SdkError } from './errors.ts';
 import { DataStreams } from './data/data-stream.ts';
 import { PubSub } from './data/pubsub.ts';
 import { Lobby } from './lobby/lobby.ts';
@@ -134,7 +135,7 @@ export class Room {
         this.dataStream.interrupted();
         this.events.emit('reconnecting', {});
       },
-      reconnected: (fresh) => void this.reconcile(fresh),
+      reconnected: (fresh) => void this.reconcile(fresh).catch((error: unknown) => this.fault('bringing the room up to date after reconnecting', error)),
       event: (frame) => this.onEvent(frame),
       error: (error) => this.events.emit('error', { error }),
       binary: (frame) => this.dataStream.chunk(frame),
@@ -224,20 +225,42 @@ export class Room {
     return this.connection.leave();
   }
 
-  /** The connection is back: bring every part of the room up to the relay's view. */
+  /**
+   * The connection is back: bring every part of the room up to the relay's view. Each part is
+   * brought up on its own: one that fails (reported as `error`) does not leave the others stale,
+   * topics unsubscribed or media down, and `reconnected` still comes.
+   */
   private async reconcile(joined: JoinedFrame): Promise<void> {
-    this.participants.reconcile(joined.participants, joined.counts);
-    for (const request of this.lobby.reconcile(joined.lobby ?? [])) this.events.emit('lobby-request', request);
-    for (const output of OUTPUTS) {
-      const now = joined.outputs[output];
-      const was = this.outputs[output].status;
-      if (now && (now.state !== was.state || now.by !== was.by)) {
-        (this.outputs[output] as OutputControl).changed(now);
-        this.events.emit('output-changed', { output, ...now } as OutputChange);
+    const step = (what: string, run: () => void) => {
+      try {
+        run();
+      } catch (error) {
+        this.fault(what, error);
       }
-    }
-    await Promise.all([this.pubsub.resubscribe(), this.media.reestablish()]);
+    };
+    step('the participants after reconnecting', () => this.participants.reconcile(joined.participants, joined.counts));
+    step('the lobby after reconnecting', () => {
+      for (const request of this.lobby.reconcile(joined.lobby ?? [])) this.events.emit('lobby-request', request);
+    });
+    step('the outputs after reconnecting', () => {
+      for (const output of OUTPUTS) {
+        const now = joined.outputs[output];
+        const was = this.outputs[output].status;
+        if (now && (now.state !== was.state || now.by !== was.by)) {
+          (this.outputs[output] as OutputControl).changed(now);
+          this.events.emit('output-changed', { output, ...now } as OutputChange);
+        }
+      }
+    });
+    const settle = (what: string, run: () => Promise<void>) => Promise.resolve().then(run).catch((error: unknown) => this.fault(what, error));
+    await Promise.all([settle('the topics after reconnecting', () => this.pubsub.resubscribe()), settle('the media after reconnecting', () => this.media.reestablish())]);
     this.events.emit('reconnected', { resumed: joined.resumed === true });
+  }
+
+  /** A fault of the SDK's own, reported as the room's `error` (never thrown into the page). */
+  private fault(what: string, error: unknown): void {
+    const sdkError = error instanceof SdkError ? error : new SdkError('INTERNAL_ERROR', `${what}: ${error instanceof Error ? error.message : String(error)}`, { reason: 'internal' });
+    this.events.emit('error', { error: sdkError });
   }
 
   private onEvent(frame: EventFrame): void {
@@ -248,8 +271,14 @@ export class Room {
   private onClosed(reason: DisconnectReason): void {
     if (this.ended) return;
     this.ended = reason;
-    this.dataStream.closed();
-    this.media.closed();
+    // each part lets go on its own: one that throws must not keep devices captured or `disconnected` unsaid
+    for (const [what, close] of [['closing the data streams', () => this.dataStream.closed()], ['releasing the media', () => this.media.closed()]] as const) {
+      try {
+        close();
+      } catch (error) {
+        this.fault(what, error);
+      }
+    }
     this.events.emit('disconnected', { reason });
     this.events.clear();
   }

@@ -131,9 +131,15 @@ export const Sdk = Object.freeze({
       ...(options.onWaiting ? { onWaiting: options.onWaiting } : {}),
     });
     const platform = options.media;
-    return new Room(connection, joined, {
-      platform: platform ? () => platform : browserPlatform,
-      autoSubscribe: options.autoSubscribe ?? true,
-    });
+    try {
+      return new Room(connection, joined, {
+        platform: platform ? () => platform : browserPlatform,
+        autoSubscribe: options.autoSubscribe ?? true,
+      });
+    } catch (error) {
+      // a room that could not be made leaves nothing behind: no socket, heartbeat or seat at the relay
+      void connection.leave();
+      throw error instanceof SdkError ? error : new SdkError('INTERNAL_ERROR', `the room could not be made: ${error instanceof Error ? error.message : String(error)}`, { reason: 'internal' });
+    }
   },
 });

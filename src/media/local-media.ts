@@ -4,7 +4,7 @@ import { SdkError } from '../errors.ts';
 import type { Source } from '../protocol/grant.ts';
 import { SOURCE_KIND } from '../protocol/media.ts';
 import type { RoomEvents } from '../room-events.ts';
-import { iceGathered, whenConnected, type MediaPlatform } from './platform.ts';
+import { iceGathered, newPeerConnection, whenConnected, type MediaPlatform } from './platform.ts';
 import { LocalTrackPublication, type PublicationActions } from './publications.ts';
 
 /**
@@ -112,7 +112,7 @@ export class LocalMedia {
    */
   private async start(source: Source, track: MediaStreamTrack, simulcast: boolean): Promise<RTCPeerConnection> {
     if (this.ended) throw new SdkError('NOT_CONNECTED', `publish ${source}: the session has ended`, { reason: 'left' });
-    const pc = new (this.rtc().RTCPeerConnection)({ iceServers: [] });
+    const pc = newPeerConnection(this.rtc, `publish ${source}`);
     const wait = whenConnected(pc, `publish ${source}`, CONNECT_TIMEOUT_MS);
     const starting: Starting = { answered: false, abort: wait.abort };
     this.starting.set(source, starting);

@@ -7,7 +7,7 @@ import type { RemoteParticipant } from '../participants/remote-participant.ts';
 import { deleteEntry, writeEntry } from '../participants/read-only-map.ts';
 import type { RoomEvents } from '../room-events.ts';
 import { LocalMedia, type PublishTrackOptions } from './local-media.ts';
-import { iceGathered, whenConnected, type MediaPlatform } from './platform.ts';
+import { iceGathered, newPeerConnection, whenConnected, type MediaPlatform } from './platform.ts';
 import { LocalTrackPublication, RemoteTrackPublication, type PublicationActions } from './publications.ts';
 
 /** How long a subscription may take, from its request to its connected track. */
@@ -158,7 +158,14 @@ export class Media implements PublicationActions {
   }
 
   private startSubscription(publication: RemoteTrackPublication): Promise<void> {
-    const pc = new (this.rtc().RTCPeerConnection)({ iceServers: [] });
+    let pc: RTCPeerConnection;
+    try {
+      pc = newPeerConnection(() => this.rtc(), `subscribe to ${publication.participantId}'s ${publication.source}`);
+    } catch (error) {
+      // never a throw: a publication listed on joining or on reconnecting (auto-subscribe) must not
+      // stop the room being made or brought up to date; the caller's promise rejects instead
+      return Promise.reject(error);
+    }
     const slot: NonNullable<RemoteTrackPublication['subscription']> = { id: null, pc, done: Promise.resolve(), cancel: () => undefined };
     publication.subscription = slot;
     this.active.add(publication);

@@ -33,6 +33,20 @@ export function browserPlatform(): MediaPlatform {
   };
 }
 
+/**
+ * A new peer connection of `platform`, or a typed error: a browser's constructor throws past its
+ * limit of peer connections (about 500 in Chrome), and that error, a `DOMException`, must reach
+ * the caller as the SDK's own (`CONNECTION_FAILED`, `media-transport-failed`).
+ */
+export function newPeerConnection(platform: () => MediaPlatform, what: string): RTCPeerConnection {
+  const rtc = platform();
+  try {
+    return new rtc.RTCPeerConnection({ iceServers: [] });
+  } catch (error) {
+    throw new SdkError('CONNECTION_FAILED', `${what}: no peer connection could be made (${error instanceof Error ? error.message : String(error)})`, { reason: 'media-transport-failed' });
+  }
+}
+
 /** Resolve once ICE gathering is complete: the relay is ICE-lite and takes candidates in the SDP. */
 export function iceGathered(pc: RTCPeerConnection, timeoutMs = 3000): Promise<void> {
   if (pc.iceGatheringState === 'complete') return Promise.resolve();

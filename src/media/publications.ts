@@ -1,3 +1,4 @@
+import { call } from '../emitter.ts';
 import type { SdkError } from '../errors.ts';
 import type { Source } from '../protocol/grant.ts';
 import type { PreferredSize, TrackKind } from '../protocol/media.ts';
@@ -114,7 +115,9 @@ export class LocalTrackPublication {
     this.#state = state;
     this.#error = error ?? null;
     const end = this.#end();
-    for (const listener of [...this.#ended]) listener(end);
+    // an integrator's listener that throws is reported, as every listener's is: it must not stop
+    // the others, or the leave, unpublish or moderation that ended the publication
+    for (const listener of [...this.#ended]) call(listener, end);
     this.#ended.clear();
   }
 
