@@ -89,6 +89,8 @@ export interface RelayBudgets {
   reservedIdsOf(project: string): Budget;
   /** Topic subscriptions. */
   readonly subscriptions: Budget;
+  /** Recipients named (`to`) by open data streams. */
+  readonly streamRecipients: Budget;
   /** Joiners waiting in lobbies. */
   readonly lobby: Budget;
   /** Bytes of inbound frames held back by frame budgets. */
@@ -129,6 +131,7 @@ export interface BudgetLimits extends PresenceLimits {
   reservedIdsBytesTotal: number;
   reservedIdsBytesPerProject: number;
   maxSubscriptionsTotal: number;
+  maxStreamRecipientsTotal: number;
   maxLobbyTotal: number;
   maxHeldTotal: number;
   unfinishedPerToken: number;
@@ -166,6 +169,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
       return part;
     },
     subscriptions,
+    streamRecipients: new Budget(config.maxStreamRecipientsTotal),
     lobby,
     domain(project) {
       let part = domains.get(project);

@@ -169,6 +169,8 @@ export interface RelayConfig {
   maxUnfinishedTotal: number;
   /** Subscriptions to topics held by all members together. */
   maxSubscriptionsTotal: number;
+  /** Recipients named by the open data streams of all members together (each sender's own at most 1,000, `MAX_NAMED_RECIPIENTS` in `data/streams.ts`). */
+  maxStreamRecipientsTotal: number;
   /** Joiners one room's lobby holds. */
   maxLobbyPerRoom: number;
   /** Joiners all lobbies hold together. */
@@ -272,6 +274,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   unfinishedPerToken: 4 * 1024 * 1024,
   maxUnfinishedTotal: 128 * 1024 * 1024,
   maxSubscriptionsTotal: 500_000,
+  maxStreamRecipientsTotal: 500_000,
   maxLobbyPerRoom: 100,
   maxLobbyTotal: 10_000,
   maxLobbyTtl: 3600,
@@ -441,6 +444,7 @@ const FLAGS: readonly Flag[] = [
   { flag: '--unfinished-per-token', env: 'TESSERA_UNFINISHED_PER_TOKEN', help: `bytes of messages still arriving that one token's sockets may hold together (default ${DEFAULTS.unfinishedPerToken})`, apply: (c, v) => void (c.unfinishedPerToken = integer('--unfinished-per-token', v, 1024)) },
   { flag: '--max-unfinished-total', env: 'TESSERA_MAX_UNFINISHED_TOTAL', help: `bytes of messages still arriving, all sockets (default ${DEFAULTS.maxUnfinishedTotal})`, apply: (c, v) => void (c.maxUnfinishedTotal = integer('--max-unfinished-total', v, 1024)) },
   { flag: '--max-subscriptions', env: 'TESSERA_MAX_SUBSCRIPTIONS', help: `topics one member may subscribe to (default ${DEFAULTS.maxSubscriptions})`, apply: (c, v) => void (c.maxSubscriptions = integer('--max-subscriptions', v, 1)) },
+  { flag: '--max-stream-recipients-total', env: 'TESSERA_MAX_STREAM_RECIPIENTS_TOTAL', help: `recipients named by open data streams on the relay (default ${DEFAULTS.maxStreamRecipientsTotal})`, apply: (c, v) => void (c.maxStreamRecipientsTotal = integer('--max-stream-recipients-total', v, 1)) },
   { flag: '--max-subscriptions-total', env: 'TESSERA_MAX_SUBSCRIPTIONS_TOTAL', help: `topic subscriptions on the relay (default ${DEFAULTS.maxSubscriptionsTotal})`, apply: (c, v) => void (c.maxSubscriptionsTotal = integer('--max-subscriptions-total', v, 1)) },
   { flag: '--max-lobby', env: 'TESSERA_MAX_LOBBY', help: `joiners one lobby holds (default ${DEFAULTS.maxLobbyPerRoom})`, apply: (c, v) => void (c.maxLobbyPerRoom = integer('--max-lobby', v, 1)) },
   { flag: '--max-lobby-total', env: 'TESSERA_MAX_LOBBY_TOTAL', help: `joiners all lobbies hold (default ${DEFAULTS.maxLobbyTotal})`, apply: (c, v) => void (c.maxLobbyTotal = integer('--max-lobby-total', v, 1)) },

@@ -6,6 +6,8 @@ import { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/types.ts';
 import { FanoutBudget } from './fanout-budget.ts';
 import { StreamBoard, type StreamLimits } from './streams.ts';
+import { Budget } from '../budget.ts';
+import type { RelayError } from '../errors.ts';
 
 const KiB = 1024;
 const LIMITS: StreamLimits = { sendSoftLimitBytes: 1024 * KiB, maxStreamBytes: 2 ** 32, streamChunkBytes: 64 * KiB, streamWindow: 16, streamHighWater: 1024 * KiB, maxBufferedBytes: 8192 * KiB };
@@ -213,6 +215,38 @@ describe('data streams at the relay', () => {
     assert.deepEqual(r.aborts(), [], 'kept: over the mark 0.5 s of 1.5 s');
     assert.equal(sender.frames.filter((f) => f.type === 'event' && f.name === 'stream.ack').length, 1);
     streams.dispose();
+  });
+
+  it('named recipients are counted: a sender names at most MAX_NAMED_RECIPIENTS across its open streams (too-many-streams), the relay at most its budget (streams-full); each is given back as its stream ends or its recipient leaves', () => {
+    const viewers = Array.from({ length: 1200 }, (_, i) => member(`v${i}`));
+    const a = member('a');
+    const b = member('b');
+    const everyone = [a, b, ...viewers];
+    const all = everyone.map((x) => x.m);
+    const relay = new Budget(1500);
+    const streams = new StreamBoard(LIMITS, () => all, (id) => all.find((m) => m.id === id), new Timeline(), relay);
+    const to = (from: number, n: number) => viewers.slice(from, from + n).map((v) => v.m.id);
+    const first = streams.open(a.m, { size: 10, kind: 'bytes', to: to(0, 600) });
+    assert.equal(relay.inUse, 600);
+    assert.throws(() => streams.open(a.m, { size: 10, kind: 'bytes', to: to(600, 401) }), (e: RelayError) => e.code === 'RATE_LIMITED' && e.reason === 'too-many-streams');
+    streams.open(a.m, { size: 10, kind: 'bytes', to: to(600, 400) });
+    assert.equal(relay.inUse, 1000);
+    assert.throws(() => streams.open(b.m, { size: 10, kind: 'bytes', to: to(0, 501) }), (e: RelayError) => e.code === 'RATE_LIMITED' && e.reason === 'streams-full');
+    assert.equal(relay.inUse, 1000, 'a refused open takes nothing');
+    const third = streams.open(b.m, { size: 10, kind: 'bytes', to: to(0, 500) });
+    assert.equal(relay.inUse, 1500);
+    // a recipient that leaves gives its entries back; a stream that ends gives back the rest
+    streams.memberLeft(viewers[0]!.m);
+    assert.equal(relay.inUse, 1498);
+    // closed before its bytes came: aborted, and its entries given back
+    assert.throws(() => streams.close(b.m, third.streamId), (e: RelayError) => e.reason === 'stream-incomplete');
+    assert.equal(relay.inUse, 999);
+    streams.memberLeft(a.m);
+    assert.equal(relay.inUse, 0, 'the sender left: its streams ended');
+    streams.open(b.m, { size: 10, kind: 'bytes', to: to(1, 999) });
+    streams.dispose();
+    assert.equal(relay.inUse, 0, 'a room that ends gives back all');
+    void first;
   });
 });
 

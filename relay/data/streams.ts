@@ -1,4 +1,5 @@
 import { decodeChunkHeader, CHUNK_HEADER_BYTES, type ServerFrame, type StreamInfo, type StreamOpenParams, type WireError } from '../../src/protocol/messages.ts';
+import { Budget } from '../budget.ts';
 import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/member.ts';
@@ -19,6 +20,13 @@ export interface StreamLimits {
 
 /** Streams one sender may have open at once. */
 export const MAX_OPEN_STREAMS = 8;
+/**
+ * Recipients one sender may name (`to`) across its open streams together. Each is an entry the
+ * relay holds for the stream's life (a stream that carries a byte a minute lives for ever): eight
+ * streams to a thousand members each, from a thousand members of one token, held 215 MB that no
+ * budget counted. The relay's own total is `--max-stream-recipients-total`.
+ */
+export const MAX_NAMED_RECIPIENTS = 1000;
 const ACK_RETRY_MS = 5;
 /** A recipient that holds a stream back this long is dropped from it; the others go on. */
 export const STREAM_LAG_MS = 1000;
@@ -87,6 +95,8 @@ export class StreamBoard {
     private readonly members: () => Iterable<Member>,
     private readonly lookup: (participantId: string) => Member | undefined,
     private readonly timeline: Timeline,
+    /** Where named recipients are counted, relay-wide (`--max-stream-recipients-total`). */
+    private readonly recipients: Budget = new Budget(Infinity),
   ) {}
 
   open(sender: Member, params: StreamOpenParams): { streamId: number; chunkBytes: number; window: number } {
@@ -106,6 +116,12 @@ export class StreamBoard {
         const m = this.lookup(pid);
         if (m && fits(m)) named.add(m);
       }
+      let held = 0;
+      for (const open of this.bySender.get(sender) ?? []) held += open.named?.size ?? 0;
+      if (held + named.size > MAX_NAMED_RECIPIENTS) {
+        throw new RelayError('RATE_LIMITED', `your open streams may name at most ${MAX_NAMED_RECIPIENTS} recipients together (${held} named now): close one, or stream to the room`, 'too-many-streams');
+      }
+      if (!this.recipients.take(named.size)) throw new RelayError('RATE_LIMITED', 'the relay holds all the named stream recipients it can: try again later, or stream to the room', 'streams-full');
       for (const m of named) index(this.byName, m).add(stream);
     } else {
       for (const m of this.members()) if (m !== sender && m.grant.canSubscribeData && !fits(m)) stream.gone.add(m);
@@ -260,7 +276,7 @@ export class StreamBoard {
   private without(stream: OpenStream, m: Member): void {
     stream.lagging.delete(m);
     if (!stream.named) return void stream.gone.add(m);
-    stream.named.delete(m);
+    if (stream.named.delete(m)) this.recipients.give(1);
     unindex(this.byName, m, stream);
   }
 
@@ -322,14 +338,21 @@ export class StreamBoard {
     stream.ackTimer = null;
     this.streams.delete(stream.id);
     unindex(this.bySender, stream.sender, stream);
-    if (stream.named) for (const m of stream.named) unindex(this.byName, m, stream);
+    if (stream.named) {
+      for (const m of stream.named) unindex(this.byName, m, stream);
+      this.recipients.give(stream.named.size);
+      stream.named.clear();
+    }
   }
 
   dispose(): void {
     this.disposed = true;
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.idleTimer = null;
-    for (const stream of this.streams.values()) if (stream.ackTimer) clearTimeout(stream.ackTimer);
+    for (const stream of this.streams.values()) {
+      if (stream.ackTimer) clearTimeout(stream.ackTimer);
+      if (stream.named) this.recipients.give(stream.named.size);
+    }
     this.streams.clear();
     this.bySender.clear();
     this.byName.clear();

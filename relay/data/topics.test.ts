@@ -68,7 +68,7 @@ describe('TopicBoard: what a topic forgets is given back', () => {
     const kept = topics.kept();
     assert.equal(kept.length, 100);
     assert.deepEqual(kept.map((m) => m.seq), Array.from({ length: 100 }, (_, i) => 19_901 + i));
-    assert.equal(relay.inUse, kept.reduce((sum, m) => sum + Math.max(m.frameBytes, m.json.length) + 64 + to.reduce((n, id) => n + id.length + 16, 0), 0));
+    assert.equal(relay.inUse, kept.reduce((sum, m) => sum + Math.max(m.frameBytes, m.json.length) + 64 + to.reduce((n, id) => n + 56 + 2 * id.length, 0), 0));
   });
 
   it('the room evicting its oldest across topics (its byte budget full) still keeps the newest of each, after the list is compacted', () => {

@@ -6,6 +6,9 @@ import { RelayError } from '../errors.ts';
 import type { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/member.ts';
 
+/** A persisted message's target, beside its id's characters: the string's header and its entry in the message's set. */
+const TARGET_BYTES = 56;
+
 /** Limits of a room's topics. */
 export interface TopicLimits {
   /** Persisted messages kept per topic. */
@@ -226,7 +229,9 @@ export class TopicBoard {
   private keep(name: string, json: Buffer, from: string, to: ReadonlySet<string> | undefined, frameBytes: number, seq: number): Stored {
     // (a record from elsewhere is charged at least its JSON: what the arena will hold)
     let bytes = Math.max(frameBytes, json.length) + 64;
-    if (to) for (const id of to) bytes += id.length + 16;
+    // what a target costs the heap: its string (two bytes a character past Latin-1) and its entry
+    // in the set; charged at its length, ids of non-Latin characters held twice their charge
+    if (to) for (const id of to) bytes += TARGET_BYTES + 2 * id.length;
     const budget = this.budgets.history;
     if (bytes > budget.limit) throw new RelayError('PAYLOAD_TOO_LARGE', `a persisted message may take at most ${budget.limit} bytes of this room's history`, 'history-budget');
     let topic = this.topics.get(name);
