@@ -36,7 +36,10 @@ export interface ConnectionHandlers {
 export interface ReconnectPolicy {
   /**
    * Give up after trying this long (ms, default 30000). Drops within 5 s of coming back count
-   * as one reconnection: the time away adds up and the backoff goes on growing.
+   * as one reconnection: the time away adds up and the backoff goes on growing. A rejoin the
+   * relay holds in its lobby (it lost the session, and the token asks for entry) waits there
+   * until this runs out at most, whatever the lobby's `ttl`: then the session ends
+   * (`connection-lost`).
    */
   maxTimeMs?: number;
   /** First delay (ms, default 250, at least 10); each next one doubles, with ±30% jitter. */
@@ -125,6 +128,8 @@ export class Connection {
   /** The reconnection under way or last made (none yet: null): time spent away in it, and its next delay. */
   private streak: { awayMs: number; delay: number } | null = null;
   private heartbeat: ReturnType<typeof setInterval> | null = null;
+  /** Aborted when the session is over: a reconnection's handshake or backoff under way stops with it (no socket or timer outlives `leave()`). */
+  private readonly over = new AbortController();
 
   /** The index in `options.urls` of the node last joined (tried first when the connection drops). */
   private node = 0;
@@ -374,11 +379,11 @@ export class Connection {
     this.streak = streak;
     const deadline = startedAt + (policy.maxTimeMs ?? 30_000) - streak.awayMs;
     while (this.state === 'reconnecting' && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, Math.min(deadline - Date.now(), streak.delay * (0.7 + Math.random() * 0.6))));
+      await this.pause(Math.min(deadline - Date.now(), streak.delay * (0.7 + Math.random() * 0.6)));
       streak.delay = Math.min(streak.delay * 2, policy.maxDelayMs ?? 5000);
       if (this.state !== 'reconnecting') return;
       try {
-        const attempt = { timeoutMs: Math.min(this.options.timeoutMs, 5000) };
+        const attempt = { timeoutMs: Math.min(this.options.timeoutMs, 5000), signal: this.over.signal, waitUntil: deadline };
         const result = await this.anyNode(async (url) => {
           try {
             return await handshake(url, { type: 'resume', v: PROTOCOL_VERSION, credential: this.credential }, attempt);
@@ -413,12 +418,27 @@ export class Connection {
     this.finish(cause);
   }
 
+  /** Wait `ms`, or less if the session ends meanwhile. */
+  private pause(ms: number): Promise<void> {
+    const { signal } = this.over;
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done);
+    });
+  }
+
   /** The session is over: everything waiting fails, the room is told once. */
   private finish(reason: DisconnectReason): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
     this.closedReason = reason;
     this.stopHeartbeat();
+    this.over.abort();
     for (const [id, pending] of this.pending) {
       clearTimeout(pending.timer);
       pending.reject(this.endedError('the request', true));

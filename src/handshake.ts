@@ -51,8 +51,35 @@ function closedBeforeJoin(code: number): SdkError {
   return new SdkError('CONNECTION_FAILED', `the relay closed the connection before the join completed (code ${code})`);
 }
 
+/** Options of {@link handshake}. */
+export interface HandshakeOptions {
+  /** How long the relay has to answer (a lobby wait has its own time: the relay's `ttl`). */
+  timeoutMs: number;
+  /** Aborts the handshake: it fails `ENTRY_CANCELLED` (`aborted`), its socket closed, its timer cleared. */
+  signal?: AbortSignal;
+  onWaiting?: (info: { requestedAt: number; ttl: number }) => void;
+  /**
+   * When (`Date.now()` ms) a lobby wait ends whatever its `ttl` says: a reconnection's own
+   * deadline. Past it the handshake fails `ENTRY_TIMEOUT` without a reason.
+   */
+  waitUntil?: number;
+}
+
+/**
+ * The timer of a lobby wait. The relay keeps the lobby's time; ours only guards against a relay
+ * gone silent (within what a timer holds: past it, one fires at once) — and, for a
+ * reconnection, ends the wait at the reconnection's deadline, which a lobby must not stretch.
+ */
+function lobbyTimer(ttl: number, waitUntil: number | undefined, settle: (error: SdkError) => void): ReturnType<typeof setTimeout> {
+  const ttlMs = Math.max(0, ttl) * 1000 + 10_000;
+  const leftMs = waitUntil === undefined ? Infinity : Math.max(0, waitUntil - Date.now());
+  const cut = leftMs < ttlMs;
+  const expire = () => settle(cut ? new SdkError('ENTRY_TIMEOUT', 'the reconnection ran out of time (maxTimeMs) waiting in the lobby') : new SdkError('ENTRY_TIMEOUT', 'the lobby wait ran out', { reason: 'ttl' }));
+  return setTimeout(expire, Math.min(MAX_TIMER_MS, ttlMs, leftMs));
+}
+
 /** Open a socket, send the first frame, and resolve with the relay's `joined` answer. */
-export function handshake(url: string, first: JoinFrame | ResumeFrame, options: { timeoutMs: number; signal?: AbortSignal; onWaiting?: (info: { requestedAt: number; ttl: number }) => void }): Promise<Handshake> {
+export function handshake(url: string, first: JoinFrame | ResumeFrame, options: HandshakeOptions): Promise<Handshake> {
   const Impl = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
   if (typeof Impl !== 'function') {
     return Promise.reject(new SdkError('CONNECTION_FAILED', 'no WebSocket implementation: in Node, set globalThis.WebSocket (e.g. from the ws package)', { reason: 'no-websocket' }));
@@ -107,10 +134,8 @@ export function handshake(url: string, first: JoinFrame | ResumeFrame, options: 
         // once: a relay sending it again and again would keep the join pending for ever
         if (waiting) return;
         waiting = true;
-        // the relay keeps the lobby's time; ours only guards against a relay gone silent (within
-        // what a timer holds: past it, one fires at once)
         clearTimeout(timer);
-        timer = setTimeout(() => settle(new SdkError('ENTRY_TIMEOUT', 'the lobby wait ran out', { reason: 'ttl' })), Math.min(MAX_TIMER_MS, Math.max(0, frame.ttl) * 1000 + 10_000));
+        timer = lobbyTimer(frame.ttl, options.waitUntil, settle);
         if (options.onWaiting) {
           try {
             options.onWaiting({ requestedAt: frame.requestedAt, ttl: frame.ttl });

@@ -315,6 +315,54 @@ describe('server API: attacks', () => {
     }
   });
 
+  it('RoomService: a 2xx answer whose body does not fit the call is INTERNAL_ERROR (bad-response), never a value of another shape (getRoom resolved {} and its caller met a TypeError)', async () => {
+    let answer = '{}';
+    const liar = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+    });
+    await new Promise<void>((resolve) => liar.listen(0, '127.0.0.1', resolve));
+    const service = new RoomService({ url: `http://127.0.0.1:${(liar.address() as AddressInfo).port}`, apiKey: API_KEY, secret: SECRET });
+    const stopped = { state: 'stopped' };
+    const outputs = { recording: stopped, hls: stopped, livestream: stopped, transcription: stopped, whiteboard: stopped };
+    const room = { roomId: 'r', createdAt: 1, counts: { speaker: 1, viewer: 0, total: 1 }, lobby: 0, outputs };
+    const cases: Array<[string, () => Promise<unknown>, unknown]> = [
+      ['getRoom: {}', () => service.getRoom('r'), {}],
+      ['getRoom: wrong types', () => service.getRoom('r'), { roomId: 5, counts: 'lots', outputs: null, lobby: {} }],
+      ['getRoom: counts that are no counts', () => service.getRoom('r'), { ...room, counts: { speaker: -1, viewer: 0, total: 1 } }],
+      ['getRoom: an output missing', () => service.getRoom('r'), { ...room, outputs: { ...outputs, hls: undefined } }],
+      ['listRooms: {}', () => service.listRooms(), {}],
+      ['listRooms: a room without its id', () => service.listRooms(), { rooms: [room, { ...room, roomId: undefined }], nextCursor: null }],
+      ['listRooms: a cursor that is no string', () => service.listRooms(), { rooms: [], nextCursor: 5 }],
+      ['listParticipants: a participant of no shape', () => service.listParticipants('r'), { participants: [{ id: 5 }], nextCursor: null }],
+      ['startOutput: no state', () => service.startOutput('r', 'hls'), {}],
+      ['stopOutput: a state that is no string', () => service.stopOutput('r', 'recording'), { state: 5 }],
+      ['publishData: an id that is no string', () => service.publishData('r', 't', 1), { id: 1, timestamp: 2, recipients: 3 }],
+    ];
+    try {
+      for (const [what, run, body] of cases) {
+        answer = JSON.stringify(body);
+        const error = await rejectsWith(run(), 'INTERNAL_ERROR');
+        assert.equal(error.reason, 'bad-response', what);
+        assert.equal(error.kind, 'Network', what);
+      }
+      // answers that fit resolve, with what the relay said
+      answer = JSON.stringify(room);
+      assert.deepEqual(await service.getRoom('r'), room);
+      answer = JSON.stringify({ rooms: [room], nextCursor: 'cg' });
+      assert.deepEqual(await service.listRooms(), { rooms: [room], nextCursor: 'cg' });
+      answer = JSON.stringify({ id: 'm1', timestamp: 2, recipients: 3 });
+      assert.deepEqual(await service.publishData('r', 't', 1), { id: 'm1', timestamp: 2, recipients: 3 });
+      answer = '{}';
+      await service.endRoom('r');
+      await service.removeParticipant('r', 'p');
+      await service.deleteRecording('r', 'rec');
+    } finally {
+      liar.closeAllConnections();
+      await new Promise((resolve) => liar.close(resolve));
+    }
+  });
+
   it('RoomService: a call that reached a node and lost its answer goes to the next node only if it is a read (a publish is not sent twice)', async () => {
     const seen: string[] = [];
     // node A reads the whole request, then drops the connection; node B is the real relay

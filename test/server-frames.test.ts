@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { WebSocketServer, type WebSocket as ServerSocket } from 'ws';
@@ -110,6 +111,16 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   assert.fail('expected a rejection');
+}
+
+/** What `promise` resolves to, or `'timed out'` after `ms` (its timer cleared either way). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([promise, new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 describe('server frames: the SDK validates what the relay sends', () => {
@@ -291,6 +302,60 @@ describe('server frames: the SDK validates what the relay sends', () => {
     // the backoff went on growing across the drops: the later gaps are not the first delay
     const gaps = reconnected.slice(1).map((t, i) => t - reconnected[i]!);
     assert.ok(Math.max(...gaps) >= 75, `gaps ${gaps.join(', ')} ms`);
+  });
+
+  it('a lobby answered to a reconnection is not waited through past maxTimeMs (it held the session, its socket and a timer for the lobby ttl, up to 24.8 days): the session ends connection-lost', async () => {
+    let handshakes = 0;
+    relay = await fakeRelay((ws) => ws.send(JSON.stringify(handshakes++ === 0 ? joinedFrame() : { type: 'lobby', requestedAt: Date.now(), ttl: 1e9 })));
+    const room = await Sdk.join({ url: relay.url, token: token(), reconnect: { initialDelayMs: 10, maxDelayMs: 20, maxTimeMs: 500 }, heartbeatMs: 60_000, timeoutMs: 3000 });
+    const disconnected = nextEvent(room, 'disconnected', 5000);
+    const began = Date.now();
+    relay.socket().close(1011);
+    assert.deepEqual(await disconnected, { reason: 'connection-lost' });
+    assert.ok(Date.now() - began < 2000, `the session ended ${Date.now() - began} ms after the drop (maxTimeMs 500)`);
+    assert.equal(handshakes, 2, 'one reconnection, held in the lobby');
+    const held = relay.socket();
+    if (held.readyState !== held.CLOSED) await once(held, 'close');
+  });
+
+  it('leave() while a reconnection is under way stops it: the pending handshake\'s socket closes at once (it lived on 5 s), and a Node process that left exits (held in a lobby, it lived on for the lobby ttl)', async () => {
+    let handshakes = 0;
+    // the resume is never answered
+    relay = await fakeRelay((ws) => void (handshakes++ === 0 && ws.send(JSON.stringify(joinedFrame()))));
+    const room = await Sdk.join({ url: relay.url, token: token(), reconnect: { initialDelayMs: 10, maxDelayMs: 20, maxTimeMs: 60_000 }, heartbeatMs: 60_000, timeoutMs: 15_000 });
+    relay.socket().close(1011);
+    await until(() => handshakes === 2, 3000, 'the resume sent');
+    const pending = relay.socket();
+    const closed = once(pending, 'close');
+    await room.leave();
+    const left = Date.now();
+    assert.equal(await within(closed.then(() => 'closed'), 1000), 'closed', 'the pending handshake\'s socket closed within 1 s of leave()');
+    assert.ok(Date.now() - left < 1000);
+    await relay.close();
+
+    // a process of its own: the resume answered with a lobby of a huge ttl, then leave()
+    handshakes = 0;
+    relay = await fakeRelay((ws) => ws.send(JSON.stringify(handshakes++ === 0 ? joinedFrame() : { type: 'lobby', requestedAt: Date.now(), ttl: 1e9 })));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/leave-exit-child.ts', relay.url], { cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] });
+    const firstDrop = (async () => {
+      await until(() => handshakes === 1, 10_000, 'the child joined');
+      relay!.socket().close(1011);
+    })();
+    let out = '';
+    let leftAt = 0;
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (!leftAt && out.includes('left')) leftAt = Date.now();
+    });
+    const exited = once(child, 'exit');
+    const outcome = await within(exited.then(() => 'exited'), 15_000);
+    const exitAt = Date.now();
+    if (outcome !== 'exited') child.kill();
+    await firstDrop;
+    assert.equal(outcome, 'exited', `the process that left did not exit (${out.trim() || 'it printed nothing'})`);
+    assert.ok(leftAt > 0, 'it left');
+    assert.ok(exitAt - leftAt < 3000, `it exited ${exitAt - leftAt} ms after leave()`);
+    assert.equal(handshakes, 2, 'its reconnection was held in the lobby');
   });
 
   it('a malformed joined fails Sdk.join with a typed error, never a TypeError', async () => {

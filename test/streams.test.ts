@@ -137,6 +137,27 @@ describe('data streams', () => {
     await b.leave();
   });
 
+  it('a send whose onProgress throws rejects with that error and ends the stream for its readers at once (stream-incomplete; they waited for the relay to find it idle, 60 s)', async () => {
+    const a = await join('s-progress', 'a');
+    const b = await join('s-progress', 'b');
+    const incoming = nextStream(b);
+    const broken = new Error('the progress bar is gone');
+    const sending = a.dataStream.send(bytes(4 * MiB), { onProgress: () => { throw broken; } });
+    await assert.rejects(sending, (err) => err === broken);
+    const stream = await incoming;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const read = stream.readAll().then(() => 'read', (e: { code: string; reason?: string }) => `${e.code}/${e.reason}`);
+    const outcome = await Promise.race([read, new Promise((resolve) => (timer = setTimeout(() => resolve('still waiting after 5 s'), 5000)))]);
+    clearTimeout(timer);
+    assert.equal(outcome, 'INVALID_ARGUMENT/stream-incomplete');
+    // the sender can send again: its stream's place at the relay was given back
+    const next = nextStream(b);
+    await a.dataStream.send('after');
+    assert.equal(await (await next).readText(), 'after');
+    await a.leave();
+    await b.leave();
+  });
+
   it('the stream limit answers PAYLOAD_TOO_LARGE before any byte moves', async () => {
     const small = await startTestRelay({ maxStreamBytes: 1000 });
     try {

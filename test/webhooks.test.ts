@@ -366,6 +366,38 @@ describe('webhooks: attacks', () => {
     assert.equal(outcome(() => receiver.receive(notEvent, signed(notEvent))), 'SdkError:INVALID_ARGUMENT/bad-body');
   });
 
+  it("WebhookReceiver: a signed event whose data does not fit its kind is bad-body (a participant-joined whose participant was 5 was accepted); an output or state a newer relay has is unknown-event; data that fits is returned checked", () => {
+    const event = (name: string, data: unknown) => JSON.stringify({ id: 'e7', event: name, createdAt: 1, project: 'default', roomId: 'r', data });
+    const receive = (text: string) => outcome(() => receiver.receive(text, signed(text)));
+    const participant = { id: 'ada', name: 'Ada', tier: 'speaker', joinedAt: 1 };
+    const malformed: Array<[string, unknown]> = [
+      ['participant-joined', { participant: 5 }],
+      ['participant-joined', { participant: { ...participant, tier: 'everyone' } }],
+      ['participant-left', {}],
+      ['room-started', { createdAt: 'yesterday' }],
+      ['room-finished', {}],
+      ['lobby-request', { participantId: 'g', name: 'G' }],
+      ['output-changed', { output: 'recording', state: 5 }],
+      ['output-changed', { state: 'active' }],
+      ['recording-ready', { recording: { recording: 'rec-1' } }],
+    ];
+    for (const [name, data] of malformed) assert.equal(receive(event(name, data)), 'SdkError:INVALID_ARGUMENT/bad-body', `${name} ${JSON.stringify(data)}`);
+    assert.equal(receive(event('output-changed', { output: 'hologram', state: 'active' })), 'SdkError:INVALID_ARGUMENT/unknown-event', 'an output a newer relay has');
+    assert.equal(receive(event('output-changed', { output: 'hls', state: 'paused' })), 'SdkError:INVALID_ARGUMENT/unknown-event', 'a state a newer relay has');
+    const fits: Array<[string, unknown]> = [
+      ['participant-joined', { participant }],
+      ['participant-left', { participant: { ...participant, tier: 'viewer' } }],
+      ['room-started', { createdAt: 1 }],
+      ['lobby-request', { participantId: 'g', name: 'G', requestedAt: 1 }],
+      ['output-changed', { output: 'hls', state: 'active', by: 'server-api', info: { playlist: '/hls/r/index.m3u8' } }],
+      ['recording-ready', { recording: { recording: 'rec-1', file: 'timeline.json', url: '/recordings/rec-1/timeline.json', files: [] } }],
+    ];
+    for (const [name, data] of fits) {
+      const text = event(name, data);
+      assert.deepEqual(receiver.receive(text, signed(text)).data, data, name);
+    }
+  });
+
   it('WebhookReceiver: a leeway that is not a finite number of seconds >= 0 is refused (NaN would never expire a token)', () => {
     for (const leeway of [Number.NaN, Infinity, -1, '30' as unknown as number]) {
       assert.throws(() => new WebhookReceiver({ apiKey: API_KEY, secret: SECRET, leeway }), { name: 'SdkError', code: 'INVALID_ARGUMENT' }, String(leeway));

@@ -107,8 +107,9 @@ export class DataStreams {
   /**
    * Bytes incoming streams together may hold unread (64 MiB by default): a stream whose next
    * chunk would pass it is given up (its reader gets `TIMEOUT`, `slow-recipient`) and the relay
-   * sends no more of it. Raise it for large files read slowly; streams read as they come never
-   * get near it.
+   * sends no more of it. Each chunk waiting counts at least 256 bytes (about what holding one
+   * costs), so that tiny chunks cannot hold more memory than this says. Raise it for large files
+   * read slowly; streams read as they come never get near it.
    */
   maxUnreadBytes = MAX_UNREAD_BYTES;
   private unread = 0;
@@ -140,10 +141,13 @@ export class DataStreams {
       ...((options.name ?? source.name) === undefined ? {} : { name: options.name ?? source.name }),
     };
     const { streamId, chunkBytes, window } = await this.connection.request('stream.open', params);
+    // the relay gave the id of a stream still being sent: its acks and its end could not be told apart
+    if (this.outgoing.has(streamId)) throw new SdkError('INTERNAL_ERROR', `the relay answered stream.open with the id of a stream still being sent (${streamId})`, { reason: 'bad-frame' });
     const out = new Outgoing();
     this.outgoing.set(streamId, out);
     const chunks = Math.ceil(source.size / chunkBytes);
     const report = options.onProgress;
+    let closing = false;
     try {
       for (let seq = 0; seq < chunks; seq++) {
         if (seq - out.acked > window) await out.until(seq - window);
@@ -153,12 +157,25 @@ export class DataStreams {
         if (report && out.acked >= 0) report({ sent: Math.min(source.size, (out.acked + 1) * chunkBytes), total: source.size });
       }
       await out.until(chunks - 1);
+      closing = true;
       await this.connection.request('stream.close', { streamId });
       report?.({ sent: source.size, total: source.size });
       return { id: streamId, size: source.size };
+    } catch (error) {
+      if (!closing && !out.error) this.abandon(streamId);
+      throw error;
     } finally {
-      this.outgoing.delete(streamId);
+      if (this.outgoing.get(streamId) === out) this.outgoing.delete(streamId);
     }
+  }
+
+  /**
+   * A send that stopped on this side (its source or `onProgress` threw, the socket went): closed
+   * short of its size, the relay aborts it for its recipients (`stream-incomplete`) and frees its
+   * place at once, instead of holding both until the stream goes idle (60 s).
+   */
+  private abandon(streamId: number): void {
+    this.connection.request('stream.close', { streamId }).catch(() => undefined);
   }
 
   /** @internal */

@@ -21,29 +21,32 @@ function owner(max: number) {
   return o;
 }
 
+/** What a chunk waiting unread costs the allowance at least (documented with `maxUnreadBytes`). */
+const MIN_CHUNK_CHARGE = 256;
+
 const info = (streamId: number, size: number) => ({ streamId, from: 'x', size, kind: 'bytes' as const, timestamp: 0 });
 const bytes = (n: number) => new Uint8Array(n);
 
 describe('incoming streams (SDK)', () => {
   it('streams nobody reads are given up once the unread bytes of all of them would pass the allowance: the reader gets slow-recipient, the relay is told', async () => {
-    const room = owner(100);
-    const a = new IncomingStream(info(1, 1000), room);
-    const b = new IncomingStream(info(2, 1000), room);
-    a.push(0, bytes(60));
-    b.push(0, bytes(30));
-    b.push(1, bytes(30)); // would make 120
+    const room = owner(1000);
+    const a = new IncomingStream(info(1, 10_000), room);
+    const b = new IncomingStream(info(2, 10_000), room);
+    a.push(0, bytes(600));
+    b.push(0, bytes(300));
+    b.push(1, bytes(300)); // would make 1200
     assert.deepEqual(room.left, [2]);
-    assert.equal(room.unread(), 60, 'what the given-up stream held is let go');
+    assert.equal(room.unread(), 600, 'what the given-up stream held is let go');
     await assert.rejects(b.readAll(), (err: SdkError) => err.code === 'TIMEOUT' && err.reason === 'slow-recipient');
     // a stream that is read as it comes never gets near it
-    const c = new IncomingStream(info(3, 300), room);
+    const c = new IncomingStream(info(3, 3000), room);
     const read = c.readAll();
     for (let i = 0; i < 10; i++) {
-      c.push(i, bytes(30));
+      c.push(i, bytes(300));
       await new Promise((r) => setImmediate(r));
     }
     c.end();
-    assert.equal((await read).byteLength, 300);
+    assert.equal((await read).byteLength, 3000);
   });
 
   it('cancel, or leaving a for-await loop early, lets go of what waits and tells the relay; the loop ends without an error', async () => {
@@ -86,6 +89,36 @@ describe('incoming streams (SDK)', () => {
     assert.ok(all.every((v, i) => v === (i & 0xff)));
   });
 
+  it('an empty chunk ends its stream (bad-chunk) and the relay is told (a million of them were queued: +186 MiB of heap under an allowance of 1 KiB)', async () => {
+    const room = owner(1024);
+    const empty = new IncomingStream(info(1, 10), room);
+    empty.push(0, bytes(0));
+    assert.deepEqual(room.left, [1], 'the relay is told to send no more of it');
+    await assert.rejects(empty.readAll(), (err: SdkError) => err.code === 'INTERNAL_ERROR' && err.reason === 'bad-chunk');
+  });
+
+  it('a chunk waiting unread costs the allowance at least 256 bytes: chunks of a byte cannot pile up past maxUnreadBytes (each cost 1)', async () => {
+    const room = owner(1024);
+    const tiny = new IncomingStream(info(2, 1_000_000), room);
+    let taken = 0;
+    for (let i = 0; i < 1_000_000 && room.left.length === 0; i++, taken++) tiny.push(i, bytes(1));
+    assert.equal(taken, 1024 / MIN_CHUNK_CHARGE + 1, 'the chunk past the allowance gives the stream up');
+    assert.deepEqual(room.left, [2]);
+    assert.equal(room.unread(), 0, 'what it held is let go');
+    await assert.rejects(tiny.readAll(), (err: SdkError) => err.reason === 'slow-recipient');
+    // the room's own allowance: charged and given back chunk by chunk as they are read
+    const connection = { request: async () => ({}) } as unknown as ConstructorParameters<typeof DataStreams>[0];
+    const streams = new DataStreams(connection);
+    streams.maxUnreadBytes = 64 * 1024;
+    const kept: IncomingStream[] = [];
+    streams.on('stream', (stream) => void kept.push(stream));
+    streams.opened({ streamId: 3, from: 'x', size: 1_000_000, kind: 'bytes', timestamp: 0 });
+    for (let seq = 0; seq < 100_000; seq++) streams.chunk(encodeChunk(3, seq, bytes(1)));
+    assert.equal(kept[0]!.received, 64 * 1024 / MIN_CHUNK_CHARGE, 'no more chunks held than the allowance pays for');
+    await assert.rejects(kept[0]!.readAll(), (err: SdkError) => err.reason === 'slow-recipient');
+    assert.equal((streams as unknown as { unread: number }).unread, 0);
+  });
+
   it('readAll gathers the bytes as they come: a stream that announces 1 GiB costs what arrived, and each chunk leaves the unread allowance as readAll takes it', async () => {
     const room = owner(Infinity);
     const before = process.memoryUsage().arrayBuffers;
@@ -105,17 +138,17 @@ describe('incoming streams (SDK)', () => {
   });
 
   it('a stream that ended unread gives its bytes back when cancelled or left early, and when the app lets go of it unread (garbage-collected)', async () => {
-    const room = owner(1000);
-    const ended = new IncomingStream(info(1, 20), room);
-    ended.push(0, bytes(10));
-    ended.push(1, bytes(10));
+    const room = owner(10_000);
+    const ended = new IncomingStream(info(1, 600), room);
+    ended.push(0, bytes(300));
+    ended.push(1, bytes(300));
     ended.end();
-    assert.equal(room.unread(), 20);
+    assert.equal(room.unread(), 600);
     ended.cancel();
     assert.equal(room.unread(), 0, 'cancelled after it ended');
-    const left = new IncomingStream(info(2, 20), room);
-    left.push(0, bytes(10));
-    left.push(1, bytes(10));
+    const left = new IncomingStream(info(2, 600), room);
+    left.push(0, bytes(300));
+    left.push(1, bytes(300));
     left.end();
     for await (const _ of left) break;
     assert.equal(room.unread(), 0, 'left early after it ended');
@@ -125,11 +158,11 @@ describe('incoming streams (SDK)', () => {
     const connection = { request: async () => ({}) } as unknown as ConstructorParameters<typeof DataStreams>[0];
     const streams = new DataStreams(connection);
     streams.on('stream', () => undefined);
-    streams.opened({ streamId: 9, from: 'x', size: 10, kind: 'bytes', timestamp: 0 });
-    streams.chunk(encodeChunk(9, 0, bytes(10)));
+    streams.opened({ streamId: 9, from: 'x', size: 300, kind: 'bytes', timestamp: 0 });
+    streams.chunk(encodeChunk(9, 0, bytes(300)));
     streams.ended(9);
     const unread = () => (streams as unknown as { unread: number }).unread;
-    assert.equal(unread(), 10);
+    assert.equal(unread(), 300);
     for (let i = 0; i < 20 && unread() > 0; i++) {
       gc();
       await new Promise((r) => setTimeout(r, 10));

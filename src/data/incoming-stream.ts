@@ -4,6 +4,16 @@ import type { StreamInfo } from '../protocol/messages.ts';
 /** Unread bytes all incoming streams together may hold by default (see `DataStreams.maxUnreadBytes`). */
 export const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
 
+/**
+ * What a chunk waiting unread is charged at least, against `maxUnreadBytes`: about what holding
+ * any chunk costs (its buffer, the views on it, its place in the queue), so that a relay sending
+ * chunks of a byte cannot make the allowance hold far more memory than it says.
+ */
+const MIN_CHUNK_CHARGE = 256;
+
+/** What `chunk` costs the allowance while it waits unread. */
+const charge = (chunk: Uint8Array) => Math.max(chunk.byteLength, MIN_CHUNK_CHARGE);
+
 /** What an incoming stream needs of its room's streams. */
 export interface IncomingOwner {
   /** Take `bytes` more unread bytes from the room's allowance; false when that would pass it. */
@@ -18,9 +28,10 @@ export interface IncomingOwner {
  * A data stream arriving from another participant: its metadata at once, its bytes as they
  * come. Read it once, with `for await` or one of the `read*` helpers, or `cancel()` it. Bytes
  * wait for their readers in memory up to `room.dataStream.maxUnreadBytes` for all streams
- * together (64 MiB by default): a stream whose next chunk would pass that is given up (`TIMEOUT`,
- * `slow-recipient`) and the relay sends no more of it, so a member cannot fill another's memory
- * with streams it does not want.
+ * together (64 MiB by default; each chunk waiting counts at least 256 bytes): a stream whose
+ * next chunk would pass that is given up (`TIMEOUT`, `slow-recipient`) and the relay sends no
+ * more of it, so a member cannot fill another's memory with streams it does not want. An empty
+ * chunk (the relay never forwards one) ends the stream (`INTERNAL_ERROR`, `bad-chunk`).
  *
  * @example
  * ```ts
@@ -80,15 +91,18 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   push(seq: number, chunk: Uint8Array): void {
     if (this.done || this.error) return;
     if (seq !== this.nextSeq) return this.giveUp(new SdkError('CONNECTION_LOST', `chunk ${seq} arrived where ${this.nextSeq} was due`, { reason: 'out-of-order' }));
+    // the relay forwards no empty chunk (it aborts a stream sent one): queued, they cost memory and carry nothing
+    if (chunk.byteLength === 0) return this.giveUp(new SdkError('INTERNAL_ERROR', `chunk ${seq} is empty`, { reason: 'bad-chunk' }));
     if (this.received + chunk.byteLength > this.size) {
       return this.giveUp(new SdkError('INTERNAL_ERROR', `more than the ${this.size} bytes the stream announced`, { reason: 'bad-chunk' }));
     }
-    if (this.owner && !this.owner.hold(chunk.byteLength)) {
+    const cost = charge(chunk);
+    if (this.owner && !this.owner.hold(cost)) {
       return this.giveUp(new SdkError('TIMEOUT', `not read fast enough: incoming streams held maxUnreadBytes unread (this one ${this.account.unread} bytes)`, { reason: 'slow-recipient' }));
     }
     this.nextSeq++;
     this.received += chunk.byteLength;
-    this.account.unread += chunk.byteLength;
+    this.account.unread += cost;
     this.queue.push(chunk);
     this.signal();
   }
@@ -147,8 +161,9 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     if (this.head >= this.queue.length) return undefined;
     const chunk = this.queue[this.head]!;
     this.queue[this.head++] = EMPTY;
-    this.account.unread -= chunk.byteLength;
-    this.owner?.release(chunk.byteLength);
+    const cost = charge(chunk);
+    this.account.unread -= cost;
+    this.owner?.release(cost);
     if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;

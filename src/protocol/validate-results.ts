@@ -8,15 +8,15 @@ import { bad, isRecord, ok, type Parsed } from './parse.ts';
 import {
   fitList,
   fitLobbyDecision,
-  fitParticipantSummary,
   intIn,
-  isNumber,
   isStreamId,
   isPubSubMessage,
   isShape,
   isString,
   list,
   parseOutputStatus,
+  parseParticipantPage,
+  parsePublished,
   record,
   type Guard,
 } from './validate-server-values.ts';
@@ -61,17 +61,11 @@ const RESULTS: { [M in Method]: ResultParser<M> } = {
   'media.answer': empty,
   'media.unsubscribe': empty,
   'media.force-unpublish': empty,
-  'participants.list': (result) => {
-    if (!isRecord(result)) return bad('must be an object');
-    const { nextCursor } = result;
-    if (nextCursor !== null && !isString(nextCursor)) return bad('nextCursor must be a string or null');
-    const participants = fitList('participants', result.participants, fitParticipantSummary);
-    return participants.ok ? ok({ participants: participants.value, nextCursor }) : participants;
-  },
+  'participants.list': parseParticipantPage,
   'room.end': empty,
   'participant.remove': empty,
   'session.leave': empty,
-  'pubsub.publish': record({ id: isString, timestamp: isNumber, recipients: isNumber }),
+  'pubsub.publish': parsePublished,
   'pubsub.subscribe': empty,
   'pubsub.unsubscribe': empty,
   'pubsub.history': listIn('messages', isPubSubMessage),

@@ -184,6 +184,14 @@ const isLooseSummary = guard<LooseTracks<ParticipantSummary>>({ ...PARTICIPANT_I
 /** An entry of a page of participants, checked in place; with a track this SDK does not know, a copy without it. */
 export const fitParticipantSummary = (v: unknown): ParticipantSummary | Malformed =>
   isParticipantSummary(v) ? v : isLooseSummary(v) ? { ...v, tracks: knownTracks(v.tracks) } : MALFORMED;
+/** A page of one tier (`participants.list`, and the server API's): its entries checked in place. */
+export function parseParticipantPage(v: unknown): Parsed<{ participants: ParticipantSummary[]; nextCursor: string | null }> {
+  if (!isRecord(v)) return bad('must be an object');
+  const { nextCursor } = v;
+  if (nextCursor !== null && !isString(nextCursor)) return bad('nextCursor must be a string or null');
+  const participants = fitList('participants', v.participants, fitParticipantSummary);
+  return participants.ok ? ok({ participants: participants.value, nextCursor }) : participants;
+}
 
 const countsRecord = record<ParticipantCounts>({ speaker: isCount, viewer: isCount, total: isCount });
 /** The room's counts: whole, not negative, and `total` at least the tiers this SDK knows (a newer relay may count more). */
@@ -195,6 +203,8 @@ export const LOBBY_REQUEST: Spec<LobbyRequest> = { participantId: isString, name
 export const isLobbyRequest = guard(LOBBY_REQUEST);
 export const PUBSUB_MESSAGE: Spec<PubSubMessage> = { id: isString, topic: isString, payload: isJson, from: isString, timestamp: isNumber };
 export const isPubSubMessage = guard(PUBSUB_MESSAGE);
+/** What a publish answers (`pubsub.publish`, and the server API's). */
+export const parsePublished = record<{ id: string; timestamp: number; recipients: number }>({ id: isString, timestamp: isNumber, recipients: isNumber });
 export const STREAM_INFO: Spec<StreamInfo> = {
   streamId: isStreamId,
   from: isString,
@@ -248,9 +258,11 @@ const grant: Fit<EffectiveGrant> = {
 export const parseSelf = record<SelfInfo>({ id: isString, name: isString, isViewer: isBoolean, grant, joinedAt: isNumber });
 
 const isRecordingFile = guard<RecordingFile>({ name: isString, kind: oneOf<RecordingFileKind>(['composite', 'track', 'timeline']), size: isNumber, url: isString });
+/** What the relay tells of a recording (`info` of the recording output, `recording-ready`'s `recording`). */
+export const isRecordingInfo = guard<OutputInfo['recording']>({ recording: isString, file: isString, url: isString, files: optional(arrayOf(isRecordingFile)) });
 /** What each output tells about its product while active (a recording also once stopped). */
 const OUTPUT_INFO: { [O in OutputName]: Guard<OutputInfo[O]> } = {
-  recording: guard({ recording: isString, file: isString, url: isString, files: optional(arrayOf(isRecordingFile)) }),
+  recording: isRecordingInfo,
   hls: guard({ playlist: isString }),
   livestream: guard({ server: isString, key: isString }),
   transcription: guard({ language: isString, engine: oneOf(TRANSCRIPTION_ENGINES) }),

@@ -3,7 +3,8 @@ import { request as httpsRequest } from 'node:https';
 import type { JsonValue } from '../protocol/messages.ts';
 import type { OutputName, OutputOptions, OutputStatus } from '../protocol/control.ts';
 import { API_PREFIX, type ParticipantPage, type PublishResult, type RoomPage, type RoomSummary } from '../protocol/server-api.ts';
-import { isRecord } from '../protocol/parse.ts';
+import { isRecord, type Parsed } from '../protocol/parse.ts';
+import { parseDone, parseOutputAnswer, parseParticipantPage, parsePublished, parseRoomPage, parseRoomSummary } from '../protocol/validate-server-api.ts';
 import { SdkError } from '../errors.ts';
 import { signJwt } from './jwt.ts';
 
@@ -72,7 +73,9 @@ function nonEmpty(name: string, value: unknown): string {
  * authorized by a short-lived server-API token (`admin: true`) the service signs itself with
  * your secret; such a token never joins a room. Every failure is an {@link SdkError} with the
  * relay's `code`, `kind` and `reason` (or `CONNECTION_FAILED` / `TIMEOUT` when the relay
- * cannot be reached in time).
+ * cannot be reached in time). Every answer is checked against the call's result before it is
+ * returned: one that does not fit (not the relay's, or a broken relay) is `INTERNAL_ERROR`
+ * (`bad-response`), never a value of the wrong shape.
  *
  * @example
  * ```ts
@@ -122,7 +125,7 @@ export class RoomService {
     const query = new URLSearchParams();
     if (options.limit !== undefined) query.set('limit', String(options.limit));
     if (options.cursor) query.set('cursor', options.cursor);
-    return this.call('GET', ['rooms'], query);
+    return this.call('GET', ['rooms'], parseRoomPage, query);
   }
 
   /**
@@ -134,7 +137,7 @@ export class RoomService {
    * ```
    */
   async getRoom(roomId: string): Promise<RoomSummary> {
-    return this.call('GET', ['rooms', nonEmpty('roomId', roomId)]);
+    return this.call('GET', ['rooms', nonEmpty('roomId', roomId)], parseRoomSummary);
   }
 
   /**
@@ -151,7 +154,7 @@ export class RoomService {
     const query = new URLSearchParams({ tier: options.tier ?? 'speaker' });
     if (options.limit !== undefined) query.set('limit', String(options.limit));
     if (options.cursor) query.set('cursor', options.cursor);
-    return this.call('GET', ['rooms', nonEmpty('roomId', roomId), 'participants'], query);
+    return this.call('GET', ['rooms', nonEmpty('roomId', roomId), 'participants'], parseParticipantPage, query);
   }
 
   /**
@@ -164,7 +167,7 @@ export class RoomService {
    * ```
    */
   async removeParticipant(roomId: string, participantId: string): Promise<void> {
-    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId), 'participants', nonEmpty('participantId', participantId)]);
+    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId), 'participants', nonEmpty('participantId', participantId)], parseDone);
   }
 
   /**
@@ -176,7 +179,7 @@ export class RoomService {
    * ```
    */
   async endRoom(roomId: string): Promise<void> {
-    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId)]);
+    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId)], parseDone);
   }
 
   /**
@@ -189,7 +192,7 @@ export class RoomService {
    * ```
    */
   async startOutput<O extends OutputName>(roomId: string, output: O, options?: OutputOptions[O]): Promise<OutputStatus<O>> {
-    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'start'], undefined, options === undefined ? {} : { options });
+    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'start'], (value) => parseOutputAnswer(output, value), undefined, options === undefined ? {} : { options });
   }
 
   /**
@@ -201,7 +204,7 @@ export class RoomService {
    * ```
    */
   async stopOutput<O extends OutputName>(roomId: string, output: O): Promise<OutputStatus<O>> {
-    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'stop']);
+    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'outputs', nonEmpty('output', output), 'stop'], (value) => parseOutputAnswer(output, value));
   }
 
   /**
@@ -215,7 +218,7 @@ export class RoomService {
    */
   async publishData(roomId: string, topic: string, payload: JsonValue, options: PublishDataOptions = {}): Promise<PublishResult> {
     // the options' own fields only: an options object built from user data cannot replace the topic or payload
-    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'data'], undefined, { topic, payload, to: options.to, persist: options.persist });
+    return this.call('POST', ['rooms', nonEmpty('roomId', roomId), 'data'], parsePublished, undefined, { topic, payload, to: options.to, persist: options.persist });
   }
 
   /**
@@ -233,7 +236,7 @@ export class RoomService {
    * ```
    */
   async deleteRecording(roomId: string, recordingId: string): Promise<void> {
-    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId), 'recordings', nonEmpty('recordingId', recordingId)]);
+    await this.call('DELETE', ['rooms', nonEmpty('roomId', roomId), 'recordings', nonEmpty('recordingId', recordingId)], parseDone);
   }
 
   private token(): string {
@@ -241,7 +244,8 @@ export class RoomService {
     return signJwt({ iss: this.apiKey, admin: true, iat: now, exp: now + this.tokenTtl }, this.secret);
   }
 
-  private async call<T>(method: string, path: string[], query?: URLSearchParams, body?: unknown): Promise<T> {
+  /** One call of the API; a 2xx answer is checked by `parse` (its shape), a refusal becomes its `SdkError`. */
+  private async call<T>(method: string, path: string[], parse: (value: unknown) => Parsed<T>, query?: URLSearchParams, body?: unknown): Promise<T> {
     const target = `${API_PREFIX}/${path.map(pathSegment).join('/')}${query && query.size > 0 ? `?${query}` : ''}`;
     let payload: string | undefined;
     try {
@@ -261,7 +265,7 @@ export class RoomService {
         lastError = err;
         continue;
       }
-      return answer<T>(res.status, res.text);
+      return answer(res.status, res.text, `${method} ${target}`, parse);
     }
     throw new SdkError('CONNECTION_FAILED', `the relay cannot be reached (${(lastError as Error)?.message ?? 'no answer'})`, { reason: 'unreachable', cause: lastError });
   }
@@ -334,7 +338,8 @@ function send(base: string, method: string, target: string, authorization: strin
   });
 }
 
-function answer<T>(status: number, text: string): T {
+/** What the relay answered: a 2xx's value of the shape `parse` checks, else the refusal thrown. */
+function answer<T>(status: number, text: string, call: string, parse: (value: unknown) => Parsed<T>): T {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -342,7 +347,12 @@ function answer<T>(status: number, text: string): T {
     throw new SdkError('INTERNAL_ERROR', `the relay answered ${status} without JSON (is this a Tessera relay?)`, { reason: 'bad-response', cause: err });
   }
   if (!isRecord(value)) throw new SdkError('INTERNAL_ERROR', `the relay answered ${status} with something other than a JSON object`, { reason: 'bad-response' });
-  if (status >= 200 && status < 300) return value as T;
+  if (status >= 200 && status < 300) {
+    const parsed = parse(value);
+    // the relay's own answers always fit: one that does not came from something else, or a broken relay
+    if (!parsed.ok) throw new SdkError('INTERNAL_ERROR', `the relay answered ${call} with ${status} and a body that does not fit: ${parsed.problem}`, { reason: 'bad-response' });
+    return parsed.value;
+  }
   const error = value.error;
   if (isRecord(error) && typeof error.code === 'string' && typeof error.message === 'string') {
     throw SdkError.fromWire({ code: error.code, message: error.message, ...(typeof error.reason === 'string' ? { reason: error.reason } : {}), ...(typeof error.kind === 'string' ? { kind: error.kind } : {}) });

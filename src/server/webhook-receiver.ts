@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { SdkError } from '../errors.ts';
 import { isRecord } from '../protocol/parse.ts';
-import { WEBHOOK_EVENTS, type WebhookEvent } from '../protocol/server-api.ts';
+import { WEBHOOK_EVENTS, type WebhookEvent, type WebhookEventName } from '../protocol/server-api.ts';
+import { parseWebhookData } from '../protocol/validate-server-api.ts';
 import { verifyJwt } from './jwt.ts';
 
 /** What {@link WebhookReceiver} verifies with: your key and secret, or every key of the project (rotations). */
@@ -10,6 +11,7 @@ export type WebhookReceiverOptions =
   | { keys: Readonly<Record<string, string>>; leeway?: number };
 
 const EVENTS: ReadonlySet<string> = new Set(WEBHOOK_EVENTS);
+const isEventName = (name: string): name is WebhookEventName => EVENTS.has(name);
 
 /**
  * Verifies and parses the relay's webhooks. Each one is a POST whose `Authorization: Bearer
@@ -58,8 +60,10 @@ export class WebhookReceiver {
    * (`missing`, `malformed`, `unsupported-algorithm`, `bad-signature`, `expired`,
    * `bad-body-hash` when the body is not the one signed), `INVALID_API_KEY` (`unknown-api-key`:
    * signed by a key you did not give), or `INVALID_ARGUMENT` (`bad-body`: signed, but not an
-   * event, or a body that is not raw: an object your framework parsed; `unknown-event`: signed
-   * and well-formed, of a kind a newer relay sends — answer it 2xx, or the relay retries it).
+   * event, or an event whose `data` does not fit its kind, or a body that is not raw: an object
+   * your framework parsed; `unknown-event`: signed and well-formed, of a kind a newer relay
+   * sends, or an `output-changed` of an output or state it has — answer it 2xx, or the relay
+   * retries it). The event's `data` is checked against its kind before it is returned.
    *
    * @param body the raw request body, exactly as received: a string, a `Buffer` (or other
    * byte view) or an `ArrayBuffer`
@@ -89,9 +93,18 @@ export class WebhookReceiver {
     }
     if (!isEvent(event)) throw new SdkError('INVALID_ARGUMENT', 'the webhook body is not an event', { reason: 'bad-body' });
     // signed and well-formed, of a kind a newer relay sends: answered 2xx, it is not sent again
-    if (!EVENTS.has(event.event)) throw new SdkError('INVALID_ARGUMENT', `a webhook event this version of tessera/server does not know (${JSON.stringify(event.event.slice(0, 64))}): answer it 2xx, and update tessera to read it`, { reason: 'unknown-event' });
-    return event as WebhookEvent;
+    if (!isEventName(event.event)) throw unknownEvent(JSON.stringify(event.event.slice(0, 64)));
+    const data = parseWebhookData(event.event, event.data);
+    if (!data.ok) throw new SdkError('INVALID_ARGUMENT', `the webhook's data does not fit a ${event.event} event: ${data.problem}`, { reason: 'bad-body' });
+    // an output or a state a newer relay has: as new to this version as a new kind of event
+    if (data.value === null) throw unknownEvent(`${event.event} of an output or a state a newer relay has`);
+    return { ...event, data: data.value } as WebhookEvent;
   }
+}
+
+/** A signed, well-formed webhook this version cannot read: the integrator answers it 2xx. */
+function unknownEvent(what: string): SdkError {
+  return new SdkError('INVALID_ARGUMENT', `a webhook event this version of tessera/server does not know (${what}): answer it 2xx, and update tessera to read it`, { reason: 'unknown-event' });
 }
 
 /** The body as bytes: a string (UTF-8), a Buffer or other view, an ArrayBuffer; anything else (a parsed body) is refused. */

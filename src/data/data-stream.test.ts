@@ -1,0 +1,72 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { SdkError } from '../errors.ts';
+import { decodeChunkHeader } from '../protocol/messages.ts';
+import { DataStreams } from './data-stream.ts';
+
+type Connection = ConstructorParameters<typeof DataStreams>[0];
+
+/**
+ * A relay as the sender sees it: every `stream.open` answered with `open`'s result, every chunk
+ * acknowledged a moment later, every other request answered `{}`. Keeps the requests made.
+ */
+function sender(open: () => { streamId: number; chunkBytes: number; window: number }) {
+  const requests: Array<{ method: string; params: unknown }> = [];
+  const connection = {
+    request: async (method: string, params: unknown) => {
+      requests.push({ method, params });
+      return method === 'stream.open' ? open() : {};
+    },
+    sendBinary: (frame: Uint8Array) => {
+      const header = decodeChunkHeader(frame)!;
+      setImmediate(() => streams.acked(header.streamId, header.seq));
+    },
+  };
+  const streams = new DataStreams(connection as unknown as Connection);
+  return { streams, requests };
+}
+
+/** How `promise` settled within `ms`: its value, its error, or `'pending'`. */
+async function settled<T>(promise: Promise<T>, ms: number): Promise<{ value: T } | { error: unknown } | 'pending'> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const outcome = promise.then((value) => ({ value }), (error: unknown) => ({ error }));
+  try {
+    return await Promise.race([outcome, new Promise<'pending'>((resolve) => (timer = setTimeout(() => resolve('pending'), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('data streams, sending (SDK)', () => {
+  it('a relay that answers two stream.open with one streamId: the second send fails INTERNAL_ERROR (bad-frame), the first completes (it waited for ever, even after leave)', async () => {
+    const { streams, requests } = sender(() => ({ streamId: 42, chunkBytes: 4, window: 1 }));
+    const first = streams.send('x'.repeat(40));
+    const second = streams.send('abcd');
+    const [one, two] = await Promise.all([settled(first, 2000), settled(second, 2000)]);
+    assert.deepEqual(one, { value: { id: 42, size: 40 } }, 'the first send went on to its end');
+    assert.ok(two !== 'pending' && 'error' in two, 'the second send failed');
+    assert.ok(two.error instanceof SdkError);
+    assert.equal(two.error.code, 'INTERNAL_ERROR');
+    assert.equal(two.error.reason, 'bad-frame');
+    assert.match(two.error.message, /stream\.open/);
+    assert.deepEqual(requests.filter((r) => r.method === 'stream.close'), [{ method: 'stream.close', params: { streamId: 42 } }], 'one close: the first stream\'s, none for the refused id');
+    assert.equal((streams as unknown as { outgoing: Map<number, unknown> }).outgoing.size, 0, 'nothing left behind');
+  });
+
+  it('an onProgress that throws fails the send and closes the stream toward the relay (it was left open there until it went idle, 60 s)', async () => {
+    const { streams, requests } = sender(() => ({ streamId: 7, chunkBytes: 4, window: 1 }));
+    const thrown = new Error('the progress bar is gone');
+    const outcome = await settled(streams.send('x'.repeat(40), { onProgress: () => { throw thrown; } }), 2000);
+    assert.deepEqual(outcome, { error: thrown });
+    assert.deepEqual(requests.map((r) => r.method), ['stream.open', 'stream.close']);
+    assert.deepEqual(requests[1]!.params, { streamId: 7 });
+    // a stream the relay aborted itself is not closed again
+    const aborted = sender(() => ({ streamId: 8, chunkBytes: 4, window: 1 }));
+    const send = aborted.streams.send('x'.repeat(40));
+    await new Promise((resolve) => setImmediate(resolve));
+    aborted.streams.aborted(8, { code: 'TIMEOUT', kind: 'Network', message: 'idle', reason: 'stream-idle' });
+    const error = await settled(send, 2000);
+    assert.ok(error !== 'pending' && 'error' in error && (error.error as SdkError).reason === 'stream-idle');
+    assert.deepEqual(aborted.requests.map((r) => r.method), ['stream.open']);
+  });
+});
