@@ -24,6 +24,15 @@ export interface SessionHooks {
   ended(session: Session): void;
 }
 
+/**
+ * A connection is closed for want of a join between 1 and 1 + this times the join timeout, at
+ * random: a thousand sockets opened together by one client, each closed together ten seconds
+ * later and reconnected at once, closed and accepted a thousand at a time every cycle, and each
+ * time held the event loop 50–90 ms (socket teardown and accept are Node's own work, outside
+ * the scheduler's turns). Spread, the next cycle's connections arrive spread too.
+ */
+export const JOIN_TIMEOUT_SPREAD = 0.25;
+
 /** Text frames from this size on are looked at as publish frames whose payload is cut out of their bytes (see `onLargePublish`). */
 const CUT_MIN_BYTES = 1024;
 const PUBLISH_METHOD = Buffer.from('pubsub.publish');
@@ -84,7 +93,7 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     this.joinTimer = setTimeout(() => {
       this.joinTimer = null;
       if (this.state === 'pending') relay.frames.runInTurn(this.gate.flow, () => this.refuseFrame(CloseCode.JOIN_TIMEOUT, 'no join frame arrived in time', 'join-timeout'));
-    }, relay.config.joinTimeoutMs);
+    }, relay.config.joinTimeoutMs * (1 + JOIN_TIMEOUT_SPREAD * Math.random()));
     ws.on('close', (code) => this.ended(code));
   }
 

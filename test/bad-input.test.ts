@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { CloseCode } from '../src/protocol/codes.ts';
 import { effectiveGrant } from '../src/protocol/grant.ts';
 import { FrameScheduler, PRE_AUTH_FLOW, type Flow } from '../relay/scheduler.ts';
+import { JOIN_TIMEOUT_SPREAD } from '../relay/session.ts';
 import { ROOM_GRANT, startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawConnect, rawJoin } from './raw.ts';
 
@@ -207,6 +208,27 @@ describe('join timeouts that fall due together', () => {
       const codes = await Promise.all(sockets.map(async (c) => (await c.closed).code));
       assert.deepEqual(new Set(codes), new Set([CloseCode.JOIN_TIMEOUT]));
       assert.equal(ran.filter((key) => key === PRE_AUTH_FLOW).length, 20);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('are spread over a quarter of the timeout, at random: sockets opened together are not closed (and reconnected) together (a thousand at once held the event loop 50-90 ms each cycle)', async () => {
+    const t = await startTestRelay({ joinTimeoutMs: 400 });
+    try {
+      const opened = performance.now();
+      const sockets = await Promise.all(Array.from({ length: 40 }, () => rawConnect(t.url)));
+      const closedAt = await Promise.all(sockets.map(async (c) => {
+        const { code } = await c.closed;
+        assert.equal(code, CloseCode.JOIN_TIMEOUT);
+        return performance.now() - opened;
+      }));
+      const first = Math.min(...closedAt);
+      const last = Math.max(...closedAt);
+      assert.ok(first >= 390, `the first closed at ${first.toFixed(0)} ms: never before the join timeout`);
+      assert.ok(last <= 400 * (1 + JOIN_TIMEOUT_SPREAD) + 250, `the last closed at ${last.toFixed(0)} ms`);
+      // 40 uniform draws over 100 ms: a range under 40 ms has a chance below one in a billion
+      assert.ok(last - first >= 40, `closed within ${(last - first).toFixed(0)} ms of each other`);
     } finally {
       await t.close();
     }
