@@ -57,13 +57,17 @@ const HIGHS = 0x80808080 | 0;
 const SPACES = 0x20202020;
 
 /**
- * The next backslash at or after `backslashFrom` in `backslashIn` (its length: none), found natively
- * once per stretch: every long string of a scan asks, and each answer serves the asks until the
- * scan passes it, so a frame of many long strings without a backslash is still searched once.
+ * Where the scan of the frame being cut (reset for each) found the next backslash and the next
+ * quote (the frame's length: none), each found natively once per stretch and kept until the scan
+ * passes it: searched again at every ask, a frame of one long string of escapes was searched to its
+ * end once per escape (quadratic: a 240 KB frame held the event loop 108 ms, a review found), and
+ * a frame of many long strings without a backslash once per string. So each byte is searched once.
  */
-let backslashIn: Buffer | null = null;
-let backslashFrom = 0;
-let backslashAt = 0;
+let backslashAt = -1;
+let quoteAt = -1;
+/** The frame's bytes as 32-bit words from its first aligned byte (`wordsFrom`), made once a frame when first needed (a view per long string cost more than its loop). */
+let words: Int32Array | null = null;
+let wordsFrom = 0;
 
 /**
  * The first index from `i` (at most `n`, the frame's length) whose byte ends or escapes a string,
@@ -74,37 +78,47 @@ let backslashAt = 0;
  * words that hold one are read again byte by byte.
  */
 function plainUntil(b: Buffer, i: number, n: number): number {
-  if (backslashIn !== b || backslashFrom > i || backslashAt < i) {
+  if (backslashAt < i) {
     const at = b.indexOf(BACKSLASH, i);
-    backslashIn = b;
     backslashAt = at < 0 ? n : at;
   }
-  backslashFrom = i;
-  const quote = b.indexOf(QUOTE, i);
-  const end = Math.min(quote < 0 ? n : quote, backslashAt);
+  if (quoteAt < i) {
+    const q = b.indexOf(QUOTE, i);
+    quoteAt = q < 0 ? n : q;
+  }
+  const end = Math.min(quoteAt, backslashAt);
   while (i < end && ((b.byteOffset + i) & 3) !== 0) {
     if (b[i]! < 0x20) return i;
     i++;
   }
   const pairs = (end - i) >> 3;
   if (pairs > 0) {
-    const view = new Int32Array(b.buffer, b.byteOffset + i, pairs * 2);
-    let k = 0;
-    for (; k < pairs * 2; k += 2) {
-      const x = view[k]! | 0;
-      const y = view[k + 1]! | 0;
+    if (!words) {
+      wordsFrom = (4 - (b.byteOffset & 3)) & 3;
+      words = new Int32Array(b.buffer, b.byteOffset + wordsFrom, (n - wordsFrom) >> 2);
+    }
+    const from = (i - wordsFrom) >> 2;
+    const until = from + pairs * 2;
+    let k = from;
+    for (; k < until; k += 2) {
+      const x = words[k]! | 0;
+      const y = words[k + 1]! | 0;
       if (((((x - SPACES) | 0) & ~x) | (((y - SPACES) | 0) & ~y)) & HIGHS) break;
     }
-    i += 4 * k;
+    i += 4 * (k - from);
   }
   while (i < end && b[i]! >= 0x20) i++;
   return i;
 }
 
-/** The end of the string starting at `i` (its opening quote), or -1 where JSON forbids it. */
+/**
+ * The end of the string starting at `i` (its opening quote), or -1 where JSON forbids it. Its
+ * first {@link FAST_FROM} bytes, and as many after each escape, are read a byte at a time: a
+ * string dense with escapes never pays for a native call per escape.
+ */
 function stringEnd(b: Buffer, i: number): number {
   const n = b.length;
-  const plainFrom = i + FAST_FROM;
+  let plainFrom = i + FAST_FROM;
   for (i++; i < n; ) {
     if (i >= plainFrom) i = plainUntil(b, i, n);
     if (i >= n) break;
@@ -115,8 +129,10 @@ function stringEnd(b: Buffer, i: number): number {
       if (e === 0x75) {
         if (!(isHex(b[i + 2]) && isHex(b[i + 3]) && isHex(b[i + 4]) && isHex(b[i + 5]))) return -1;
         i += 6;
+        plainFrom = i + FAST_FROM;
       } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
         i += 2;
+        plainFrom = i + FAST_FROM;
       } else return -1;
     } else if (c < 0x20) return -1;
     else i++;
@@ -208,6 +224,9 @@ function stringIs(b: Buffer, start: number, end: number, spelled: Buffer): boole
  * also says what is wrong with it.
  */
 export function cutPublishPayload(frame: Buffer, maxDepth: number): PayloadCut | null {
+  backslashAt = -1;
+  quoteAt = -1;
+  words = null;
   const b = frame;
   const n = b.length;
   let i = skipSpace(b, 0);
