@@ -57,6 +57,8 @@ export interface DomainBudgets {
   readonly history: Budget;
   /** Topic subscriptions of members that joined with a domain-wide token. */
   readonly subscriptions: Budget;
+  /** Recipients named by open data streams of members that joined with a domain-wide token: half of the relay's. */
+  readonly streamRecipients: Budget;
   /** Joiners with a domain-wide token waiting in lobbies. */
   readonly lobby: Budget;
   /**
@@ -152,6 +154,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
   const domains = new Map<string, DomainBudgets>();
   const reservedIds = new Budget(config.reservedIdsBytesTotal);
   const reservedByProject = new Map<string, Budget>();
+  const streamRecipients = new Budget(config.maxStreamRecipientsTotal);
   return {
     held: new Budget(config.maxHeldTotal),
     unfinished: new UnfinishedBudget(config.unfinishedPerToken, config.maxUnfinishedTotal),
@@ -169,7 +172,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
       return part;
     },
     subscriptions,
-    streamRecipients: new Budget(config.maxStreamRecipientsTotal),
+    streamRecipients,
     lobby,
     domain(project) {
       let part = domains.get(project);
@@ -177,6 +180,7 @@ export function relayBudgets(config: BudgetLimits): RelayBudgets {
         part = {
           history: new Budget(config.domainHistoryBytes, history),
           subscriptions: new Budget(config.domainSubscriptions, subscriptions),
+          streamRecipients: new Budget(Math.floor(config.maxStreamRecipientsTotal / 2), streamRecipients),
           lobby: new Budget(config.domainLobby, lobby),
           bytes: new TokenBucket(config.domainDataByteRate, 2 * config.domainDataByteRate),
           text: new SharedRate(config.domainDataByteRate, 2 * config.domainDataByteRate, undefined, config.domainDataByteRate / TURNS_A_SECOND),

@@ -59,6 +59,11 @@ describe('SDK faults: a subscription that cannot be made, a listener that throws
     // Node without a media platform: the join used to reject (no-webrtc) and leave its socket, heartbeat and seat behind
     const ada = await t.join({ token: token('fault-join', 'ada') });
     assert.ok(ada.remoteParticipants.get('bo')?.tracks.get('camera'), "bo's camera is listed");
+    // the failed auto-subscription is told after the join resolved, when a listener can be there
+    const failed = await nextEvent(ada, 'track-subscription-failed');
+    assert.equal(failed.publication.source, 'camera');
+    assert.equal(failed.error.code, 'INVALID_ARGUMENT');
+    assert.equal(failed.error.reason, 'no-webrtc');
     const cy = await t.join({ token: token('fault-join', 'cy'), media: exhausted, autoSubscribe: false });
     const camera = cy.remoteParticipants.get('bo')!.tracks.get('camera')!;
     // a constructor's DOMException becomes the SDK's error, in the promise (it used to be thrown out of subscribe())

@@ -18,6 +18,8 @@ export interface StreamLimits {
   streamIdleMs?: number;
 }
 
+const UNCOUNTED = new Budget(Infinity);
+
 /** Streams one sender may have open at once. */
 export const MAX_OPEN_STREAMS = 8;
 /**
@@ -95,8 +97,8 @@ export class StreamBoard {
     private readonly members: () => Iterable<Member>,
     private readonly lookup: (participantId: string) => Member | undefined,
     private readonly timeline: Timeline,
-    /** Where named recipients are counted, relay-wide (`--max-stream-recipients-total`). */
-    private readonly recipients: Budget = new Budget(Infinity),
+    /** Where a sender's named recipients are counted (`--max-stream-recipients-total`; a domain-wide token's, in its project's half). */
+    private readonly recipients: (sender: Member) => Budget = () => UNCOUNTED,
   ) {}
 
   open(sender: Member, params: StreamOpenParams): { streamId: number; chunkBytes: number; window: number } {
@@ -121,7 +123,7 @@ export class StreamBoard {
       if (held + named.size > MAX_NAMED_RECIPIENTS) {
         throw new RelayError('RATE_LIMITED', `your open streams may name at most ${MAX_NAMED_RECIPIENTS} recipients together (${held} named now): close one, or stream to the room`, 'too-many-streams');
       }
-      if (!this.recipients.take(named.size)) throw new RelayError('RATE_LIMITED', 'the relay holds all the named stream recipients it can: try again later, or stream to the room', 'streams-full');
+      if (!this.recipients(sender).take(named.size)) throw new RelayError('RATE_LIMITED', 'the relay holds all the named stream recipients it can: try again later, or stream to the room', 'streams-full');
       for (const m of named) index(this.byName, m).add(stream);
     } else {
       for (const m of this.members()) if (m !== sender && m.grant.canSubscribeData && !fits(m)) stream.gone.add(m);
@@ -276,7 +278,7 @@ export class StreamBoard {
   private without(stream: OpenStream, m: Member): void {
     stream.lagging.delete(m);
     if (!stream.named) return void stream.gone.add(m);
-    if (stream.named.delete(m)) this.recipients.give(1);
+    if (stream.named.delete(m)) this.recipients(stream.sender).give(1);
     unindex(this.byName, m, stream);
   }
 
@@ -340,7 +342,7 @@ export class StreamBoard {
     unindex(this.bySender, stream.sender, stream);
     if (stream.named) {
       for (const m of stream.named) unindex(this.byName, m, stream);
-      this.recipients.give(stream.named.size);
+      this.recipients(stream.sender).give(stream.named.size);
       stream.named.clear();
     }
   }
@@ -351,7 +353,10 @@ export class StreamBoard {
     this.idleTimer = null;
     for (const stream of this.streams.values()) {
       if (stream.ackTimer) clearTimeout(stream.ackTimer);
-      if (stream.named) this.recipients.give(stream.named.size);
+      if (stream.named) {
+        this.recipients(stream.sender).give(stream.named.size);
+        stream.named.clear();
+      }
     }
     this.streams.clear();
     this.bySender.clear();

@@ -79,7 +79,7 @@ export class MemoryRoom implements Room {
       // written down only where someone keeps it (a cluster's room record): a single relay copies nothing
       observer?.wantsHistory ? { kept: (m) => this.observer?.historyKept?.(this, m), forgot: (seq) => this.observer?.historyForgotten?.(this, seq) } : null,
     );
-    this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline, budgets.streamRecipients);
+    this.streams = new StreamBoard(limits, () => this.members(), lookup, this.timeline, (m) => (m.domainWide ? budgets.domain(m.project).streamRecipients : budgets.streamRecipients));
     this.lobby = new Lobby((frame) => this.toModerators(frame), (request) => this.observer?.lobbyRequest(this, request));
     this.outputs = new OutputBoard(
       { project, roomId: id, timeline: this.timeline, log, nameOf: (participantId) => this.get(participantId)?.name ?? participantId, broadcast: (frame, optional) => this.broadcast(frame, undefined, optional), broadcastLazy: (frame) => this.broadcast(frame, undefined, false, this.crowded), broadcastRaw: (data, optional) => this.broadcastRaw(data, optional), broadcastSplit: (full, reduced, sees) => this.broadcastSplit(full, reduced, sees), tapMedia: (tap) => this.media.tap(tap), changed: (change) => this.observer?.outputChanged(this, change) },

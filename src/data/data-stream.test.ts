@@ -53,13 +53,30 @@ describe('data streams, sending (SDK)', () => {
     assert.equal((streams as unknown as { outgoing: Map<number, unknown> }).outgoing.size, 0, 'nothing left behind');
   });
 
-  it('an onProgress that throws fails the send and closes the stream toward the relay (it was left open there until it went idle, 60 s)', async () => {
+  it('a source that cannot be read fails the send and closes the stream toward the relay (it was left open there until it went idle, 60 s); an onProgress that throws is reported and the send goes on', async () => {
     const { streams, requests } = sender(() => ({ streamId: 7, chunkBytes: 4, window: 1 }));
-    const thrown = new Error('the progress bar is gone');
-    const outcome = await settled(streams.send('x'.repeat(40), { onProgress: () => { throw thrown; } }), 2000);
-    assert.deepEqual(outcome, { error: thrown });
+    const unreadable = new Error('the file went away');
+    class GoneBlob extends Blob {
+      override slice(start?: number, end?: number): Blob {
+        if ((start ?? 0) >= 8) return { arrayBuffer: () => Promise.reject(unreadable) } as unknown as Blob;
+        return super.slice(start, end);
+      }
+    }
+    const outcome = await settled(streams.send(new GoneBlob(['x'.repeat(40)])), 2000);
+    assert.deepEqual(outcome, { error: unreadable });
     assert.deepEqual(requests.map((r) => r.method), ['stream.open', 'stream.close']);
     assert.deepEqual(requests[1]!.params, { streamId: 7 });
+    const reported: unknown[] = [];
+    const quiet = console.error;
+    console.error = (...args: unknown[]) => void reported.push(args);
+    try {
+      const progressing = sender(() => ({ streamId: 9, chunkBytes: 4, window: 1 }));
+      const done = await settled(progressing.streams.send('x'.repeat(40), { onProgress: () => { throw new Error('the progress bar is gone'); } }), 2000);
+      assert.deepEqual(done, { value: { id: 9, size: 40 } });
+      assert.ok(reported.length > 0, 'the exception was reported');
+    } finally {
+      console.error = quiet;
+    }
     // a stream the relay aborted itself is not closed again
     const aborted = sender(() => ({ streamId: 8, chunkBytes: 4, window: 1 }));
     const send = aborted.streams.send('x'.repeat(40));

@@ -1,5 +1,5 @@
 import type { Connection } from '../connection.ts';
-import { Emitter, type Listener } from '../emitter.ts';
+import { call, Emitter, type Listener } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
 import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, type StreamInfo, type StreamOpenParams, type ReceivedError } from '../protocol/messages.ts';
 import { IncomingStream, MAX_UNREAD_BYTES } from './incoming-stream.ts';
@@ -13,7 +13,7 @@ export interface StreamSendOptions {
   mimeType?: string;
   /** Defaults to the File's name. */
   name?: string;
-  /** Called as the relay takes the bytes on. */
+  /** Called as the relay takes the bytes on. An exception it throws is reported (like any listener's); the send goes on. */
   onProgress?: (progress: { sent: number; total: number }) => void;
 }
 
@@ -154,12 +154,13 @@ export class DataStreams {
         if (out.error) throw out.error;
         const offset = seq * chunkBytes;
         this.connection.sendBinary(encodeChunk(streamId, seq, await source.read(offset, Math.min(chunkBytes, source.size - offset))));
-        if (report && out.acked >= 0) report({ sent: Math.min(source.size, (out.acked + 1) * chunkBytes), total: source.size });
+        // a listener that throws is reported, as every listener is: the transfer goes on
+        if (report && out.acked >= 0) call(report, { sent: Math.min(source.size, (out.acked + 1) * chunkBytes), total: source.size });
       }
       await out.until(chunks - 1);
       closing = true;
       await this.connection.request('stream.close', { streamId });
-      report?.({ sent: source.size, total: source.size });
+      if (report) call(report, { sent: source.size, total: source.size });
       return { id: streamId, size: source.size };
     } catch (error) {
       if (!closing && !out.error) this.abandon(streamId);
@@ -170,7 +171,7 @@ export class DataStreams {
   }
 
   /**
-   * A send that stopped on this side (its source or `onProgress` threw, the socket went): closed
+   * A send that stopped on this side (its source could not be read, the socket went): closed
    * short of its size, the relay aborts it for its recipients (`stream-incomplete`) and frees its
    * place at once, instead of holding both until the stream goes idle (60 s).
    */

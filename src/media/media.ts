@@ -163,8 +163,10 @@ export class Media implements PublicationActions {
       pc = newPeerConnection(() => this.rtc(), `subscribe to ${publication.participantId}'s ${publication.source}`);
     } catch (error) {
       // never a throw: a publication listed on joining or on reconnecting (auto-subscribe) must not
-      // stop the room being made or brought up to date; the caller's promise rejects instead
-      return Promise.reject(error);
+      // stop the room being made or brought up to date. The promise rejects on a later turn, so
+      // that `track-subscription-failed` for a publication listed on joining comes after
+      // `Sdk.join()` resolved, when the application can listen
+      return new Promise((_, reject) => setTimeout(() => reject(error), 0));
     }
     const slot: NonNullable<RemoteTrackPublication['subscription']> = { id: null, pc, done: Promise.resolve(), cancel: () => undefined };
     publication.subscription = slot;
