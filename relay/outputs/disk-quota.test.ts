@@ -142,6 +142,25 @@ describe('disk quota per project', () => {
     assert.equal(walks(), 2);
   });
 
+  it("a running output's directory deleted before its output settled (an HLS restart right after its run failed at the quota) stops counting at once, during a walk too (it refused that restart, on CI)", async () => {
+    const dir = project('settling', 0, 0);
+    const run = join(dir, 'room', 'run');
+    mkdirSync(run);
+    writeFileSync(join(run, 'seg0.ts'), Buffer.alloc(300 * KiB));
+    // the shared timer measures the run, then waits for a walk that waits here
+    const { q, release } = counted(dir, 256 * KiB, { intervalMs: 10, walkEveryMs: 60_000 }, true);
+    const watch = q.watch('settling', run, () => undefined);
+    await tick(40);
+    // the room's next start deletes the run while the walk is under way
+    rmSync(run, { recursive: true, force: true });
+    q.freed('settling', 300 * KiB, run);
+    const start = q.check('settling', 'hls');
+    release();
+    await start; // was refused: the run still counted as a running output's 300 KiB
+    await watch.settle();
+    assert.ok((await q.usage('settling')) < 256 * KiB, 'nothing of the run counts once its output settles');
+  });
+
   it('running outputs are measured by one shared timer; past the quota every running output of that project is told once, never another project', async () => {
     const dirs = new Map([
       ['a', project('a', 0, 0)],

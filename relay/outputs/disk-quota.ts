@@ -165,10 +165,15 @@ export class DiskQuota {
    * A deletion took `bytes` of the project's files away. During a walk the walk may or may not
    * have counted them: subtracted as well, files the walk missed were taken off twice, and the
    * project could go past its quota until the next walk. Then they count as still there (the safe
-   * side) and the next look walks again.
+   * side) and the next look walks again. `dir`: the directory deleted, if it may be a running
+   * output's.
    */
-  freed(project: string, bytes: number): void {
+  freed(project: string, bytes: number, dir?: string): void {
     const p = this.project(project);
+    // the directory of an output that has not settled yet (an HLS run deleted by the room's next
+    // start right after it failed at the quota): its bytes are in `live`, not in the walk or the
+    // delta. Left there, they counted until its output settled, and refused that very start
+    if (dir !== undefined && p.live.delete(dir)) return;
     if (p.walking) p.stale = true;
     else p.delta -= bytes;
   }

@@ -207,7 +207,7 @@ export class HlsProvider implements OutputProvider {
   private async removeRun(previous: string): Promise<void> {
     try {
       const { bytes } = await outputDirUsage(previous);
-      if (await removeRunDir(previous)) this.media.quota?.freed(this.ctx.project, bytes);
+      if (await removeRunDir(previous)) this.media.quota?.freed(this.ctx.project, bytes, previous);
     } catch (err) {
       this.ctx.log.warn('could not delete the previous HLS run', { error: (err as Error).message });
     }
