@@ -35,7 +35,7 @@ export interface ConnectionHandlers {
 /** How a dropped connection is retried. */
 export interface ReconnectPolicy {
   /**
-   * Give up after trying this long (ms, default 30000). Drops within 5 s of coming back count
+   * Give up after trying this long (ms, default 30000; an attempt under way is cut there). Drops within 5 s of coming back count
    * as one reconnection: the time away adds up and the backoff goes on growing. A rejoin the
    * relay holds in its lobby (it lost the session, and the token asks for entry) waits there
    * until this runs out at most, whatever the lobby's `ttl`: then the session ends
@@ -383,7 +383,16 @@ export class Connection {
       streak.delay = Math.min(streak.delay * 2, policy.maxDelayMs ?? 5000);
       if (this.state !== 'reconnecting') return;
       try {
-        const attempt = { timeoutMs: Math.min(this.options.timeoutMs, 5000), signal: this.over.signal, waitUntil: deadline };
+        // each handshake (a node, then a join after a resume the relay no longer knows) has at most
+        // what is left of the reconnection's time: a silent relay held it up to 5 s past maxTimeMs a node
+        const cap = Math.min(this.options.timeoutMs, 5000);
+        const attempt = {
+          get timeoutMs() {
+            return Math.max(1, Math.min(cap, deadline - Date.now()));
+          },
+          signal: this.over.signal,
+          waitUntil: deadline,
+        };
         const result = await this.anyNode(async (url) => {
           try {
             return await handshake(url, { type: 'resume', v: PROTOCOL_VERSION, credential: this.credential }, attempt);

@@ -110,7 +110,8 @@ export function handshake(url: string, first: JoinFrame | ResumeFrame, options: 
       reject(error);
     };
     const onAbort = () => settle(new SdkError('ENTRY_CANCELLED', 'the join was cancelled', { reason: 'aborted', cause: options.signal?.reason }));
-    timer = setTimeout(() => settle(new SdkError('TIMEOUT', `no answer from the relay within ${options.timeoutMs} ms`)), options.timeoutMs);
+    const timeoutMs = options.timeoutMs;
+    timer = setTimeout(() => settle(new SdkError('TIMEOUT', `no answer from the relay within ${timeoutMs} ms`)), timeoutMs);
     if (options.signal?.aborted) return onAbort();
     options.signal?.addEventListener('abort', onAbort);
     ws.onopen = () => ws.send(JSON.stringify(first));

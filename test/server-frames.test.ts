@@ -318,6 +318,19 @@ describe('server frames: the SDK validates what the relay sends', () => {
     if (held.readyState !== held.CLOSED) await once(held, 'close');
   });
 
+  it('a reconnection to a relay that never answers ends at maxTimeMs, not an attempt\'s 5 s timeout past it', async () => {
+    let handshakes = 0;
+    // after the first session, handshakes are never answered
+    relay = await fakeRelay((ws) => void (handshakes++ === 0 && ws.send(JSON.stringify(joinedFrame()))));
+    const room = await Sdk.join({ url: relay.url, token: token(), reconnect: { initialDelayMs: 10, maxDelayMs: 20, maxTimeMs: 800 }, heartbeatMs: 60_000, timeoutMs: 15_000 });
+    const disconnected = nextEvent(room, 'disconnected', 8000);
+    const began = Date.now();
+    relay.socket().close(1011);
+    assert.deepEqual(await disconnected, { reason: 'connection-lost' });
+    const took = Date.now() - began;
+    assert.ok(took < 2000, `the session ended ${took} ms after the drop (maxTimeMs 800; an attempt's own timeout is 5 s)`);
+  });
+
   it('leave() while a reconnection is under way stops it: the pending handshake\'s socket closes at once (it lived on 5 s), and a Node process that left exits (held in a lobby, it lived on for the lobby ttl)', async () => {
     let handshakes = 0;
     // the resume is never answered
