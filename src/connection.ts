@@ -26,6 +26,8 @@ export interface ConnectionHandlers {
   binary(frame: Uint8Array): void;
   /** The connection dropped; it is being re-established. */
   reconnecting(): void;
+  /** A reconnection's rejoin waits in the relay's lobby (it had lost the session; the token asks for entry). */
+  waiting(info: { requestedAt: number; ttl: number }): void;
   /** The connection is back: the relay's fresh view of the room (`resumed`: the same session). */
   reconnected(joined: JoinedFrame): void;
   /** The session is over. */
@@ -392,6 +394,7 @@ export class Connection {
           },
           signal: this.over.signal,
           waitUntil: deadline,
+          onWaiting: (info: { requestedAt: number; ttl: number }) => this.handlers?.waiting(info),
         };
         const result = await this.anyNode(async (url) => {
           try {

@@ -85,6 +85,20 @@ export interface RoomEvents {
   /** The connection dropped; the SDK is re-establishing it. Calls made now wait. */
   reconnecting: Record<string, never>;
   /**
+   * A reconnection waits in the lobby: the relay had lost the session (it restarted, or the
+   * seat's grace ran out) and your token asks for entry, so the rejoin waits for a moderator, as
+   * `onWaiting` of `Sdk.join()` does. `reconnected` follows if you are admitted; `disconnected`
+   * if you are denied, or when the reconnection's `maxTimeMs` runs out (whatever the lobby's
+   * `ttl`). Calls made meanwhile wait, as during any reconnection.
+   *
+   * @example
+   * ```ts
+   * room.on('reconnect-waiting', () => showBanner('Reconnecting: waiting for the host to let you back in'));
+   * room.on('reconnected', () => hideBanner());
+   * ```
+   */
+  'reconnect-waiting': { requestedAt: number; ttl: number };
+  /**
    * The connection is back and the room's state reconciled: joins and leaves that happened
    * meanwhile have been delivered (each once), counts, lobby and outputs updated, subscriptions
    * and media re-established. `resumed`: the same session went on (else the relay had lost it

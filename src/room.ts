@@ -135,6 +135,7 @@ export class Room {
         this.dataStream.interrupted();
         this.events.emit('reconnecting', {});
       },
+      waiting: (info) => this.events.emit('reconnect-waiting', info),
       reconnected: (fresh) => void this.reconcile(fresh).catch((error: unknown) => this.fault('bringing the room up to date after reconnecting', error)),
       event: (frame) => this.onEvent(frame),
       error: (error) => this.events.emit('error', { error }),

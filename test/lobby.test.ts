@@ -222,4 +222,37 @@ describe('lobby (joinPolicy ask)', () => {
     await mod.leave();
   });
 
+  it('a reconnection the relay answers with the lobby says so (reconnect-waiting), and reconnected follows the admission: the app had no signal while it waited', async () => {
+    // a grace shorter than the SDK's first retry: the relay has let the seat go, so the SDK joins again with its token, which asks
+    const short = await startTestRelay({ resumeGraceMs: 200 });
+    try {
+      const mod = await short.join({ token: short.token({ roomId: 'back', participantId: 'mod', grant: { canModerate: true } }) });
+      const asks = requests(mod);
+      const token = short.token({ roomId: 'back', participantId: 'guest', grant: {}, joinPolicy: { mode: 'ask', ttl: 60 } });
+      const joining = short.join({ token, reconnect: { initialDelayMs: 1000, maxDelayMs: 1000, maxTimeMs: 20_000 } });
+      await until(() => asks.length === 1);
+      await mod.lobby.admit('guest');
+      const guest = await joining;
+      const order: string[] = [];
+      let info: { requestedAt: number; ttl: number } | null = null;
+      guest.on('reconnecting', () => order.push('reconnecting'));
+      guest.on('reconnect-waiting', (i) => {
+        info = i;
+        order.push('reconnect-waiting');
+      });
+      guest.on('reconnected', ({ resumed }) => order.push(`reconnected ${resumed}`));
+      (guest as unknown as { connection: { ws: { terminate(): void } } }).connection.ws.terminate();
+      await until(() => asks.length === 2, 5000, 'the rejoin knocked again');
+      await until(() => order.includes('reconnect-waiting'), 2000, 'the guest was told it waits');
+      assert.equal(info!.ttl, 60);
+      assert.equal(order.at(-1), 'reconnect-waiting', 'not back before the admission');
+      await mod.lobby.admit('guest');
+      await until(() => order.includes('reconnected false'), 5000);
+      assert.deepEqual(order, ['reconnecting', 'reconnect-waiting', 'reconnected false']);
+      await guest.leave();
+      await mod.leave();
+    } finally {
+      await short.close();
+    }
+  });
 });
