@@ -9,6 +9,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream';
+import { wireError } from '../src/protocol/codes.ts';
 import { isRecordingFile, MAX_LISTED_RECORDINGS, RECORDING_ID, type RecordingEntry } from './outputs/storage.ts';
 import { onSocketClose } from './send-file.ts';
 
@@ -109,10 +110,11 @@ function passedHeaders(res: IncomingMessage): Record<string, string> {
   return out;
 }
 
-/** Answer 503 with `error` (and a `retry-after`). */
-function unavailable(res: ServerResponse, error: string): void {
-  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', 'cache-control': 'no-store' });
-  res.end(JSON.stringify({ error }));
+/** Answer 503 (with a `retry-after`): the download pool is full (`downloads-full`), or the cluster could not be asked (`unreachable`). */
+function unavailable(res: ServerResponse, message: string, reason: 'downloads-full' | 'unreachable'): void {
+  const body = JSON.stringify({ error: reason === 'downloads-full' ? wireError('RATE_LIMITED', message, reason) : wireError('CONNECTION_FAILED', message, reason) });
+  res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '1', 'cache-control': 'no-store' });
+  res.end(body);
 }
 
 /**
@@ -125,16 +127,16 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
   const key = peers.peerKey;
   const mine = passingBy.get(share.key) ?? 0;
   if (key === null) {
-    unavailable(res, 'this node has not read the cluster\'s key yet: try again');
+    unavailable(res, 'this node has not read the cluster\'s key yet: try again', 'unreachable');
     return true;
   }
   if (passing >= MAX_PASSED) {
-    unavailable(res, 'too many downloads at once');
+    unavailable(res, 'too many downloads at once', 'downloads-full');
     return true;
   }
   // a client's share of downloads is taken here: the node that wrote the file serves passed requests from every client
   if (share.max > 0 && mine >= share.max) {
-    unavailable(res, 'too many downloads from your address at once');
+    unavailable(res, 'too many downloads from your address at once', 'downloads-full');
     return true;
   }
   passing++;
@@ -168,7 +170,7 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
   try {
     const base = await peers.locate(place).catch(() => undefined);
     if (base === undefined) {
-      unavailable(res, 'the cluster cannot be asked where this file is now: try again');
+      unavailable(res, 'the cluster cannot be asked where this file is now: try again', 'unreachable');
       return true;
     }
     if (base === null) return false;
@@ -176,7 +178,7 @@ export async function passToPeers(req: IncomingMessage, res: ServerResponse, pee
     try {
       answer = await ask(base, path, req.method === 'HEAD' ? 'HEAD' : 'GET', req.headers.authorization, key, aborted.signal);
     } catch {
-      if (!res.destroyed) unavailable(res, 'the node that holds this file did not answer: try again');
+      if (!res.destroyed) unavailable(res, 'the node that holds this file did not answer: try again', 'unreachable');
       return true;
     }
     res.writeHead(answer.statusCode ?? 502, passedHeaders(answer));

@@ -11,6 +11,7 @@ import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
 import { isRecordingFile, listRecordingFiles, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
 import { downloadPool, sendFile, shareKey, type SendRefusals } from './send-file.ts';
+import { wireError, type ErrorCode, type ErrorReason, type WireError } from '../src/protocol/codes.ts';
 import { tokenKey } from './token/identity.ts';
 import { verifyToken } from './token/verify.ts';
 
@@ -19,7 +20,10 @@ const MAX_PATH = 2048;
 const ALLOW = 'GET, HEAD';
 
 type Headers = Record<string, string | number>;
-type Refusal = { status: number; error: string; reason?: string; headers?: Headers };
+/** A refusal: its status, and the body every HTTP refusal of the relay has, `{ error: { code, kind, message, reason } }` (as the server API's). */
+type Refusal = { status: number; error: WireError; headers?: Headers };
+
+const refusal = (status: number, code: ErrorCode, message: string, reason?: ErrorReason, headers?: Headers): Refusal => ({ status, error: wireError(code, message, reason), ...(headers ? { headers } : {}) });
 
 function send(req: IncomingMessage, res: ServerResponse, status: number, type: string, body: string, headers: Headers = {}): void {
   res.writeHead(status, {
@@ -38,11 +42,11 @@ const json = (req: IncomingMessage, res: ServerResponse, status: number, body: u
  * alive, Node would read and drop the whole body first, outside every budget.
  */
 const refuse = (req: IncomingMessage, res: ServerResponse, r: Refusal) =>
-  json(req, res, r.status, r.reason === undefined ? { error: r.error } : { error: r.error, reason: r.reason }, announcesBody(req) ? { ...r.headers, connection: 'close' } : r.headers);
-const notFound = (req: IncomingMessage, res: ServerResponse) => json(req, res, 404, { error: 'not found' });
+  json(req, res, r.status, { error: r.error }, announcesBody(req) ? { ...r.headers, connection: 'close' } : r.headers);
+const notFound = (req: IncomingMessage, res: ServerResponse) => refuse(req, res, refusal(404, 'NOT_FOUND', 'not found'));
 const refusals = (req: IncomingMessage, res: ServerResponse): SendRefusals => ({
   notFound: () => notFound(req, res),
-  busy: (error) => refuse(req, res, { status: 503, error, headers: { 'retry-after': 1 } }),
+  busy: (message) => refuse(req, res, refusal(503, 'RATE_LIMITED', message, 'downloads-full', { 'retry-after': 1 })),
 });
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -77,19 +81,19 @@ export function percentDecode(segment: string): string | null {
  * `/` is `[]`. The query and anything after `#` are ignored.
  */
 export function parseTarget(target: string | undefined): { segments: string[] } | Refusal {
-  if (typeof target !== 'string' || !target.startsWith('/')) return { status: 400, error: 'the request target must be a path starting with /' };
+  if (typeof target !== 'string' || !target.startsWith('/')) return refusal(400, 'INVALID_ARGUMENT', 'the request target must be a path starting with /', 'bad-url');
   let end = target.length;
   for (const mark of ['?', '#']) {
     const at = target.indexOf(mark);
     if (at >= 0 && at < end) end = at;
   }
-  if (end > MAX_PATH) return { status: 414, error: `the path is longer than ${MAX_PATH} characters` };
+  if (end > MAX_PATH) return refusal(414, 'INVALID_ARGUMENT', `the path is longer than ${MAX_PATH} characters`, 'bad-url');
   if (end === 1) return { segments: [] };
   const segments: string[] = [];
   for (const raw of target.slice(1, end).split('/')) {
-    if (raw === '') return { status: 400, error: 'the path has an empty segment' };
+    if (raw === '') return refusal(400, 'INVALID_ARGUMENT', 'the path has an empty segment', 'bad-url');
     const segment = percentDecode(raw);
-    if (segment === null) return { status: 400, error: 'the path has a bad percent-escape' };
+    if (segment === null) return refusal(400, 'INVALID_ARGUMENT', 'the path has a bad percent-escape', 'bad-url');
     segments.push(segment);
   }
   return { segments };
@@ -138,13 +142,13 @@ export function serveHttp(req: IncomingMessage, res: ServerResponse, relay: Rela
     // nothing outside the API takes a body: one announced is refused unread (a GET with an endless
     // body of one-byte chunks held the event loop for hundreds of milliseconds, from no token)
     if (announcesBody(req)) {
-      refuse(req, res, { status: 400, error: 'this request takes no body', reason: 'bad-body' });
+      refuse(req, res, refusal(400, 'INVALID_ARGUMENT', 'this request takes no body', 'bad-body'));
       return true;
     }
     const handler = route(target.segments);
     if (!handler) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      refuse(req, res, { status: 405, error: 'only GET and HEAD', headers: { allow: ALLOW } });
+      refuse(req, res, refusal(405, 'INVALID_ARGUMENT', 'only GET and HEAD', 'method-not-allowed', { allow: ALLOW }));
       return true;
     }
     // a request another node passed here is answered from this node's files only; and so is one
@@ -167,7 +171,7 @@ function failed(req: IncomingMessage, res: ServerResponse, relay: RelayContext, 
     return;
   }
   try {
-    json(req, res, 500, { error: unsafe ? 'the relay cannot read its storage (see its log)' : 'internal error' });
+    refuse(req, res, unsafe ? refusal(500, 'INTERNAL_ERROR', 'the relay cannot read its storage (see its log)', 'unsafe-storage') : refusal(500, 'INTERNAL_ERROR', 'the relay could not complete this request', 'internal'));
   } catch {
     res.destroy();
   }
@@ -182,18 +186,18 @@ function failed(req: IncomingMessage, res: ServerResponse, relay: RelayContext, 
 async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers: Peers): Promise<{ project: string; roomId: string; tokenKey: string } | Refusal> {
   const token = bearer(req);
   const unauthorized = { 'www-authenticate': 'Bearer' };
-  if (token === null) return { status: 401, error: 'INVALID_TOKEN: send Authorization: Bearer <token>', headers: unauthorized };
+  if (token === null) return refusal(401, 'INVALID_TOKEN', 'send Authorization: Bearer <token>', 'missing', unauthorized);
   const { config } = relay;
   const verified = verifyToken(token, { keys: relay.keys, maxTtlRoom: config.maxTtlRoom, maxTtlDomain: config.maxTtlDomain, leeway: config.tokenLeeway });
-  if (!verified.ok) return { status: 401, error: `${verified.code}: ${verified.message}`, headers: unauthorized };
+  if (!verified.ok) return refusal(401, verified.code, verified.message, verified.reason, unauthorized);
   const { claims, project } = verified;
-  if (claims.roomId === undefined || claims.grant.canRecord !== true) return { status: 403, error: 'INVALID_PERMISSIONS: needs a room-scoped token with canRecord' };
-  if (claims.joinPolicy?.mode === 'ask') return { status: 403, error: "INVALID_PERMISSIONS: a token that asks to enter (joinPolicy 'ask') cannot read recordings" };
+  if (claims.roomId === undefined || claims.grant.canRecord !== true) return refusal(403, 'INVALID_PERMISSIONS', 'needs a room-scoped token with canRecord', claims.roomId === undefined ? 'room-required' : 'missing-canRecord');
+  if (claims.joinPolicy?.mode === 'ask') return refusal(403, 'INVALID_PERMISSIONS', "a token that asks to enter (joinPolicy 'ask') cannot read recordings");
   const key = tokenKey(token, claims);
   const now = Date.now() / 1000;
   const bannedElsewhere = peers ? await peers.files.banned(project, claims.roomId, key, now).catch(() => null) : false;
-  if (bannedElsewhere === null) return { status: 503, error: "the cluster's removals cannot be read now: try again", headers: { 'retry-after': 1 } };
-  if (relay.bans.has(project, claims.roomId, key, now) || bannedElsewhere) return { status: 403, error: 'INVALID_PERMISSIONS: this token was removed from the room' };
+  if (bannedElsewhere === null) return refusal(503, 'CONNECTION_FAILED', "the cluster's removals cannot be read now: try again", 'unreachable', { 'retry-after': 1 });
+  if (relay.bans.has(project, claims.roomId, key, now) || bannedElsewhere) return refusal(403, 'INVALID_PERMISSIONS', 'this token was removed from the room', 'removed');
   return { project, roomId: claims.roomId, tokenKey: key };
 }
 
@@ -210,7 +214,7 @@ async function listRecordings(req: IncomingMessage, res: ServerResponse, relay: 
   if (!budget.hasCredit()) {
     const { dataByteRate, dataByteBurst } = relay.config;
     const wait = Math.max(1, Math.ceil(budget.msUntilToken(0) / 1000));
-    return refuse(req, res, { status: 429, error: `RATE_LIMITED: listings of recordings are paid at most ${dataByteRate} bytes per second per token (burst ${dataByteBurst}): try again in ${wait} s`, reason: 'byte-rate', headers: { 'retry-after': wait } });
+    return refuse(req, res, refusal(429, 'RATE_LIMITED', `listings of recordings are paid at most ${dataByteRate} bytes per second per token (burst ${dataByteBurst}): try again in ${wait} s`, 'byte-rate', { 'retry-after': wait }));
   }
   const here = await listRecordingFiles(relay.config.recordingsDir, access.project, access.roomId);
   const { files, truncated, unreachable } = peers?.pass ? await recordingsEverywhere(here, peers.files, req.headers.authorization) : { ...here, unreachable: 0 };
@@ -264,10 +268,10 @@ function serveMetrics(req: IncomingMessage, res: ServerResponse, relay: RelayCon
   if (expected) {
     const given = bearer(req);
     if (given === null || !timingSafeEqual(digest(given), digest(expected))) {
-      return refuse(req, res, { status: 401, error: 'metrics need Authorization: Bearer <the --metrics-token>', headers: { 'www-authenticate': 'Bearer' } });
+      return refuse(req, res, refusal(401, 'INVALID_TOKEN', 'metrics need Authorization: Bearer <the --metrics-token>', given === null ? 'missing' : 'bad-signature', { 'www-authenticate': 'Bearer' }));
     }
   } else if (!isLoopback(relay.config.host)) {
-    return refuse(req, res, { status: 403, error: 'metrics are off: this relay listens beyond loopback and has no --metrics-token; set one to read them' });
+    return refuse(req, res, refusal(403, 'INVALID_PERMISSIONS', 'metrics are off: this relay listens beyond loopback and has no --metrics-token; set one to read them', 'not-configured'));
   }
   send(req, res, 200, 'text/plain; version=0.0.4', metrics(relay, connections));
 }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { readFileSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { CloseCode } from '../src/protocol/codes.ts';
+import { CloseCode, wireError } from '../src/protocol/codes.ts';
 import { checkStorageDirs, DEFAULTS, defaultMediaIp, type RelayConfig } from './config.ts';
 import type { RelayContext } from './context.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -303,7 +303,7 @@ function nodeBase(host: string, mediaIp: string, port: number): string {
 
 function refuseHttpSocket(res: ServerResponse, reason: SocketRefusal): void {
   const error = reason === 'http-sockets' ? `this relay serves at most ${HTTP_SOCKETS} plain HTTP connections at once: try again` : 'this client address has too many HTTP connections open: close some, or try again';
-  const body = JSON.stringify({ error, reason });
+  const body = JSON.stringify({ error: wireError('RATE_LIMITED', error, reason) });
   res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '1', connection: 'close', 'cache-control': 'no-store' });
   res.end(body);
 }

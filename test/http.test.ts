@@ -311,4 +311,44 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
       await open.close();
     }
   });
+
+  it("every refusal of the HTTP side has the server API's body, { error: { code, kind, message, reason } } (it was a string, with the code in its text)", async () => {
+    const shape = (body: Buffer) => {
+      const parsed = JSON.parse(body.toString()) as { error: { code: string; kind: string; message: string; reason?: string } };
+      const { code, kind, message, reason } = parsed.error;
+      assert.equal(typeof message, 'string');
+      assert.ok(message.length > 0);
+      assert.deepEqual(Object.keys(parsed), ['error']);
+      return [code, kind, reason];
+    };
+    const { id } = await recording('shaped');
+    const viewer = t.token({ roomId: 'shaped', grant: {} });
+    const asker = t.token({ roomId: 'shaped', grant: { canRecord: true }, joinPolicy: { mode: 'ask' } });
+    const cases: Array<[string, Record<string, string>, number, unknown[], string]> = [
+      ['//', {}, 400, ['INVALID_ARGUMENT', 'Request', 'bad-url'], 'an empty segment'],
+      ['/recordings/%zz/x', {}, 400, ['INVALID_ARGUMENT', 'Request', 'bad-url'], 'a bad escape'],
+      [`/${'a'.repeat(3000)}`, {}, 414, ['INVALID_ARGUMENT', 'Request', 'bad-url'], 'too long'],
+      ['/recordings', {}, 401, ['INVALID_TOKEN', 'Auth', 'missing'], 'no token'],
+      ['/recordings', { Authorization: 'Bearer a.b.c' }, 401, ['INVALID_TOKEN', 'Auth', 'malformed'], 'a bad token'],
+      ['/recordings', { Authorization: `Bearer ${viewer}` }, 403, ['INVALID_PERMISSIONS', 'Auth', 'missing-canRecord'], 'no canRecord'],
+      ['/recordings', { Authorization: `Bearer ${asker}` }, 403, ['INVALID_PERMISSIONS', 'Auth', undefined], 'a token that asks'],
+      [`/recordings/${id}/nothing.webm`, auth('shaped'), 404, ['NOT_FOUND', 'Request', undefined], 'no such file'],
+      ['/hls/x/y', {}, 404, ['NOT_FOUND', 'Request', undefined], 'no such run'],
+    ];
+    for (const [path, headers, status, expected, what] of cases) {
+      const res = await rawHttp(port, request(path, headers));
+      assert.equal(res.status, status, what);
+      assert.deepEqual(shape(res.body), expected, what);
+    }
+    const post = await rawHttp(port, request('/recordings', {}, 'DELETE'));
+    assert.equal(post.status, 405);
+    assert.deepEqual(shape(post.body), ['INVALID_ARGUMENT', 'Request', 'method-not-allowed']);
+    const open = await startTestRelay({ host: '0.0.0.0' });
+    try {
+      const refused = await rawHttp(open.relay.port, request('/metrics'));
+      assert.deepEqual(shape(refused.body), ['INVALID_PERMISSIONS', 'Auth', 'not-configured']);
+    } finally {
+      await open.close();
+    }
+  });
 });

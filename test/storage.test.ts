@@ -198,9 +198,9 @@ describe('issue 11: storage — one private directory per project and room, exac
       }
       assert.ok(refused, 'listings in a loop are refused once their bytes pass the budget');
       assert.equal(refused.status, 429);
-      const body = JSON.parse(refused.body.toString()) as { error: string; reason: string };
-      assert.equal(body.reason, 'byte-rate');
-      assert.match(body.error, /^RATE_LIMITED: /);
+      const body = JSON.parse(refused.body.toString()) as { error: { code: string; kind: string; reason: string; message: string } };
+      assert.deepEqual({ ...body.error, message: '' }, { code: 'RATE_LIMITED', kind: 'Request', reason: 'byte-rate', message: '' });
+      assert.match(body.error.message, /try again in \d+ s/);
       assert.ok(Number(refused.headers['retry-after']) >= 1, 'it says when to come back');
       const other = tight.token({ roomId: 'listed', participantId: 'someone-else', grant: { canRecord: true } });
       assert.equal((await get(other)).status, 200, "another token's listings are paid from its own budget");

@@ -100,7 +100,7 @@ export const ERROR_REASONS = [
   'denied', 'ttl', 'aborted', 'replaced', 'not-waiting', 'lobby-full', 'lobby-cooldown',
   // budgets (RATE_LIMITED, PAYLOAD_TOO_LARGE)
   'message-rate', 'byte-rate', 'fanout-rate', 'join-rate', 'too-many-rooms', 'room-full', 'stage-full', 'too-many-topics', 'too-many-subscriptions',
-  'subscriptions-full', 'media-full', 'too-many-streams', 'streams-full', 'history-budget', 'history-full', 'board-full', 'whiteboards-full', 'disk-full', 'disk-quota', 'output-rate',
+  'subscriptions-full', 'media-full', 'downloads-full', 'http-sockets', 'http-sockets-per-address', 'too-many-streams', 'streams-full', 'history-budget', 'history-full', 'board-full', 'whiteboards-full', 'disk-full', 'disk-quota', 'output-rate',
   'frame-too-large', 'payload-too-large', 'stream-too-large', 'topic-too-long',
   // requests (INVALID_ARGUMENT, NOT_FOUND)
   'bad-frame', 'not-json', 'bad-join-frame', 'join-timeout', 'evicted', 'pre-auth-bytes', 'bad-chunk', 'bad-cursor', 'bad-sdp', 'bad-url', 'private-target', 'unsupported-version',
