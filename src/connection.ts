@@ -1,3 +1,4 @@
+import { closeSocket } from './close-socket.ts';
 import { SdkError } from './errors.ts';
 import { badFrame, handshake, inbound, reportError, type Handshake, type Inbound } from './handshake.ts';
 import { reasonForClose, type DisconnectReason, type ErrorReason } from './protocol/codes.ts';
@@ -205,7 +206,7 @@ export class Connection {
       if (silent > interval * 2.5) {
         const dead = this.ws;
         this.onSocketClose(4008, 'connection-lost');
-        dead.close(4008, 'heartbeat-timeout');
+        closeSocket(dead, 4008, 'heartbeat-timeout', 0);
       } else if (silent >= interval && this.ws.readyState === 1) this.ws.send('{"type":"ping"}');
     }, interval);
     (this.heartbeat as { unref?: () => void }).unref?.();
@@ -325,7 +326,7 @@ export class Connection {
         resolve();
       });
     });
-    if (this.ws.readyState <= 1) this.ws.close(1000, 'left');
+    closeSocket(this.ws, 1000, 'left');
     this.finish('left');
     return closed;
   }
@@ -406,7 +407,7 @@ export class Connection {
           }
         });
         if (this.state !== 'reconnecting') {
-          result.ws.close(1000, 'left');
+          closeSocket(result.ws, 1000, 'left');
           return;
         }
         this.state = 'open';

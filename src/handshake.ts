@@ -2,6 +2,7 @@
  * Opening a session's socket: the join (or resume) frame sent, and the relay's answer read —
  * `joined`, a refusal, the lobby's wait — into what the connection then adopts.
  */
+import { closeSocket } from './close-socket.ts';
 import { SdkError } from './errors.ts';
 import { call } from './emitter.ts';
 import type { JoinFrame, JoinedFrame, ResumeFrame, ServerFrame } from './protocol/messages.ts';
@@ -106,7 +107,7 @@ export function handshake(url: string, first: JoinFrame | ResumeFrame, options: 
       ws.onopen = ws.onmessage = ws.onclose = null;
       // not null: closing a socket that is still connecting reports an error (in Node's ws an unheard one ends the process)
       ws.onerror = () => undefined;
-      if (ws.readyState <= 1) ws.close(1000, 'left');
+      closeSocket(ws, 1000, 'left');
       reject(error);
     };
     const onAbort = () => settle(new SdkError('ENTRY_CANCELLED', 'the join was cancelled', { reason: 'aborted', cause: options.signal?.reason }));

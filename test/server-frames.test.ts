@@ -371,6 +371,28 @@ describe('server frames: the SDK validates what the relay sends', () => {
     assert.equal(handshakes, 2, 'its reconnection was held in the lobby');
   });
 
+  it('a Node process that leaves a relay that never completes the closing handshake exits within a second of leave() (ws waited 30 s for it)', async () => {
+    // the relay answers the join, then reads nothing more: neither session.leave nor the close frame
+    relay = await fakeRelay((ws) => {
+      ws.send(JSON.stringify(joinedFrame()));
+      (ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/leave-exit-child.ts', relay.url, 'open'], { cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    let leftAt = 0;
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (!leftAt && out.includes('left')) leftAt = Date.now();
+    });
+    const exited = once(child, 'exit');
+    const outcome = await within(exited.then(() => 'exited'), 20_000);
+    const exitAt = Date.now();
+    if (outcome !== 'exited') child.kill();
+    assert.equal(outcome, 'exited', `the process that left did not exit (${out.trim() || 'it printed nothing'})`);
+    assert.ok(leftAt > 0, 'it left');
+    assert.ok(exitAt - leftAt < 2500, `it exited ${exitAt - leftAt} ms after leave() resolved`);
+  });
+
   it('a malformed joined fails Sdk.join with a typed error, never a TypeError', async () => {
     const spoil: Array<[string, (j: Record<string, unknown>) => unknown, RegExp]> = [
       ['no self', (j) => delete j.self, /self/],
