@@ -114,6 +114,27 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 /** What `promise` resolves to, or `'timed out'` after `ms` (its timer cleared either way). */
+/**
+ * Run `test/leave-exit-child.ts` against `url` (`mode`: leave while reconnecting, or at once while
+ * open) and resolve with how long after its `leave()` resolved the process exited; fails if it did
+ * not exit within `ms`.
+ */
+async function leaveInChild(url: string, mode: 'reconnecting' | 'open', ms: number): Promise<number> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/leave-exit-child.ts', url, mode], { cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  let leftAt = 0;
+  child.stdout!.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (!leftAt && out.includes('left')) leftAt = Date.now();
+  });
+  const outcome = await within(once(child, 'exit').then(() => 'exited'), ms);
+  const exitAt = Date.now();
+  if (outcome !== 'exited') child.kill();
+  assert.equal(outcome, 'exited', `the process that left did not exit (${out.trim() || 'it printed nothing'})`);
+  assert.ok(leftAt > 0, 'it left');
+  return exitAt - leftAt;
+}
+
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
@@ -349,25 +370,13 @@ describe('server frames: the SDK validates what the relay sends', () => {
     // a process of its own: the resume answered with a lobby of a huge ttl, then leave()
     handshakes = 0;
     relay = await fakeRelay((ws) => ws.send(JSON.stringify(handshakes++ === 0 ? joinedFrame() : { type: 'lobby', requestedAt: Date.now(), ttl: 1e9 })));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/leave-exit-child.ts', relay.url], { cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] });
     const firstDrop = (async () => {
       await until(() => handshakes === 1, 10_000, 'the child joined');
       relay!.socket().close(1011);
     })();
-    let out = '';
-    let leftAt = 0;
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (!leftAt && out.includes('left')) leftAt = Date.now();
-    });
-    const exited = once(child, 'exit');
-    const outcome = await within(exited.then(() => 'exited'), 15_000);
-    const exitAt = Date.now();
-    if (outcome !== 'exited') child.kill();
+    const afterLeave = await leaveInChild(relay.url, 'reconnecting', 15_000);
     await firstDrop;
-    assert.equal(outcome, 'exited', `the process that left did not exit (${out.trim() || 'it printed nothing'})`);
-    assert.ok(leftAt > 0, 'it left');
-    assert.ok(exitAt - leftAt < 3000, `it exited ${exitAt - leftAt} ms after leave()`);
+    assert.ok(afterLeave < 3000, `it exited ${afterLeave} ms after leave()`);
     assert.equal(handshakes, 2, 'its reconnection was held in the lobby');
   });
 
@@ -377,20 +386,8 @@ describe('server frames: the SDK validates what the relay sends', () => {
       ws.send(JSON.stringify(joinedFrame()));
       (ws as unknown as { _socket: { pause(): void } })._socket.pause();
     });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/leave-exit-child.ts', relay.url, 'open'], { cwd: new URL('..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    let leftAt = 0;
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (!leftAt && out.includes('left')) leftAt = Date.now();
-    });
-    const exited = once(child, 'exit');
-    const outcome = await within(exited.then(() => 'exited'), 20_000);
-    const exitAt = Date.now();
-    if (outcome !== 'exited') child.kill();
-    assert.equal(outcome, 'exited', `the process that left did not exit (${out.trim() || 'it printed nothing'})`);
-    assert.ok(leftAt > 0, 'it left');
-    assert.ok(exitAt - leftAt < 2500, `it exited ${exitAt - leftAt} ms after leave() resolved`);
+    const afterLeave = await leaveInChild(relay.url, 'open', 20_000);
+    assert.ok(afterLeave < 2500, `it exited ${afterLeave} ms after leave() resolved`);
   });
 
   it('a malformed joined fails Sdk.join with a typed error, never a TypeError', async () => {
