@@ -8,7 +8,7 @@ import { Session } from 'node:inspector';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { WebSocketServer } from 'ws';
 import { effectiveGrant } from '../src/protocol/grant.ts';
-import { parseCli } from '../relay/config.ts';
+import { parseCli } from '../relay/cli-flags.ts';
 import { setHeapGrowth } from '../relay/heap-growth.ts';
 import { startRelay } from '../relay/server.ts';
 import { KeyStore } from '../relay/token/keys.ts';

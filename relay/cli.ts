@@ -1,5 +1,5 @@
 import { DEV_API_KEY, loadOrCreateDevKeys } from '../src/server/dev-keys.ts';
-import { helpText, parseCli } from './config.ts';
+import { helpText, parseCli } from './cli-flags.ts';
 import { setHeapGrowth } from './heap-growth.ts';
 import { createLogger } from './log.ts';
 import { startRelay } from './server.ts';

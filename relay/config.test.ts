@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { checkStorageDirs, parseCli } from './config.ts';
+import { parseCli } from './cli-flags.ts';
+import { checkStorageDirs } from './config.ts';
 import { HEAP_GROWTH_FLAG, setHeapGrowth } from './heap-growth.ts';
 
 describe('relay flags of the media outputs', () => {

@@ -2,15 +2,15 @@ import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode, wireError, type ErrorReason } from '../src/protocol/codes.ts';
 import type { ErrorFrame, JoinFrame, RequestFrame, ResumeFrame, WireError } from '../src/protocol/messages.ts';
-import { MAX_PAYLOAD_DEPTH, parseClientFrame, type Parsed } from '../src/protocol/validate.ts';
+import { parseClientFrame } from '../src/protocol/validate.ts';
 import type { RelayContext } from './context.ts';
 import { Connection, rawText } from './connection.ts';
 import type { LogFields } from './log.ts';
 import { judge } from './join.ts';
 import { rawLength } from './frame-gate.ts';
 import { release } from './data/own-bytes.ts';
-import { cutPublishPayload } from './data/publish-cut.ts';
-import { RawPayload, type Payload } from './data/raw-json.ts';
+import { AheadFrames } from './ahead-frames.ts';
+import { readMemberText, unhandledAnswer } from './text-frames.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection, PortMember, RoomPort, RoomSeam } from './seam.ts';
 import type { Refusal } from './token/verify.ts';
 
@@ -33,26 +33,8 @@ export interface SessionHooks {
  */
 export const JOIN_TIMEOUT_SPREAD = 0.25;
 
-/** Text frames from this size on are looked at as publish frames whose payload is cut out of their bytes (see `onLargePublish`). */
-const CUT_MIN_BYTES = 1024;
-const PUBLISH_METHOD = Buffer.from('pubsub.publish');
-
 /** Frames a client may send between its join frame and the answer (the SDK sends none). */
 const EARLY_FRAMES = 16;
-/**
- * What the room may send a member between its seat and the answer to its entry (which waits for
- * its token's turn), kept to follow the answer: past it, the member is sent the answer and then
- * closed (`SLOW_CONSUMER`, so its client comes back and gets the room as it is then), never a
- * `joined` followed by a gap.
- */
-const AHEAD_FRAMES = 4096;
-const AHEAD_BYTES = 1024 * 1024;
-
-/** The request id of a frame too large to parse, if it starts the way the SDK writes requests. */
-function leadingRequestId(text: string): number | undefined {
-  const m = /^\{"type":"request","id":(\d{1,15})[,}]/.exec(text.slice(0, 64));
-  return m ? Number(m[1]) : undefined;
-}
 
 /**
  * What is said on one connection: unauthenticated until its join (or resume) frame is accepted,
@@ -68,14 +50,8 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   private port: RoomPort | null = null;
   /** Frames that came while entering: handled once in (at most {@link EARLY_FRAMES}). */
   private early: Array<{ data: RawData; isBinary: boolean }> = [];
-  /**
-   * Frames the room sent while entering, before the answer (a room on another node may be
-   * quicker than its answer): they follow `joined` (or `lobby`), at most {@link EARLY_FRAMES}.
-   */
-  private ahead: Array<{ data: Uint8Array; binary: boolean; optional: boolean }> = [];
-  private aheadBytes = 0;
-  /** More was sent ahead of the answer than is kept (see {@link AHEAD_BYTES}). */
-  private aheadLost = false;
+  /** Frames the room sent while entering, before the answer: they follow `joined` (or `lobby`). */
+  private readonly ahead = new AheadFrames();
   /** The answer to this connection's entry waits for its token's turn (the member is seated). */
   private answering = false;
   private refusals = 0;
@@ -125,32 +101,17 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
 
   override sendRaw(data: Buffer, optional = false, lazy = false): void {
     if (this.state !== 'entering') return super.sendRaw(data, optional, lazy);
-    this.keepAhead(data, false, optional);
+    this.ahead.keep(data, false, optional);
   }
 
   override sendBinary(data: Uint8Array): void {
     if (this.state !== 'entering') return super.sendBinary(data);
-    this.keepAhead(data, true, false);
-  }
-
-  private keepAhead(data: Uint8Array, binary: boolean, optional: boolean): void {
-    if (this.aheadLost) return;
-    if (this.ahead.length >= AHEAD_FRAMES || this.aheadBytes + data.byteLength > AHEAD_BYTES) {
-      this.aheadLost = true;
-      this.ahead = [];
-      this.aheadBytes = 0;
-      return;
-    }
-    this.ahead.push({ data, binary, optional });
-    this.aheadBytes += data.byteLength;
+    this.ahead.keep(data, true, false);
   }
 
   /** What the room sent ahead of the answer, now that the answer went. */
   private sendAhead(): void {
-    const ahead = this.ahead;
-    this.ahead = [];
-    this.aheadBytes = 0;
-    for (const f of ahead) {
+    for (const f of this.ahead.take()) {
       if (f.binary) super.sendBinary(f.data);
       else super.sendRaw(Buffer.from(f.data), f.optional);
     }
@@ -190,7 +151,7 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       if (this.state === 'closed') return;
       const error = wireError('INTERNAL_ERROR', 'the relay could not handle this frame', 'internal');
       // a request is answered as a request, so that its caller does not wait for its timeout
-      this.answerUnhandled(data, isBinary, error);
+      this.send(unhandledAnswer(data, isBinary, error));
       if (this.state !== 'pending') return;
       this.clearJoinTimer();
       this.setState('closed');
@@ -212,72 +173,25 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     }
     if (this.state === 'entering') {
       if (this.early.length < EARLY_FRAMES) this.early.push({ data, isBinary });
-      else this.answerUnhandled(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'the join is not answered yet: wait for it', reason: 'waiting' });
+      else this.send(unhandledAnswer(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'the join is not answered yet: wait for it', reason: 'waiting' }));
       return false;
     }
     if (this.state === 'waiting') {
-      this.answerUnhandled(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' });
+      this.send(unhandledAnswer(data, isBinary, { code: 'INVALID_STATE', kind: 'State', message: 'waiting in the lobby: nothing can be done before a moderator admits you', reason: 'waiting' }));
       return false;
     }
     if (isBinary) {
       this.onBinary(data);
       return false;
     }
-    const bytes = rawLength(data);
-    if (bytes >= CUT_MIN_BYTES && bytes <= this.relay.config.maxFrameBytes && this.onLargePublish(data)) return true;
-    this.onText(rawText(data), bytes);
+    const read = readMemberText(data, this.relay.config.maxFrameBytes);
+    if ('request' in read) this.request(read.request);
+    else this.send(read.answer);
     return true;
-  }
-
-  /**
-   * A large publish frame, its payload cut out of the frame's bytes and never decoded (see
-   * `publish-cut.ts`); the rest of the frame is parsed the ordinary way. False when the frame is
-   * not one (nor a valid one): it is then read the ordinary way, which says what is wrong with it.
-   */
-  private onLargePublish(data: RawData): boolean {
-    if (!Buffer.isBuffer(data) || data.indexOf(PUBLISH_METHOD) < 0) return false;
-    const cut = cutPublishPayload(data, MAX_PAYLOAD_DEPTH);
-    if (!cut) return false;
-    const parsed = parseClientFrame(`${data.toString('utf8', 0, cut.start)}0${data.toString('utf8', cut.end)}`);
-    if (!parsed.ok || parsed.value.type !== 'request' || parsed.value.method !== 'pubsub.publish') return false;
-    const request = parsed.value;
-    // the 0 the payload's place held while the rest was parsed: the payload is its bytes, checked
-    (request.params as { payload: Payload }).payload = new RawPayload(data.subarray(cut.start, cut.end));
-    this.request(request);
-    return true;
-  }
-
-  /** A member's text frame: `bytes` is its length on the wire (ws checked it is UTF-8, so also its text's). */
-  private onText(text: string, bytes: number): void {
-    const { maxFrameBytes } = this.relay.config;
-    if (bytes > maxFrameBytes) {
-      const error: WireError = { code: 'PAYLOAD_TOO_LARGE', kind: 'Request', message: `frames are at most ${maxFrameBytes} bytes (announced in joined.limits)`, reason: 'frame-too-large' };
-      const id = leadingRequestId(text);
-      return id === undefined ? this.sendError(error) : this.send({ type: 'response', id, error });
-    }
-    const parsed = parseClientFrame(text);
-    if (!parsed.ok) return this.answerBadFrame(parsed);
-    if (parsed.value.type === 'join' || parsed.value.type === 'resume') {
-      return this.sendError({ code: 'INVALID_STATE', kind: 'State', message: 'this connection has already joined', reason: 'already-joined' });
-    }
-    if (parsed.value.type === 'ping') return this.send({ type: 'pong' });
-    this.request(parsed.value);
   }
 
   private request(request: RequestFrame): void {
     this.port?.request(request, this).catch((err: unknown) => this.fault('request failed after its answer', err, { method: request.method }));
-  }
-
-  /** A frame the relay did not handle (refused before the member is in, or a fault): a request is answered under its id, which its caller waits for; anything else with an error frame. */
-  private answerUnhandled(data: RawData, isBinary: boolean, error: WireError): void {
-    let id: number | undefined;
-    try {
-      id = isBinary ? undefined : leadingRequestId(rawText(data));
-    } catch {
-      id = undefined;
-    }
-    if (id === undefined) this.sendError(error);
-    else this.send({ type: 'response', id, error });
   }
 
   private onJoinFrame(data: RawData, isBinary: boolean): void {
@@ -376,11 +290,9 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
       this.relay.log.info('joined', { participant: port.member.id, room: port.roomId, project: port.member.project, tier: port.member.tier });
     }
     this.send(joined);
-    if (this.aheadLost) {
+    if (this.ahead.lost) {
       // the room sent it more than was kept while the answer waited: it comes back rather than miss it
-      this.aheadLost = false;
-      this.ahead = [];
-      this.aheadBytes = 0;
+      this.ahead.clear();
       this.close(CloseCode.SLOW_CONSUMER, 'slow-consumer');
       return;
     }
@@ -470,12 +382,6 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   /** An answer already serialised (see {@link dispatch}). */
   override sendOwn(data: Buffer): void {
     super.sendOwn(data);
-  }
-
-  private answerBadFrame(parsed: Extract<Parsed<unknown>, { ok: false }>): void {
-    const error: WireError = { code: 'INVALID_ARGUMENT', kind: 'Request', message: parsed.problem, reason: 'bad-frame' };
-    if (parsed.id !== undefined) this.send({ type: 'response', id: parsed.id, error });
-    else this.sendError(error);
   }
 
   private sendError(error: WireError): void {

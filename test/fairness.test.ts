@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { FrameScheduler, type Turn } from '../relay/scheduler.ts';
-import { parseCli } from '../relay/config.ts';
+import { parseCli } from '../relay/cli-flags.ts';
 import { startTestRelay, until, type TestRelay } from './helpers.ts';
 import { rawJoin } from './raw.ts';
 
