@@ -7,6 +7,7 @@ import { serveApi } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
 import { fromPeer, passToPeers, PEER_HEADER, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
+import { guardDrops } from './media/ice-guard.ts';
 import { HLS_FILE } from './outputs/hls.ts';
 import { recordingUrl } from './outputs/recording.ts';
 import { isRecordingFile, listRecordingFiles, RECORDING_ID, recordingDir, RUN_ID, runDir, UnsafeStorageError } from './outputs/storage.ts';
@@ -327,5 +328,6 @@ function metrics(relay: RelayContext, connections: number): string {
   metric('tessera_media_bytes', 'gauge', 'RTP payload bytes through the live transports, by direction.', [['{direction="in"}', media.inBytes], ['{direction="out"}', media.outBytes]]);
   metric('tessera_media_nacks', 'gauge', 'NACKs on the live transports.', [['', media.nacks]]);
   metric('tessera_media_key_frame_requests', 'gauge', 'Key frames asked of publishers on the live transports.', [['', media.keyFrames]]);
+  metric('tessera_media_datagrams_dropped_total', 'counter', 'UDP datagrams to the media ports dropped before werift read them (this process), by why: unproven (a request not signed for its transport, or anything else from an address that never sent one), malformed, rate (DTLS over its rate).', Object.entries(guardDrops).map(([why, n]) => [`{why="${why}"}`, n] as [string, number]));
   return `${lines.join('\n')}\n`;
 }

@@ -86,11 +86,19 @@ describe('issue 11: the media ports take nothing from strangers', () => {
   });
 
   const transports = () => [...(engine as unknown as { open: Set<RTCPeerConnection> }).open].map(iceOf);
+  /** `tessera_media_datagrams_dropped_total` of `why` in the relay's /metrics. */
+  const dropped = async (why: string) => {
+    const text = await (await fetch(`${t.url.replace('ws', 'http')}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`tessera_media_datagrams_dropped_total{why="${why}"} `));
+    assert.ok(line, `the metric of ${why} is there`);
+    return Number(line.split(' ')[1]);
+  };
 
   it('a request without the transport\'s password is not answered, even with its ufrag, whatever its method', async () => {
     const scanner = await udp();
     const answers: number[] = [];
     scanner.on('message', (_m, from) => answers.push(from.port));
+    const unprovenBefore = await dropped('unproven');
     for (const ice of transports()) {
       const port = ice.localCandidates[0]!.port;
       scanner.send(bindingRequest('evil:evil'), port, '127.0.0.1');
@@ -102,6 +110,11 @@ describe('issue 11: the media ports take nothing from strangers', () => {
     }
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(answers, [], 'no answer: a scan cannot tell the media ports');
+    assert.equal((await dropped('unproven')) - unprovenBefore, transports().length * 3, 'each dropped request counted in /metrics');
+    // a datagram of STUN's first bytes that is not STUN (werift would parse it): malformed
+    const malformedBefore = await dropped('malformed');
+    scanner.send(Buffer.from([0, 1, 0, 0]), transports()[0]!.localCandidates[0]!.port, '127.0.0.1');
+    await until(async () => (await dropped('malformed')) === malformedBefore + 1, 2000, 'a malformed datagram counted');
     // the same request, signed with the transport's password, is answered: the guard is what stopped the others
     const ice = transports()[0]!;
     scanner.send(signedRequest(ice, 'probe'), ice.localCandidates[0]!.port, '127.0.0.1');

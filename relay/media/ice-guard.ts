@@ -78,33 +78,53 @@ export function installIceGuard(): void {
       pass = admits(this, data, addr);
     } catch {
       // a datagram the guard cannot read is not one werift should read either
+      guardDrops.malformed++;
     }
     if (pass) (received as (d: Buffer, a: Address) => void).call(this, data, addr);
   };
   protocolProto[installed] = true;
 }
 
-/** Whether one datagram from `addr` reaches the ICE connection that owns `protocol` (see the module's doc). */
+/**
+ * Datagrams the guard dropped in this process, by why: `unproven` (a request not signed for the
+ * transport, or anything else from an address that never sent one, or past the addresses a
+ * transport trusts), `malformed` (a shape werift must not read: `datagram-check.ts`), `rate`
+ * (DTLS past its rate). A rising count is someone probing or flooding the media ports (`/metrics`).
+ */
+export const guardDrops = { unproven: 0, malformed: 0, rate: 0 };
+
+/** Whether one datagram from `addr` reaches the ICE connection that owns `protocol` (see the module's doc); a drop is counted in {@link guardDrops}. */
 export function admits(protocol: GuardedProtocol, data: Buffer, addr: Address): boolean {
+  const verdict = judge(protocol, data, addr);
+  if (verdict === true) return true;
+  guardDrops[verdict]++;
+  return false;
+}
+
+function judge(protocol: GuardedProtocol, data: Buffer, addr: Address): true | keyof typeof guardDrops {
   // before anything else: werift parses every datagram of STUN's shape, owned or not
   const shape = stunShape(data);
-  if (shape === 'drop') return false;
+  if (shape === 'drop') return 'malformed';
   const ice = protocol[owner];
   if (!ice) return true;
   const key = `${addr[0]}\u0000${addr[1]}`;
   const known = (protocol[peers] ??= new Set());
   const message = shape === 'stun' ? parseMessage(data) : undefined;
   // anything but a request (DTLS, SRTP, a STUN response or indication): only from a proven peer
-  if (!message) return known.has(key) && wellFormedMedia(data) && (!isDtls(data) || (protocol[rate] ??= dtlsDatagramRate()).take());
-  if (message.messageClass !== REQUEST) return known.has(key);
-  if (message.messageMethod !== BINDING || !signed(ice, data, message.getAttributeValue('USERNAME'))) return false;
+  if (!message) {
+    if (!known.has(key)) return 'unproven';
+    if (!wellFormedMedia(data)) return 'malformed';
+    return !isDtls(data) || (protocol[rate] ??= dtlsDatagramRate()).take() ? true : 'rate';
+  }
+  if (message.messageClass !== REQUEST) return known.has(key) || 'unproven';
+  if (message.messageMethod !== BINDING || !signed(ice, data, message.getAttributeValue('USERNAME'))) return 'unproven';
   if (known.has(key)) {
     // the most recent last (a roaming client's old addresses are the first to go)
     known.delete(key);
     known.add(key);
     return true;
   }
-  if ((protocol[seen] ?? 0) >= MAX_PEER_ADDRESSES) return false;
+  if ((protocol[seen] ?? 0) >= MAX_PEER_ADDRESSES) return 'unproven';
   protocol[seen] = (protocol[seen] ?? 0) + 1;
   if (known.size >= MAX_PEERS) known.delete(known.values().next().value!);
   known.add(key);
