@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { bearer } from './api/auth.ts';
 import { announcesBody } from './api/body.ts';
-import { serveApi } from './api/index.ts';
+import { serveApi, statusOf } from './api/index.ts';
 import { runHere, type ApiRunner } from './api/routes.ts';
 import type { RelayContext } from './context.ts';
 import { fromPeer, passToPeers, PEER_HEADER, recordingsEverywhere, type PeerFiles } from './http-peers.ts';
@@ -190,15 +190,20 @@ async function recordingAccess(req: IncomingMessage, relay: RelayContext, peers:
   if (token === null) return refusal(401, 'INVALID_TOKEN', 'send Authorization: Bearer <token>', 'missing', unauthorized);
   const { config } = relay;
   const verified = verifyToken(token, { keys: relay.keys, maxTtlRoom: config.maxTtlRoom, maxTtlDomain: config.maxTtlDomain, leeway: config.tokenLeeway });
-  if (!verified.ok) return refusal(401, verified.code, verified.message, verified.reason, unauthorized);
+  if (!verified.ok) {
+    const error = wireError(verified.code, verified.message, verified.reason);
+    const status = statusOf(error);
+    return { status, error, ...(status === 401 ? { headers: unauthorized } : {}) };
+  }
   const { claims, project } = verified;
-  if (claims.roomId === undefined || claims.grant.canRecord !== true) return refusal(403, 'INVALID_PERMISSIONS', 'needs a room-scoped token with canRecord', claims.roomId === undefined ? 'room-required' : 'missing-canRecord');
+  if (claims.roomId === undefined) return refusal(403, 'INVALID_PERMISSIONS', 'recordings are read with a room-scoped token (with canRecord): a domain-wide token reads no room');
+  if (claims.grant.canRecord !== true) return refusal(403, 'INVALID_PERMISSIONS', 'needs a room-scoped token with canRecord', 'missing-canRecord');
   if (claims.joinPolicy?.mode === 'ask') return refusal(403, 'INVALID_PERMISSIONS', "a token that asks to enter (joinPolicy 'ask') cannot read recordings");
   const key = tokenKey(token, claims);
   const now = Date.now() / 1000;
   const bannedElsewhere = peers ? await peers.files.banned(project, claims.roomId, key, now).catch(() => null) : false;
   if (bannedElsewhere === null) return refusal(503, 'CONNECTION_FAILED', "the cluster's removals cannot be read now: try again", 'unreachable', { 'retry-after': 1 });
-  if (relay.bans.has(project, claims.roomId, key, now) || bannedElsewhere) return refusal(403, 'INVALID_PERMISSIONS', 'this token was removed from the room', 'removed');
+  if (relay.bans.has(project, claims.roomId, key, now) || bannedElsewhere) return refusal(403, 'UNAUTHORIZED_PARTICIPANT', 'this token was removed from the room', 'removed');
   return { project, roomId: claims.roomId, tokenKey: key };
 }
 
@@ -272,7 +277,7 @@ function serveMetrics(req: IncomingMessage, res: ServerResponse, relay: RelayCon
       return refuse(req, res, refusal(401, 'INVALID_TOKEN', 'metrics need Authorization: Bearer <the --metrics-token>', given === null ? 'missing' : 'bad-signature', { 'www-authenticate': 'Bearer' }));
     }
   } else if (!isLoopback(relay.config.host)) {
-    return refuse(req, res, refusal(403, 'INVALID_PERMISSIONS', 'metrics are off: this relay listens beyond loopback and has no --metrics-token; set one to read them', 'not-configured'));
+    return refuse(req, res, refusal(403, 'INVALID_PERMISSIONS', 'metrics are off: this relay listens beyond loopback and has no --metrics-token; set one to read them'));
   }
   send(req, res, 200, 'text/plain; version=0.0.4', metrics(relay, connections));
 }

@@ -416,9 +416,10 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
   private ended(code: number): void {
     this.clearJoinTimer();
     this.detach();
-    // 1006: no closing handshake, the network or the peer died; anything else was meant
+    // 1006: no closing handshake, the network or the peer died; 4008: the client took the link for
+    // dead by its heartbeat (it was slow, not gone: a laptop that slept) and resumes; anything else was meant
     const port = this.port;
-    if (this.state === 'joined' && code === 1006 && port?.hold()) this.port = null;
+    if (this.state === 'joined' && (code === 1006 || code === CloseCode.HEARTBEAT_TIMEOUT) && port?.hold()) this.port = null;
     else this.leaveRoom();
     this.setState('closed');
     this.hooks.ended(this);

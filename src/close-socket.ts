@@ -13,14 +13,15 @@ type ClosingSocket = Pick<WebSocket, 'close' | 'readyState'> & { terminate?: () 
 
 /**
  * Close `ws` with `code` and `reason`; where the implementation can cut a socket (Node's `ws`),
- * cut it if the relay has not completed the close within `graceMs` (`0`: at once, for a socket
- * already taken for dead).
+ * cut it if the relay has not completed the close within `graceMs` (`0`: at once and without a
+ * close frame, for a socket already taken for dead).
  */
 export function closeSocket(ws: ClosingSocket, code: number, reason: string, graceMs = CLOSE_GRACE_MS): void {
-  if (ws.readyState <= 1) ws.close(code, reason);
   const terminate = ws.terminate;
+  // a socket taken for dead is cut without a closing handshake where it can be (the relay sees the link die and holds the seat)
+  if (graceMs <= 0 && typeof terminate === 'function') return terminate.call(ws);
+  if (ws.readyState <= 1) ws.close(code, reason);
   if (typeof terminate !== 'function' || ws.readyState === 3) return;
-  if (graceMs <= 0) return terminate.call(ws);
   const timer = setTimeout(() => {
     if (ws.readyState !== 3) terminate.call(ws);
   }, graceMs);

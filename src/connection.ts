@@ -99,7 +99,7 @@ function utf8Length(text: string): number {
 const STABLE_MS = 5000;
 
 /** Disconnect reasons a refused resume or rejoin ends the session with. */
-const FINAL_REASONS: Partial<Record<ErrorReason, DisconnectReason>> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity' };
+const FINAL_REASONS: Partial<Record<ErrorReason, DisconnectReason>> = { removed: 'removed', 'room-ended': 'room-ended', 'duplicate-identity': 'duplicate-identity', denied: 'denied' };
 
 
 /**

@@ -43,9 +43,9 @@ describe('the error model (issue 12)', () => {
     assert.equal(reasonForClose(CloseCode.SERVER_SHUTDOWN), 'server-shutdown');
     assert.equal(reasonForClose(CloseCode.SLOW_CONSUMER), 'connection-lost');
     assert.equal(reasonForClose(1006), 'connection-lost');
-    // every disconnect reason is one a close code gives (or a lost connection)
-    const given = new Set([...Object.values(CloseCode).map(reasonForClose), reasonForClose(1006)]);
-    const all: Record<DisconnectReason, true> = { left: true, removed: true, 'room-ended': true, 'duplicate-identity': true, 'server-shutdown': true, 'connection-lost': true };
+    // every disconnect reason is one a close code gives (or a lost connection), but a rejoin denied in the lobby
+    const given = new Set([...Object.values(CloseCode).map(reasonForClose), reasonForClose(1006), 'denied']);
+    const all: Record<DisconnectReason, true> = { left: true, removed: true, 'room-ended': true, 'duplicate-identity': true, denied: true, 'server-shutdown': true, 'connection-lost': true };
     assert.deepEqual([...given].sort(), Object.keys(all).sort());
     assert.equal(new Set(Object.values(CloseCode)).size, Object.keys(CloseCode).length, 'no code twice');
   });

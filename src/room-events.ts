@@ -88,8 +88,11 @@ export interface RoomEvents {
    * A reconnection waits in the lobby: the relay had lost the session (it restarted, or the
    * seat's grace ran out) and your token asks for entry, so the rejoin waits for a moderator, as
    * `onWaiting` of `Sdk.join()` does. `reconnected` follows if you are admitted; `disconnected`
-   * if you are denied, or when the reconnection's `maxTimeMs` runs out (whatever the lobby's
-   * `ttl`). Calls made meanwhile wait, as during any reconnection.
+   * with `denied` if a moderator denies it; with `connection-lost` when the lobby's `ttl` runs
+   * out, or the reconnection's `maxTimeMs` does first (the wait is cut there, whatever `ttl`
+   * says). Said each time a rejoin is held: if the held socket drops, the reconnection tries
+   * again (`reconnecting` is not said again) and may be held, and say so, once more. Calls made
+   * meanwhile wait, as during any reconnection.
    *
    * @example
    * ```ts

@@ -114,6 +114,8 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
       const ninth = await rawHttp(port, request(`/hls/${RUN}/index.m3u8`));
       assert.equal(ninth.status, 503);
       assert.equal(ninth.headers['retry-after'], '1');
+      const { error } = JSON.parse(ninth.body.toString()) as { error: Record<string, unknown> };
+      assert.deepEqual({ ...error, message: typeof error.message }, { code: 'RATE_LIMITED', kind: 'Request', reason: 'downloads-full', message: 'string' });
       // a recording of the room, by its own member: another pool
       const host = await t.join({ token: t.token({ roomId: 'rec-pool', participantId: 'host', grant: { canRecord: true } }) });
       const status = await host.recording.start();
@@ -298,7 +300,8 @@ describe('issue 11: HTTP sockets and downloads are bounded', () => {
       assert.deepEqual(first.map((a) => a.status), [200, 200, 200, 200, 200]);
       const over = await ask('127.0.0.1');
       assert.equal(over.status, 503);
-      assert.match(over.body, /"reason":"http-sockets-per-address"/);
+      const { error } = JSON.parse(over.body.slice(over.body.indexOf('\r\n\r\n') + 4)) as { error: Record<string, unknown> };
+      assert.deepEqual({ ...error, message: typeof error.message }, { code: 'RATE_LIMITED', kind: 'Request', reason: 'http-sockets-per-address', message: 'string' });
       await over.closed;
       // another address has its own share
       assert.equal((await ask('127.0.0.2')).status, 200);

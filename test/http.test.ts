@@ -332,6 +332,7 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
       ['/recordings', { Authorization: 'Bearer a.b.c' }, 401, ['INVALID_TOKEN', 'Auth', 'malformed'], 'a bad token'],
       ['/recordings', { Authorization: `Bearer ${viewer}` }, 403, ['INVALID_PERMISSIONS', 'Auth', 'missing-canRecord'], 'no canRecord'],
       ['/recordings', { Authorization: `Bearer ${asker}` }, 403, ['INVALID_PERMISSIONS', 'Auth', undefined], 'a token that asks'],
+      ['/recordings', { Authorization: `Bearer ${t.token({ grant: {} })}` }, 403, ['INVALID_PERMISSIONS', 'Auth', undefined], 'a domain-wide token'],
       [`/recordings/${id}/nothing.webm`, auth('shaped'), 404, ['NOT_FOUND', 'Request', undefined], 'no such file'],
       ['/hls/x/y', {}, 404, ['NOT_FOUND', 'Request', undefined], 'no such run'],
     ];
@@ -346,7 +347,7 @@ describe('issue 11: the HTTP surface answers anything and survives', () => {
     const open = await startTestRelay({ host: '0.0.0.0' });
     try {
       const refused = await rawHttp(open.relay.port, request('/metrics'));
-      assert.deepEqual(shape(refused.body), ['INVALID_PERMISSIONS', 'Auth', 'not-configured']);
+      assert.deepEqual(shape(refused.body), ['INVALID_PERMISSIONS', 'Auth', undefined]);
     } finally {
       await open.close();
     }

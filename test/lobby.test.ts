@@ -249,7 +249,13 @@ describe('lobby (joinPolicy ask)', () => {
       await mod.lobby.admit('guest');
       await until(() => order.includes('reconnected false'), 5000);
       assert.deepEqual(order, ['reconnecting', 'reconnect-waiting', 'reconnected false']);
-      await guest.leave();
+      // once more, denied: the session ends with denied (it said connection-lost)
+      const ended = nextEvent(guest, 'disconnected', 8000);
+      (guest as unknown as { connection: { ws: { terminate(): void } } }).connection.ws.terminate();
+      await until(() => asks.length === 3, 5000, 'the rejoin knocked a third time');
+      await until(() => order.filter((o) => o === 'reconnect-waiting').length === 2, 2000);
+      await mod.lobby.deny('guest');
+      assert.deepEqual(await ended, { reason: 'denied' });
       await mod.leave();
     } finally {
       await short.close();

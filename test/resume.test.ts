@@ -124,6 +124,33 @@ describe('resume after a dropped connection', () => {
     }
   });
 
+  it('a client that took a live link for dead by its heartbeat (a laptop that slept) resumes its seat: its close 4008 (a browser sends it) is not a leave, others see nothing', async () => {
+    const observer = await join('r-hb', 'observer');
+    const left: string[] = [];
+    observer.on('participant-left', ({ participant }) => left.push(participant.id));
+    // the relay's side: a close frame of 4008, then a resume
+    const first = await rawConnect(t.url);
+    first.send({ type: 'join', v: 1, token: t.token({ roomId: 'r-hb', participantId: 'raw', grant: {} }), participantId: 'raw' });
+    const joined = (await first.next((f) => f.type === 'joined')) as { resume: { credential: string } };
+    first.ws.close(4008, 'heartbeat-timeout');
+    await first.closed;
+    const second = await rawConnect(t.url);
+    second.send({ type: 'resume', v: 1, credential: joined.resume.credential });
+    const back = await second.next((f) => f.type === 'joined' || f.type === 'join-error');
+    assert.equal(back.type, 'joined', `the seat was held: ${JSON.stringify(back)}`);
+    assert.equal(back.resumed, true);
+    second.ws.close();
+    // the SDK's side: its heartbeat finds nothing heard for long, though the link is up
+    const a = await t.join({ token: t.token({ roomId: 'r-hb', participantId: 'sleeper', grant: {} }), heartbeatMs: 300, reconnect: FAST });
+    const again = nextEvent(a, 'reconnected');
+    (a as unknown as { connection: { lastFrameAt: number } }).connection.lastFrameAt = Date.now() - 60_000;
+    assert.deepEqual(await again, { resumed: true });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(left.filter((id) => id === 'sleeper'), [], 'the observer never saw the sleeper leave');
+    await a.leave();
+    await observer.leave();
+  });
+
   it('a seat nobody comes back to is given up after the grace period', async () => {
     const short = await startTestRelay({ resumeGraceMs: 300 });
     try {

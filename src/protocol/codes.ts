@@ -201,8 +201,8 @@ const CLOSES = {
   FLOODING: { code: 4011, reason: 'connection-lost' },
 } as const satisfies Record<string, { code: number; reason: DisconnectReason }>;
 
-/** Why a room session ended, as carried by the `disconnected` event. */
-export type DisconnectReason = 'left' | 'removed' | 'room-ended' | 'duplicate-identity' | 'server-shutdown' | 'connection-lost';
+/** Why a room session ended, as carried by the `disconnected` event (`denied`: a moderator turned away the rejoin of a reconnection that waited in the lobby). */
+export type DisconnectReason = 'left' | 'removed' | 'room-ended' | 'duplicate-identity' | 'denied' | 'server-shutdown' | 'connection-lost';
 
 
 /** WebSocket close codes used by the relay, by name. */
