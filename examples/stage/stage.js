@@ -32,6 +32,7 @@ const DISCONNECTS = {
   removed: 'A moderator removed you from the room.',
   'room-ended': 'The room has ended.',
   'duplicate-identity': 'You joined this room from somewhere else.',
+  denied: 'A moderator did not let you back in after the connection dropped.',
   'server-shutdown': 'The service is restarting. Please join again in a moment.',
   'connection-lost': 'The connection was lost.',
 };
@@ -135,6 +136,10 @@ function enter(room, role) {
   files(room);
   whiteboard(room);
 
+  // a dropped connection is retried by the SDK; a guest's rejoin may wait for a moderator again
+  room.on('reconnecting', () => toast('Connection lost: reconnecting…', 'info'));
+  room.on('reconnect-waiting', () => toast('Reconnecting: waiting for a moderator to let you back in.', 'info'));
+  room.on('reconnected', () => toast('Reconnected.', 'info'));
   room.on('disconnected', ({ reason }) => {
     const why = reason === 'left' ? 'You left the room.' : (DISCONNECTS[reason] ?? `Disconnected (${reason}).`);
     const state = JSON.parse(sessionStorage.getItem('tessera-stage') ?? '{}');
