@@ -41,8 +41,8 @@ export interface ReconnectPolicy {
    * Give up after trying this long (ms, default 30000; an attempt under way is cut there). Drops within 5 s of coming back count
    * as one reconnection: the time away adds up and the backoff goes on growing. A rejoin the
    * relay holds in its lobby (it lost the session, and the token asks for entry) waits there
-   * until this runs out at most, whatever the lobby's `ttl`: then the session ends
-   * (`connection-lost`).
+   * until the lobby's `ttl` or this runs out, whichever comes first: then the session ends
+   * (`connection-lost`; `denied` if a moderator denied it).
    */
   maxTimeMs?: number;
   /** First delay (ms, default 250, at least 10); each next one doubles, with ±30% jitter. */

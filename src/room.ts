@@ -232,18 +232,11 @@ export class Room {
    * topics unsubscribed or media down, and `reconnected` still comes.
    */
   private async reconcile(joined: JoinedFrame): Promise<void> {
-    const step = (what: string, run: () => void) => {
-      try {
-        run();
-      } catch (error) {
-        this.fault(what, error);
-      }
-    };
-    step('the participants after reconnecting', () => this.participants.reconcile(joined.participants, joined.counts));
-    step('the lobby after reconnecting', () => {
+    this.guarded('the participants after reconnecting', () => this.participants.reconcile(joined.participants, joined.counts));
+    this.guarded('the lobby after reconnecting', () => {
       for (const request of this.lobby.reconcile(joined.lobby ?? [])) this.events.emit('lobby-request', request);
     });
-    step('the outputs after reconnecting', () => {
+    this.guarded('the outputs after reconnecting', () => {
       for (const output of OUTPUTS) {
         const now = joined.outputs[output];
         const was = this.outputs[output].status;
@@ -256,6 +249,15 @@ export class Room {
     const settle = (what: string, run: () => Promise<void>) => Promise.resolve().then(run).catch((error: unknown) => this.fault(what, error));
     await Promise.all([settle('the topics after reconnecting', () => this.pubsub.resubscribe()), settle('the media after reconnecting', () => this.media.reestablish())]);
     this.events.emit('reconnected', { resumed: joined.resumed === true });
+  }
+
+  /** Run one part of the room's upkeep; if it throws, that is reported and the other parts go on. */
+  private guarded(what: string, run: () => void): void {
+    try {
+      run();
+    } catch (error) {
+      this.fault(what, error);
+    }
   }
 
   /** A fault of the SDK's own, reported as the room's `error` (never thrown into the page). */
@@ -273,13 +275,8 @@ export class Room {
     if (this.ended) return;
     this.ended = reason;
     // each part lets go on its own: one that throws must not keep devices captured or `disconnected` unsaid
-    for (const [what, close] of [['closing the data streams', () => this.dataStream.closed()], ['releasing the media', () => this.media.closed()]] as const) {
-      try {
-        close();
-      } catch (error) {
-        this.fault(what, error);
-      }
-    }
+    this.guarded('closing the data streams', () => this.dataStream.closed());
+    this.guarded('releasing the media', () => this.media.closed());
     this.events.emit('disconnected', { reason });
     this.events.clear();
   }
