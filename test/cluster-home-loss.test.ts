@@ -19,6 +19,7 @@ import { keysDir, tearDown, webhookSink } from './cluster-fixture.ts';
 import { rawConnect } from './raw.ts';
 import { Redis } from 'ioredis';
 import { PROTOCOL_VERSION } from '../src/protocol/messages.ts';
+import { RoomRecords } from '../relay/cluster/room-record.ts';
 
 const API_KEY = 'home-key';
 const SECRET = 'home-secret-home-secret-home-secret';
@@ -185,6 +186,35 @@ describe("issue 14: a room's home is lost", () => {
     const back = await Sdk.join({ url: nodes[0]!.url, token: token('pinned-move', 'alice', false, { canSubscribeData: true }) });
     assert.deepEqual((await back.pubsub.getHistory('chat')).map((m) => m.payload), ['for alice only']);
     await back.leave();
+  });
+
+  it('a room restored where its reservations outgrow the budget leaves in its record only the reservations it holds (the others stayed, and each next home reserved them again in place of others)', async () => {
+    // the leaving node keeps every reservation; the next home holds four ids of this length
+    const leaving = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null });
+    const narrow = await startRelay({ port: 0, host: '127.0.0.1', logLevel: 'silent', keys: keys(), redis: redis.url, media: null, reservedIdsBytesPerRoom: 4 * 402 });
+    try {
+      const keeper = await Sdk.join({ url: [leaving.url, narrow.url], token: token('ids-move', 'k0', false), reconnect: { maxTimeMs: 15_000, initialDelayMs: 100 } });
+      rooms.push(keeper);
+      for (let i = 0; i < 6; i++) await (await Sdk.join({ url: leaving.url, token: token('ids-move', `g${i}`, false) })).leave();
+      const client = new Redis(redis.url);
+      const reservedInRecord = async () => (await client.hkeys(RoomRecords.key('default', 'ids-move'))).filter((f) => f.startsWith('p:')).map((f) => f.slice(2)).sort();
+      try {
+        await until(async () => (await reservedInRecord()).length === 7, 5000, 'every reservation in the record');
+        const resumed = new Promise<boolean>((resolve) => keeper.once('reconnected', ({ resumed: r }) => resolve(r)));
+        await leaving.close();
+        assert.equal(await resumed, true, 'the room moved with its member');
+        await until(() => narrow.context.rooms.get('default', 'ids-move') !== undefined, 5000, 'the room restored');
+        const held = [...narrow.context.rooms.get('default', 'ids-move')!.pinnedIdentities()].sort();
+        assert.equal(held.length, 4, 'as many as the budget holds');
+        assert.ok(held.includes('k0'), 'the member in the room keeps its own');
+        await until(async () => (await reservedInRecord()).join() === held.join(), 5000, `the record's reservations are the room's (${held.join()})`);
+      } finally {
+        client.disconnect();
+      }
+    } finally {
+      await narrow.close();
+      await leaving.close().catch(() => undefined);
+    }
   });
 
   it('a forged credential claims nothing and asks nothing: no lease, no record read, no other node asked, resume-unknown (how long it took told whether a room existed, in any project)', async () => {

@@ -75,3 +75,23 @@ describe('a room restored from its record', () => {
     }
   });
 });
+
+describe('a room restored from a record that reserves more identities than its budget holds', () => {
+  let t: TestRelay;
+  // four reservations of a two-character id (400 bytes each and its id)
+  before(async () => {
+    t = await startTestRelay({ reservedIdsBytesPerRoom: 4 * 402 });
+  });
+  after(() => t.close());
+
+  it('the reservations it made way for are given back, to be deleted from the record (they stayed there and the next home reserved them again in place of others)', () => {
+    const reserved = ['m0', 'r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+    const stored = { opener: 'room', reserved, outputs: [], history: [], members: [member('m0', 0)] } as unknown as StoredRoom;
+    const { room, released } = restoreRoom(t.relay.context, 'default', 'crowded-ids', stored, (fn) => fn());
+    const held = [...room.pinnedIdentities()];
+    assert.equal(held.length, 4, 'as many as the budget holds');
+    assert.ok(held.includes('m0'), 'a member in the room keeps its own');
+    assert.deepEqual([...released, ...held].sort(), [...reserved].sort(), 'each stored reservation either held or given back');
+    assert.equal(released.length, 3);
+  });
+});

@@ -275,9 +275,10 @@ export class RoomHomes {
   private async restore(project: string, roomId: string): Promise<void> {
     const stored = await this.records.load(project, roomId);
     if (!stored) return;
-    const { room, dropped } = restoreRoom(this.relay, project, roomId, stored, this.quietly);
+    const { room, dropped, released } = restoreRoom(this.relay, project, roomId, stored, this.quietly);
     // out of the record too (their leaving was not heard, quietly): the next home would restore them again
     this.records.dropMembers(room, dropped);
+    this.records.releaseIdentities(room, released);
   }
 
   /** The room's bans from Redis, where its earlier homes kept them. */

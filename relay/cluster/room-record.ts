@@ -249,6 +249,11 @@ export class RoomRecords implements RoomObserver {
     this.queue(room, `p:${participantId}`, null);
   }
 
+  /** Reservations a restore made way for (see {@link restoreRoom}): out of the record too. */
+  releaseIdentities(room: Room, ids: readonly string[]): void {
+    for (const id of ids) this.identityReleased(room, id);
+  }
+
   /** An output that runs is kept with how it was started; one that stopped or failed is forgotten. */
   outputChanged(room: Room, change: OutputChange): void {
     if (change.state === 'active') {
@@ -375,7 +380,7 @@ export type Quietly = <T>(fn: () => T) => T;
  * Open a room from its record: every member as it was, in its place in the join order, away on
  * its grace period under the credential it had, so that its client's resume finds it here.
  */
-export function restoreRoom(relay: RelayContext, project: string, roomId: string, stored: StoredRoom, quietly: Quietly): { room: Room; dropped: string[] } {
+export function restoreRoom(relay: RelayContext, project: string, roomId: string, stored: StoredRoom, quietly: Quietly): { room: Room; dropped: string[]; released: string[] } {
   const dropped: string[] = [];
   // nothing started and nobody joined: the webhooks are not told again what they were told by the last home
   const { room, restored } = quietly(() => {
@@ -388,14 +393,18 @@ export function restoreRoom(relay: RelayContext, project: string, roomId: string
     for (const member of opened.members()) opened.topics.arrived(member);
     return { room: opened, restored };
   });
+  // reservations the room's budget made way for while its observers were not listening: the
+  // record would keep them, and the next home would reserve them again in place of others
+  const held = new Set(room.pinnedIdentities());
+  const released = stored.reserved.filter((id) => !held.has(id));
   relay.log.info('cluster: room restored from its record', { room: roomId, project, members: restored, outputs: stored.outputs.length, messages: stored.history.length });
   relay.rooms.release(room);
-  if (relay.rooms.get(project, roomId) !== room) return { room, dropped };
+  if (relay.rooms.get(project, roomId) !== room) return { room, dropped, released };
   // what ran at the dead home starts again here, as it was started (a recording goes on in a new file)
   for (const { output, by, options } of stored.outputs) {
     room.outputs.start(output, by, options as never).catch((err: unknown) => relay.log.warn('cluster: an output of a restored room did not start again', { room: roomId, output, error: err instanceof Error ? err.message : String(err) }));
   }
-  return { room, dropped };
+  return { room, dropped, released };
 }
 
 /** The members of a record, each in its place, away under its credential; how many were. */
