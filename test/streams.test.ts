@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { IncomingStream } from '../src/data/incoming-stream.ts';
 import type { Room } from '../src/room.ts';
 import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawJoin } from './raw.ts';
 
 const DATA = { canPublishData: true, canSubscribeData: true } as const;
 const MiB = 1024 * 1024;
@@ -98,6 +99,27 @@ describe('data streams', () => {
     assert.equal(sha(Buffer.concat(parts)), sha(payload));
     await rejectsWith((async () => { for await (const _ of bs) void _; })(), 'INVALID_STATE');
     await rejectsWith(a.dataStream.send(42 as unknown as string), 'INVALID_ARGUMENT');
+    await a.leave();
+    await b.leave();
+  });
+
+  it("a stream's name and MIME type are checked as a display name is: no control or bidi characters in the name (invoice\u202Egpj.exe showed as invoiceexe.jpg), a MIME type of type/subtype; a Blob keeps only a passive sender type", async () => {
+    const a = await join('s-meta', 'a');
+    const b = await join('s-meta', 'b');
+    for (const name of ['invoice\u202Egpj.exe', 'a\nb', 'bell\u0007', '\u2066x']) {
+      const err = await rejectsWith(a.dataStream.send('x', { name }), 'INVALID_ARGUMENT');
+      assert.match(err.message, /name/);
+    }
+    for (const mimeType of ['text/html\r\nx', 'html', 'text/pl ain', 'image/png; x=\u202E']) await rejectsWith(a.dataStream.send('x', { mimeType }), 'INVALID_ARGUMENT');
+    // what a recipient gets: the sender's type as it was sent; a Blob of it only if it is passive
+    for (const [mimeType, blobType] of [['text/html', 'application/octet-stream'], ['image/svg+xml', 'application/octet-stream'], ['image/png', 'image/png'], ['text/plain; charset=utf-8', 'text/plain; charset=utf-8']] as const) {
+      const next = nextStream(b);
+      await a.dataStream.send(new Uint8Array(3), { mimeType, name: 'قائمة ✓ report.bin' });
+      const stream = await next;
+      assert.equal(stream.mimeType, mimeType);
+      assert.equal(stream.name, 'قائمة ✓ report.bin', 'names in any script');
+      assert.equal((await stream.readBlob()).type, blobType, mimeType);
+    }
     await a.leave();
     await b.leave();
   });
@@ -203,6 +225,54 @@ describe('data streams', () => {
     await a.leave();
     await b.leave();
   });
+
+  for (const listening of [false, true]) {
+    it(`a member opening streams and closing them at once cannot make another's SDK spend its requests leaving them (${listening ? 'a listener that cancels them' : 'no listener'}): one stream.leave on its way at a time, the member's own requests answered`, async () => {
+      const victim = await join(`s-leave-${listening}`, 'victim');
+      if (listening) victim.dataStream.on('stream', (stream) => stream.cancel());
+      // the victim's leaves, as its SDK asks them
+      const connection = (victim.dataStream as unknown as { connection: { request(method: string, params: unknown): Promise<unknown> } }).connection;
+      const request = connection.request.bind(connection);
+      let inFlight = 0;
+      let most = 0;
+      let leaves = 0;
+      connection.request = (method, params) => {
+        if (method !== 'stream.leave') return request(method, params);
+        leaves++;
+        most = Math.max(most, ++inFlight);
+        return request(method, params).finally(() => inFlight--);
+      };
+      const attacker = await rawJoin(t.url, t.token({ roomId: `s-leave-${listening}`, participantId: 'attacker', grant: DATA }), { participantId: 'attacker' });
+      // within the sender's message burst (200): an open and a close each
+      const STREAMS = 90;
+      let opened = 0;
+      // eight at a time (the relay's cap per sender), each closed without a byte sent
+      const loops = Array.from({ length: 8 }, async () => {
+        while (opened < STREAMS) {
+          opened++;
+          const answer = await attacker.request('stream.open', { size: 1000, kind: 'bytes', to: ['victim'] });
+          assert.ok(answer.result, JSON.stringify(answer));
+          const { streamId } = answer.result as { streamId: number };
+          await attacker.request('stream.close', { streamId });
+        }
+      });
+      const chats: Array<Promise<unknown>> = [];
+      const chatting = (async () => {
+        for (let i = 0; i < 20; i++) {
+          chats.push(victim.pubsub.publish('chat', i));
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      })();
+      await Promise.all([...loops, chatting]);
+      await Promise.all(chats);
+      await until(() => inFlight === 0, 5000, 'the leaves answered');
+      assert.equal(most, 1, 'one stream.leave on its way at a time');
+      assert.ok(leaves <= STREAMS, `${leaves} leave requests for ${STREAMS} streams`);
+      assert.ok(victim.connected);
+      attacker.ws.close();
+      await victim.leave();
+    });
+  }
 
   it('a stream cancelled by its reader is sent no more (the relay drops it from the stream)', async () => {
     const a = await join('s-cancel', 'a');

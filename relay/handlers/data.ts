@@ -74,6 +74,7 @@ export function closeStream(scope: RequestScope, params: Params<'stream.close'>)
 
 /** A recipient stops receiving a stream (its reader stopped, or it fell behind in the SDK): nobody's grant is needed. */
 export function leaveStream(scope: RequestScope, params: Params<'stream.leave'>): Result<'stream.leave'> {
-  scope.room.streams.leave(scope.member, params.streamId);
+  if ('streamIds' in params) for (const id of params.streamIds) scope.room.streams.leave(scope.member, id);
+  else scope.room.streams.leave(scope.member, params.streamId);
   return {};
 }

@@ -1,7 +1,7 @@
 import type { Connection } from '../connection.ts';
 import { call, Emitter, type Listener } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
-import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, type StreamInfo, type StreamOpenParams, type ReceivedError } from '../protocol/messages.ts';
+import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, MAX_LEAVE_IDS, type StreamInfo, type StreamOpenParams, type ReceivedError } from '../protocol/messages.ts';
 import { IncomingStream, MAX_UNREAD_BYTES } from './incoming-stream.ts';
 
 /** Options of {@link DataStreams.send}. */
@@ -113,6 +113,9 @@ export class DataStreams {
    */
   maxUnreadBytes = MAX_UNREAD_BYTES;
   private unread = 0;
+  /** Streams to leave, sent together (see {@link leaveSoon}); one `stream.leave` in flight at a time. */
+  private readonly leaving = new Set<number>();
+  private leaveDue = false;
   /** Streams the app let go of unread (garbage-collected) give their bytes back. */
   private readonly unheld = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<{ unread: number }>((account) => this.release(account.unread)) : null;
 
@@ -195,7 +198,39 @@ export class DataStreams {
   leave(stream: IncomingStream): void {
     if (this.incoming.get(stream.id) !== stream) return;
     this.incoming.delete(stream.id);
-    this.connection.request('stream.leave', { streamId: stream.id }).catch(() => undefined);
+    this.leaveSoon(stream.id);
+  }
+
+  /**
+   * Tell the relay that this member wants no more of a stream: at once when no `stream.leave` is
+   * on its way, else together with the others in the next, when that one is answered; a stream
+   * that ends meanwhile is not left at all. A member opening streams and closing them at once,
+   * to the whole room, made each member send a request per stream: their own requests waited
+   * behind those, past their frame budget, until they timed out.
+   */
+  private leaveSoon(streamId: number): void {
+    this.leaving.add(streamId);
+    if (this.leaveDue) return;
+    this.leaveDue = true;
+    queueMicrotask(() => this.sendLeaves());
+  }
+
+  private sendLeaves(): void {
+    if (this.leaving.size === 0) {
+      this.leaveDue = false;
+      return;
+    }
+    const streamIds: number[] = [];
+    for (const id of this.leaving) {
+      streamIds.push(id);
+      this.leaving.delete(id);
+      if (streamIds.length === MAX_LEAVE_IDS) break;
+    }
+    // leaveDue stays set while this one is on its way: what comes meanwhile waits for its answer
+    this.connection
+      .request('stream.leave', streamIds.length === 1 ? { streamId: streamIds[0]! } : { streamIds })
+      .catch(() => undefined)
+      .finally(() => this.sendLeaves());
   }
 
   /** @internal */
@@ -205,7 +240,7 @@ export class DataStreams {
     this.incoming.delete(info.streamId);
     if (!this.events.has('stream')) {
       // kept by nobody: the relay need not send its bytes here
-      if (info.size > 0) this.connection.request('stream.leave', { streamId: info.streamId }).catch(() => undefined);
+      if (info.size > 0) this.leaveSoon(info.streamId);
       return;
     }
     const account = { unread: 0 };
@@ -224,6 +259,7 @@ export class DataStreams {
 
   /** @internal */
   ended(streamId: number): void {
+    this.leaving.delete(streamId);
     this.incoming.get(streamId)?.end();
     this.incoming.delete(streamId);
   }
@@ -231,6 +267,7 @@ export class DataStreams {
   /** @internal */
   aborted(streamId: number, error: ReceivedError): void {
     const err = SdkError.fromWire(error);
+    this.leaving.delete(streamId);
     this.incoming.get(streamId)?.fail(err);
     this.incoming.delete(streamId);
     this.outgoing.get(streamId)?.fail(err);
@@ -243,6 +280,8 @@ export class DataStreams {
 
   /** @internal The connection dropped: streams in flight end in an error (listeners stay). */
   interrupted(): void {
+    // the relay's streams went with the session or the link: nothing left to leave
+    this.leaving.clear();
     if (this.incoming.size + this.outgoing.size === 0) return;
     const error = new SdkError('CONNECTION_LOST', 'the connection dropped before the stream ended', { reason: 'connection-dropped' });
     for (const stream of this.incoming.values()) stream.fail(error);

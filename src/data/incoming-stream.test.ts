@@ -12,6 +12,7 @@ function owner(max: number) {
   let unread = 0;
   const left: number[] = [];
   const o: IncomingOwner & { left: number[]; unread: () => number } = {
+    maxUnreadBytes: max,
     hold: (n) => (unread + n > max ? false : ((unread += n), true)),
     release: (n) => void (unread -= n),
     leave: (s) => void left.push(s.id),
@@ -38,15 +39,31 @@ describe('incoming streams (SDK)', () => {
     assert.deepEqual(room.left, [2]);
     assert.equal(room.unread(), 600, 'what the given-up stream held is let go');
     await assert.rejects(b.readAll(), (err: SdkError) => err.code === 'TIMEOUT' && err.reason === 'slow-recipient');
-    // a stream that is read as it comes never gets near it
+    // a stream that is read as it comes never gets near it (gathering more than the allowance is asked for)
     const c = new IncomingStream(info(3, 3000), room);
-    const read = c.readAll();
+    const read = c.readAll({ maxBytes: 3000 });
     for (let i = 0; i < 10; i++) {
       c.push(i, bytes(300));
       await new Promise((r) => setImmediate(r));
     }
     c.end();
     assert.equal((await read).byteLength, 3000);
+  });
+
+  it('readAll, readText and readBlob gather at most maxBytes (by default the allowance): a stream announcing more is refused at once and left (the sender chose 4 GiB, and each byte read was no longer counted)', async () => {
+    const room = owner(1000);
+    for (const read of ['readAll', 'readText', 'readBlob'] as const) {
+      const s = new IncomingStream(info(10, 1001), room);
+      await assert.rejects(s[read](), (err: SdkError) => err.code === 'PAYLOAD_TOO_LARGE' && err.reason === 'stream-too-large');
+      assert.deepEqual(room.left.splice(0), [10], `${read}: the relay is told`);
+    }
+    const big = new IncomingStream(info(11, 1000), room);
+    await assert.rejects(big.readAll({ maxBytes: 999 }), (err: SdkError) => err.reason === 'stream-too-large');
+    const fits = new IncomingStream(info(12, 1000), room);
+    const read = fits.readAll();
+    fits.push(0, bytes(1000));
+    fits.end();
+    assert.equal((await read).byteLength, 1000, 'the allowance itself is fine');
   });
 
   it('cancel, or leaving a for-await loop early, lets go of what waits and tells the relay; the loop ends without an error', async () => {

@@ -14,8 +14,16 @@ const MIN_CHUNK_CHARGE = 256;
 /** What `chunk` costs the allowance while it waits unread. */
 const charge = (chunk: Uint8Array) => Math.max(chunk.byteLength, MIN_CHUNK_CHARGE);
 
+/** Options of {@link IncomingStream.readAll}, `readText` and `readBlob`. */
+export interface ReadOptions {
+  /** The most bytes to gather (default: the room's `dataStream.maxUnreadBytes`, 64 MiB): a stream announcing more is refused and left. */
+  maxBytes?: number;
+}
+
 /** What an incoming stream needs of its room's streams. */
 export interface IncomingOwner {
+  /** The room's allowance of unread bytes: also what `readAll` gathers at most, unless told otherwise. */
+  readonly maxUnreadBytes: number;
   /** Take `bytes` more unread bytes from the room's allowance; false when that would pass it. */
   hold(bytes: number): boolean;
   /** Give back unread bytes (read, or let go). */
@@ -189,8 +197,23 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     }
   }
 
-  /** All the bytes, once the stream has ended (gathered as they come, never the announced size ahead of them). */
-  async readAll(): Promise<Uint8Array<ArrayBuffer>> {
+  /**
+   * All the bytes, once the stream has ended (gathered as they come, never the announced size
+   * ahead of them). A stream announcing more than `maxBytes` (by default the room's
+   * `dataStream.maxUnreadBytes`, 64 MiB) is refused at once, `PAYLOAD_TOO_LARGE`
+   * (`stream-too-large`), and left: its sender chooses its size (up to the relay's stream limit,
+   * 4 GiB by default), and the bytes gathered here are no longer unread. For larger streams, pass
+   * a larger `maxBytes` or read the chunks as they come with `for await`.
+   */
+  async readAll(options: ReadOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
+    const maxBytes = options.maxBytes ?? this.owner?.maxUnreadBytes ?? MAX_UNREAD_BYTES;
+    // a stream already being read is that reader's (the loop below refuses: `already-read`), and
+    // one that ended or failed holds what it holds (its error, or its bytes, all unread and counted)
+    if (!this.reading && !this.done && !this.error && this.size > maxBytes) {
+      const error = new SdkError('PAYLOAD_TOO_LARGE', `the stream announced ${this.size} bytes: more than the ${maxBytes} this read gathers (pass a larger maxBytes, or read it with for await)`, { reason: 'stream-too-large' });
+      this.giveUp(error);
+      throw error;
+    }
     const chunks: Uint8Array[] = [];
     let total = 0;
     for await (const chunk of this) {
@@ -206,15 +229,25 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     return out;
   }
 
-  /** The bytes decoded as UTF-8 (for `text` streams). */
-  async readText(): Promise<string> {
-    return new TextDecoder().decode(await this.readAll());
+  /** The bytes decoded as UTF-8 (for `text` streams); at most `maxBytes` (see {@link readAll}). */
+  async readText(options: ReadOptions = {}): Promise<string> {
+    return new TextDecoder().decode(await this.readAll(options));
   }
 
-  /** The bytes as a Blob with the sender's MIME type (browsers, and Node ≥ 18). */
-  async readBlob(): Promise<Blob> {
-    return new Blob([await this.readAll()], this.mimeType ? { type: this.mimeType } : {});
+  /**
+   * The bytes as a Blob (browsers, and Node ≥ 18); at most `maxBytes` (see {@link readAll}). Its
+   * type is `options.type` if given, else the sender's `mimeType` when it is one a browser shows
+   * without running it (images, audio, video, plain text, CSV, PDF, JSON, ZIP), else
+   * `application/octet-stream`: the sender chooses its type, and a `blob:` URL of `text/html`
+   * (or SVG, or XML) opened in a tab runs its scripts in your page's origin.
+   */
+  async readBlob(options: ReadOptions & { type?: string } = {}): Promise<Blob> {
+    const type = options.type ?? (this.mimeType !== undefined && PASSIVE_TYPE.test(this.mimeType) ? this.mimeType : 'application/octet-stream');
+    return new Blob([await this.readAll(options)], { type });
   }
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** MIME types `readBlob` keeps from a sender: none runs script when its `blob:` URL is opened (parameters such as a charset allowed). */
+const PASSIVE_TYPE = /^(?:image\/(?:png|jpeg|gif|webp|avif|bmp)|audio\/[\w.+-]+|video\/[\w.+-]+|text\/(?:plain|csv)|application\/(?:pdf|json|zip|octet-stream))(?:\s*;.*)?$/i;

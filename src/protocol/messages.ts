@@ -112,10 +112,13 @@ export interface Methods extends ControlMethods, MediaMethods {
   'pubsub.history': { params: { topic: string; limit?: number }; result: { messages: PubSubMessage[] } };
   'stream.open': { params: StreamOpenParams; result: { streamId: number; chunkBytes: number; window: number } };
   'stream.close': { params: { streamId: number }; result: Record<string, never> };
-  'stream.leave': { params: { streamId: number }; result: Record<string, never> };
+  /** One stream, or several at once (at most {@link MAX_LEAVE_IDS}): a member told of many streams it does not want leaves them in one frame. */
+  'stream.leave': { params: { streamId: number } | { streamIds: number[] }; result: Record<string, never> };
 }
 /** The name of a request method. */
 export type Method = keyof Methods;
+/** Streams one `stream.leave` may name. */
+export const MAX_LEAVE_IDS = 256;
 /** The parameters of a method. */
 export type Params<M extends Method> = Methods[M]['params'];
 /** The result of a method. */

@@ -106,6 +106,14 @@ describe('parseClientFrame', () => {
     assert.equal(list({ tier: 'viewer', cursor: 5 }).ok, false);
     assert.equal(list({ tier: 'speaker', cursor: null }).ok, true);
   });
+
+  it('stream.leave names one stream, or 1 to 256 at once', () => {
+    const leave = (params: unknown) => parseClientFrame(JSON.stringify({ type: 'request', id: 1, method: 'stream.leave', params }));
+    for (const params of [{ streamId: 7 }, { streamIds: [7] }, { streamIds: Array.from({ length: 256 }, (_, i) => i) }]) assert.equal(leave(params).ok, true, JSON.stringify(params).slice(0, 40));
+    for (const params of [{}, { streamIds: [] }, { streamIds: Array.from({ length: 257 }, (_, i) => i) }, { streamIds: [1, -1] }, { streamIds: [1.5] }, { streamIds: ['1'] }, { streamIds: 1 }, { streamId: 1, streamIds: [2] }]) {
+      assert.equal(leave(params).ok, false, JSON.stringify(params).slice(0, 40));
+    }
+  });
 });
 
 describe('codes', () => {

@@ -6,8 +6,9 @@
 import { CONTROL_PARAMS } from './validate-control.ts';
 import { MEDIA_PARAMS } from './validate-media.ts';
 import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame } from './messages.ts';
+import { MAX_LEAVE_IDS } from './messages.ts';
 import { bad, isId, isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, ok, optionalString, type Parsed, type ParamsParser } from './parse.ts';
-import { ID_CONTROL_RANGES, NAME_CONTROL_RANGES, nameControl } from './text.ts';
+import { ID_CONTROL_RANGES, isWellFormed, NAME_CONTROL_RANGES, nameControl } from './text.ts';
 
 /**
  * The longest resume credential: a cluster's names its node, project and room (each base64url of
@@ -22,6 +23,8 @@ export { isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, type Parsed } from './parse.t
 export const MAX_TOPIC_LENGTH = 1024;
 export const MAX_TARGETS = 1000;
 const MAX_META_LENGTH = 256;
+/** A MIME type as RFC 9110 writes one: `type/subtype`, then `; name=value` parameters (a value a token or quoted string of printable ASCII). */
+const MIME_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*;[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+|"(?:[\t\x20-\x21\x23-\x5b\x5d-\x7e]|\\[\t\x20-\x7e])*"))*$/;
 
 function isTopic(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_TOPIC_LENGTH;
@@ -99,8 +102,11 @@ const PARAMS: { [M in Method]: ParamsParser<M> } = {
     if (p.topic !== undefined && !isTopic(p.topic)) return bad('topic must be a non-empty string');
     const to = parseTargets(p.to);
     if (!to.ok) return to;
-    if (!optionalString(p.mimeType, MAX_META_LENGTH)) return bad('mimeType must be a short string');
-    if (!optionalString(p.name, MAX_META_LENGTH)) return bad('name must be a short string');
+    if (!optionalString(p.mimeType, MAX_META_LENGTH) || (p.mimeType !== undefined && !MIME_TYPE.test(p.mimeType as string))) return bad('mimeType must be a MIME type: type/subtype, and parameters');
+    if (!optionalString(p.name, MAX_META_LENGTH) || (p.name !== undefined && !isWellFormed(p.name as string))) return bad('name must be a well-formed string of at most 256 characters');
+    // a name is shown and saved by its recipients, as a display name is shown
+    const control = p.name === undefined ? null : nameControl(p.name as string);
+    if (control !== null) return bad(`name must not hold control or bidi control characters (${NAME_CONTROL_RANGES}): it holds ${control}`);
     return ok({
       size: p.size as number,
       kind: p.kind,
@@ -111,7 +117,14 @@ const PARAMS: { [M in Method]: ParamsParser<M> } = {
     });
   },
   'stream.close': (p) => (isUint32(p.streamId) ? ok({ streamId: p.streamId }) : bad('streamId must be a stream id')),
-  'stream.leave': (p) => (isUint32(p.streamId) ? ok({ streamId: p.streamId }) : bad('streamId must be a stream id')),
+  'stream.leave': (p) => {
+    if (p.streamIds === undefined) return isUint32(p.streamId) ? ok({ streamId: p.streamId }) : bad('streamId must be a stream id');
+    const ids = p.streamIds;
+    if (p.streamId !== undefined || !Array.isArray(ids) || ids.length === 0 || ids.length > MAX_LEAVE_IDS || !ids.every(isUint32)) {
+      return bad(`streamIds must be 1 to ${MAX_LEAVE_IDS} stream ids (and no streamId beside them)`);
+    }
+    return ok({ streamIds: [...(ids as number[])] });
+  },
 };
 
 /**
