@@ -185,6 +185,12 @@ export interface RelayConfig {
   lobbyCooldownSec: number;
   /** Rooms of one project that domain-wide tokens may open (room-scoped tokens have the rest). */
   maxDomainRoomsPerProject: number;
+  /**
+   * Rooms one project's room-scoped tokens may have open (of `maxRooms`), so that one tenant
+   * cannot take every room from the others; `null`: half of `maxRooms` when the keys file holds
+   * several projects, all of it when it holds one.
+   */
+  maxRoomsPerProject: number | null;
   /** Bytes of history all rooms opened by one project's domain-wide tokens keep together. */
   domainHistoryBytes: number;
   /** Data bytes a second of all members of one project that joined with domain-wide tokens (burst: twice). */
@@ -284,6 +290,7 @@ export const DEFAULTS: Readonly<Omit<RelayConfig, 'mediaIp'>> = Object.freeze({
   maxLobbyTtl: 3600,
   lobbyCooldownSec: 30,
   maxDomainRoomsPerProject: 100,
+  maxRoomsPerProject: null,
   // half of each relay-wide pool: one project's leaked domain-wide token leaves the other half
   domainHistoryBytes: 128 * 1024 * 1024,
   domainDataByteRate: 16 * 1024 * 1024,

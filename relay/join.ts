@@ -73,7 +73,8 @@ function bannedRefusal(relay: RelayContext, project: string, roomId: string, key
  * Whether the relay has room for `extra` more participants in the room (a new room included),
  * and the stage for one more on-stage joiner. Rooms opened by domain-wide tokens count against
  * their project's own quota, never against the relay's, so a leaked audience token cannot keep a
- * room-scoped token out of its room. The stage is bounded because every join and resume is sent
+ * room-scoped token out of its room; rooms room-scoped tokens open count against the relay's
+ * and against their project's share of it, so one tenant cannot take every room from the others. The stage is bounded because every join and resume is sent
  * the whole of it (`joined`) and every arrival on it goes to everyone: a room whose thousands
  * all joined on stage would cost the relay the square of its size.
  */
@@ -86,6 +87,10 @@ export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' |
     }
     if (verdict.opener === 'room' && rooms.size - rooms.openedByDomain() >= config.maxRooms) {
       return { code: 'RATE_LIMITED', kind: 'Request', reason: 'too-many-rooms', message: `this relay holds at most ${config.maxRooms} rooms: try again later` };
+    }
+    const share = config.maxRoomsPerProject ?? (relay.keys.projectCount > 1 ? Math.floor(config.maxRooms / 2) : config.maxRooms);
+    if (verdict.opener === 'room' && rooms.countIn(verdict.project) - rooms.openedByDomain(verdict.project) >= share) {
+      return { code: 'RATE_LIMITED', kind: 'Request', reason: 'too-many-rooms', message: `this project's rooms on this relay are at most ${share}: try again later` };
     }
     return null;
   }

@@ -233,6 +233,39 @@ describe('issue 11: nothing crosses rooms, projects or identities', () => {
     for (const r of [...opened, own, other]) await r.leave();
   });
 
+  it("item 10: one project's room-scoped tokens open at most its share of the relay's rooms (half of --max-rooms with two projects): another project still opens its room", async () => {
+    const rooms = t.relay.context.rooms;
+    const opened: Awaited<ReturnType<typeof join>>[] = [];
+    // p1's rooms open now from earlier tests count too: open until refused
+    let refusal: { reason?: string; message: string } | null = null;
+    for (let i = 0; i < 50 && !refusal; i++) {
+      try {
+        opened.push(await join(p1({ roomId: `tenant-${i}`, participantId: 'host', grant: {} })));
+      } catch (err) {
+        refusal = err as { reason?: string; message: string };
+      }
+    }
+    assert.equal(refusal?.reason, 'too-many-rooms', 'refused at the share');
+    assert.match(refusal!.message, /project/);
+    assert.equal(rooms.countIn('p1') - rooms.openedByDomain('p1'), 25, "p1's room-scoped rooms: its share");
+    const other = await join(p2({ roomId: 'p2-meeting', participantId: 'host', grant: {} }));
+    await other.leave();
+    for (const r of opened) await r.leave();
+  });
+
+  it('item 10: a relay of one project gives it all of --max-rooms, and --max-rooms-project sets the share', async () => {
+    for (const [options, open] of [[{ maxRooms: 3 }, 3], [{ maxRooms: 3, maxRoomsPerProject: 2 }, 2]] as const) {
+      const one = await startTestRelay(options);
+      try {
+        const rooms = [];
+        for (let i = 0; i < open; i++) rooms.push(await one.join({ token: one.token({ roomId: `r${i}`, grant: {} }) }));
+        assert.equal((await rejectsWith(one.join({ token: one.token({ roomId: 'one-more', grant: {} }) }), 'RATE_LIMITED')).reason, 'too-many-rooms', JSON.stringify(options));
+      } finally {
+        await one.close();
+      }
+    }
+  });
+
   it('item 20: join-frame ids and room ids cannot forge log lines: one JSON object per line', async () => {
     lines.length = 0;
     // ids with line breaks (or any control character) are refused before anything is logged of them

@@ -280,6 +280,10 @@ export class MemoryRoomRegistry implements RoomRegistry {
     return project === undefined ? this.domainTotal : (this.domainOpened.get(project) ?? 0);
   }
 
+  countIn(project: string): number {
+    return this.byProject.get(project)?.size ?? 0;
+  }
+
   get(project: string, roomId: string): Room | undefined {
     return this.rooms.get(MemoryRoomRegistry.key(project, roomId));
   }

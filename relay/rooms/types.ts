@@ -153,6 +153,8 @@ export interface RoomRegistry {
   readonly size: number;
   /** Rooms open now that domain-wide tokens opened: of one project, or of all. */
   openedByDomain(project?: string): number;
+  /** Rooms of one project open now, whoever opened them. */
+  countIn(project: string): number;
   /** The rooms of one project (in no particular order). */
   inProject(project: string): IterableIterator<Room>;
   [Symbol.iterator](): IterableIterator<Room>;
