@@ -5,8 +5,8 @@
  * address that was checked — never to the name again, which a second DNS answer could point
  * somewhere else (DNS rebinding).
  */
-import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { lookupName, type NameAddress } from '../name-lookup.ts';
 
 /** A parsed `rtmp://` or `rtmps://` URL. */
 export interface RtmpTarget {
@@ -110,14 +110,14 @@ export class UnresolvedTargetError extends Error {
  * refused too — unless `allowPrivate`.
  */
 export async function resolveTarget(host: string, allowPrivate: boolean): Promise<{ address: string; family: 4 | 6 }> {
-  let answers: Array<{ address: string; family: number }>;
+  let answers: NameAddress[];
   try {
-    answers = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
+    answers = await lookupName(host);
   } catch {
     throw new UnresolvedTargetError('the name does not resolve');
   }
   if (answers.length === 0) throw new UnresolvedTargetError('the name does not resolve');
   if (!allowPrivate && answers.some((a) => !isPublicAddress(a.address))) throw new PrivateTargetError('not a public address');
   const first = answers[0]!;
-  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+  return { address: first.address, family: first.family };
 }

@@ -41,7 +41,7 @@ export function parseWebhookUrl(url: string): WebhookTarget | null {
 /** How an attempt ended: delivered (a 2xx), or why not. */
 export type PostOutcome = { ok: true } | { ok: false; why: string; permanent?: true };
 
-/** Checked addresses by host, for a while: a lookup takes a thread of libuv's small pool, shared with the disk. */
+/** Checked addresses by host, for a while: a receiver's name is asked of the DNS once in 30 s, not at every event (see `name-lookup.ts`). */
 const resolved = new Map<string, { address: string; until: number }>();
 const RESOLVED_MS = 30_000;
 const MAX_RESOLVED = 256;
