@@ -1,7 +1,9 @@
 // The moderation dashboard's backend: the relay's server API through `RoomService`, and the
 // relay's webhooks through `WebhookReceiver` (this token server is the demo's webhook receiver:
-// `npm start` points the relay's --webhook-url at POST /api/webhooks). Every dashboard route
-// needs the toy login of server.mjs.
+// `npm start` points the relay's --webhook-url at POST /api/webhooks). The dashboard is the
+// project's operator console, over every room: each route needs a login that is an operator's
+// (`sessionOf(req).operator`), not merely a moderator of some room, as the token server's own
+// recordings routes need (the demo's one password makes everyone an operator).
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { RoomService, WebhookReceiver } from 'tessera/server';
@@ -59,9 +61,11 @@ export function dashboardRoutes({ relayUrl, apiKey, secret, sessionOf, send, rea
   const events = [];
   let received = 0;
 
-  // a route that needs the login; SdkErrors of the relay go back as they are
+  // a route that needs an operator's login; SdkErrors of the relay go back as they are
   const loggedIn = (handler) => async (req, res, query) => {
-    if (!sessionOf(req)) return send(res, 401, { error: 'log in first' });
+    const session = sessionOf(req);
+    if (!session) return send(res, 401, { error: 'log in first' });
+    if (session.operator !== true) return send(res, 403, { error: 'the dashboard is for the project\'s operators' });
     try {
       await handler(req, res, query);
     } catch (err) {

@@ -42,7 +42,7 @@ const ROLES = {
   guest: { grant: { canPublish: true, canSubscribe: true, canPublishData: true }, joinPolicy: { mode: 'ask', ttl: 120 } },
 };
 
-const sessions = new Map(); // session id → { name, since, moderates: Set of rooms it got a moderator token for }
+const sessions = new Map(); // session id → { name, since, operator, moderates: Set of rooms it got a moderator token for }
 // the toy login's sessions: a day each, the oldest going past 10,000 (a login loop cannot grow the process)
 const SESSION_MS = 24 * 3600 * 1000;
 const MAX_SESSIONS = 10_000;
@@ -82,7 +82,9 @@ const routes = {
     if (typeof name !== 'string' || !name.trim() || name.length > 64) return send(res, 400, { error: 'name: 1 to 64 characters' });
     if (typeof password !== 'string' || !sameSecret(password, PASSWORD)) return send(res, 401, { error: 'wrong password' });
     const id = randomBytes(16).toString('base64url');
-    sessions.set(id, { name: name.trim(), since: Date.now(), moderates: new Set() });
+    // `operator`: may use the dashboard, which reads and ends every room of the project. In this
+    // demo the one password makes everyone an operator; a real app decides it by its own roles
+    sessions.set(id, { name: name.trim(), since: Date.now(), operator: true, moderates: new Set() });
     if (sessions.size > MAX_SESSIONS) sessions.delete(sessions.keys().next().value);
     send(res, 200, { name: name.trim() }, { 'set-cookie': `demo_session=${id}; HttpOnly; SameSite=Strict; Path=/` });
   },
