@@ -99,10 +99,30 @@ export function roomsPage(call: Pick<ApiCall<string>, 'caller' | 'relay'>, rooms
 
 function listRooms(call: ApiCall<'rooms'>): RoomPage {
   const { limit, after } = roomsPageQuery(call.query);
-  const ids: string[] = [];
-  for (const room of call.relay.rooms.inProject(call.caller.project)) if (after === null || room.id > after) ids.push(room.id);
-  ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const ids = firstIdsAfter(call.relay.rooms.inProject(call.caller.project), after, limit + 1);
   return roomsPage(call, summariesHere(call.relay, call.caller.project, ids.slice(0, limit)), ids.length > limit);
+}
+
+/**
+ * The `k` smallest room ids after `after`, in order: one pass that keeps `k` of them, not a sort
+ * of every room of the project at each call (10,000 rooms took 10–25 ms a page, whatever the
+ * page's size).
+ */
+export function firstIdsAfter(rooms: Iterable<{ id: string }>, after: string | null, k: number): string[] {
+  const best: string[] = [];
+  for (const { id } of rooms) {
+    if ((after !== null && id <= after) || (best.length === k && id >= best[k - 1]!)) continue;
+    let lo = 0;
+    let hi = best.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (best[mid]! < id) lo = mid + 1;
+      else hi = mid;
+    }
+    best.splice(lo, 0, id);
+    if (best.length > k) best.pop();
+  }
+  return best;
 }
 
 function listParticipants(call: ApiCall<'rooms/:room/participants'>): ParticipantPage {
