@@ -88,7 +88,7 @@ export function capacity(relay: RelayContext, verdict: Pick<Verdict, 'project' |
     if (verdict.opener === 'room' && rooms.size - rooms.openedByDomain() >= config.maxRooms) {
       return { code: 'RATE_LIMITED', kind: 'Request', reason: 'too-many-rooms', message: `this relay holds at most ${config.maxRooms} rooms: try again later` };
     }
-    const share = config.maxRoomsPerProject ?? (relay.keys.projectCount > 1 ? Math.floor(config.maxRooms / 2) : config.maxRooms);
+    const share = config.maxRoomsPerProject ?? (relay.keys.projectCount > 1 ? Math.max(1, Math.floor(config.maxRooms / 2)) : config.maxRooms);
     if (verdict.opener === 'room' && rooms.countIn(verdict.project) - rooms.openedByDomain(verdict.project) >= share) {
       return { code: 'RATE_LIMITED', kind: 'Request', reason: 'too-many-rooms', message: `this project's rooms on this relay are at most ${share}: try again later` };
     }

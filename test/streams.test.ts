@@ -112,7 +112,7 @@ describe('data streams', () => {
     }
     for (const mimeType of ['text/html\r\nx', 'html', 'text/pl ain', 'image/png; x=\u202E']) await rejectsWith(a.dataStream.send('x', { mimeType }), 'INVALID_ARGUMENT');
     // what a recipient gets: the sender's type as it was sent; a Blob of it only if it is passive
-    for (const [mimeType, blobType] of [['text/html', 'application/octet-stream'], ['image/svg+xml', 'application/octet-stream'], ['image/png', 'image/png'], ['text/plain; charset=utf-8', 'text/plain; charset=utf-8']] as const) {
+    for (const [mimeType, blobType] of [['text/html', 'application/octet-stream'], ['image/svg+xml', 'application/octet-stream'], ['image/png', 'image/png'], ['text/plain; charset=utf-8', 'text/plain; charset=utf-8'], ['video/webm;codecs=vp8,opus', 'video/webm;codecs=vp8,opus'], ['text/plain;', 'text/plain;']] as const) {
       const next = nextStream(b);
       await a.dataStream.send(new Uint8Array(3), { mimeType, name: 'قائمة ✓ report.bin' });
       const stream = await next;
@@ -267,7 +267,7 @@ describe('data streams', () => {
       await Promise.all(chats);
       await until(() => inFlight === 0, 5000, 'the leaves answered');
       assert.equal(most, 1, 'one stream.leave on its way at a time');
-      assert.ok(leaves <= STREAMS, `${leaves} leave requests for ${STREAMS} streams`);
+      assert.ok(leaves < STREAMS, `${leaves} leave requests for ${STREAMS} streams: several in one`);
       assert.ok(victim.connected);
       attacker.ws.close();
       await victim.leave();

@@ -664,6 +664,13 @@ function files(room) {
     if (stream.topic !== 'files') return stream.cancel();
     const item = h('li', {}, h('span', { textContent: `${stream.name ?? 'a file'} from ${room.remoteParticipants.get(stream.from)?.name ?? 'someone'} (${Math.ceil(stream.size / 1024)} KB)…` }));
     list.append(item);
+    // readBlob gathers the file in memory, within the room's allowance for unread bytes (64 MiB):
+    // a larger one would be refused; say so rather than fail (an app that wants more raises
+    // room.dataStream.maxUnreadBytes, or writes the chunks to disk as they come with for await)
+    if (stream.size > room.dataStream.maxUnreadBytes) {
+      stream.cancel();
+      return item.append(h('span', { textContent: ' too large to receive here' }));
+    }
     const blob = await stream.readBlob();
     item.append(h('a', { href: URL.createObjectURL(blob), download: stream.name ?? 'file', textContent: 'Download' }));
   }));

@@ -1,6 +1,7 @@
 import type { Connection } from '../connection.ts';
 import { call, Emitter, type Listener } from '../emitter.ts';
 import { SdkError } from '../errors.ts';
+import { cleanName } from '../protocol/text.ts';
 import { CHUNK_HEADER_BYTES, decodeChunkHeader, encodeChunk, MAX_LEAVE_IDS, type StreamInfo, type StreamOpenParams, type ReceivedError } from '../protocol/messages.ts';
 import { IncomingStream, MAX_UNREAD_BYTES } from './incoming-stream.ts';
 
@@ -50,7 +51,9 @@ function sourceOf(data: unknown): Source {
       size: data.size,
       kind: 'blob',
       ...(data.type ? { mimeType: data.type } : {}),
-      ...(typeof name === 'string' && name ? { name } : {}),
+      // a File's own name (a tab is a legal character of a Linux file name): the relay refuses what
+      // a display name may not hold, and this name was not chosen for the room
+      ...(typeof name === 'string' && name ? { name: cleanName(name).slice(0, 256).replace(/[\uD800-\uDBFF]$/, '') } : {}),
       read: async (o, n) => new Uint8Array(await data.slice(o, o + n).arrayBuffer()),
     };
   }
@@ -116,6 +119,8 @@ export class DataStreams {
   /** Streams to leave, sent together (see {@link leaveSoon}); one `stream.leave` in flight at a time. */
   private readonly leaving = new Set<number>();
   private leaveDue = false;
+  /** The relay took no `streamIds` (a release before them): one id a request, still one on its way at a time. */
+  private leaveOneByOne = false;
   /** Streams the app let go of unread (garbage-collected) give their bytes back. */
   private readonly unheld = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<{ unread: number }>((account) => this.release(account.unread)) : null;
 
@@ -221,15 +226,20 @@ export class DataStreams {
       return;
     }
     const streamIds: number[] = [];
+    const most = this.leaveOneByOne ? 1 : MAX_LEAVE_IDS;
     for (const id of this.leaving) {
       streamIds.push(id);
       this.leaving.delete(id);
-      if (streamIds.length === MAX_LEAVE_IDS) break;
+      if (streamIds.length === most) break;
     }
     // leaveDue stays set while this one is on its way: what comes meanwhile waits for its answer
     this.connection
       .request('stream.leave', streamIds.length === 1 ? { streamId: streamIds[0]! } : { streamIds })
-      .catch(() => undefined)
+      .catch((err: unknown) => {
+        if (streamIds.length === 1 || (err as { code?: unknown }).code !== 'INVALID_ARGUMENT') return;
+        this.leaveOneByOne = true;
+        for (const id of streamIds) this.leaving.add(id);
+      })
       .finally(() => this.sendLeaves());
   }
 

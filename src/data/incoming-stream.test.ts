@@ -39,15 +39,19 @@ describe('incoming streams (SDK)', () => {
     assert.deepEqual(room.left, [2]);
     assert.equal(room.unread(), 600, 'what the given-up stream held is let go');
     await assert.rejects(b.readAll(), (err: SdkError) => err.code === 'TIMEOUT' && err.reason === 'slow-recipient');
-    // a stream that is read as it comes never gets near it (gathering more than the allowance is asked for)
+    // a stream that is read as it comes never gets near it
     const c = new IncomingStream(info(3, 3000), room);
-    const read = c.readAll({ maxBytes: 3000 });
+    const read = (async () => {
+      let n = 0;
+      for await (const chunk of c) n += chunk.byteLength;
+      return n;
+    })();
     for (let i = 0; i < 10; i++) {
       c.push(i, bytes(300));
       await new Promise((r) => setImmediate(r));
     }
     c.end();
-    assert.equal((await read).byteLength, 3000);
+    assert.equal(await read, 3000);
   });
 
   it('readAll, readText and readBlob gather at most maxBytes (by default the allowance): a stream announcing more is refused at once and left (the sender chose 4 GiB, and each byte read was no longer counted)', async () => {
@@ -136,22 +140,42 @@ describe('incoming streams (SDK)', () => {
     assert.equal((streams as unknown as { unread: number }).unread, 0);
   });
 
-  it('readAll gathers the bytes as they come: a stream that announces 1 GiB costs what arrived, and each chunk leaves the unread allowance as readAll takes it', async () => {
+  it('readAll gathers the bytes as they come: a stream that announces 1 GiB costs what arrived, which stays on the allowance until the read is over', async () => {
     const room = owner(Infinity);
     const before = process.memoryUsage().arrayBuffers;
     const s = new IncomingStream(info(1, 2 ** 30), room);
-    const all = s.readAll();
+    const all = s.readAll({ maxBytes: Infinity });
     for (let i = 0; i < 3; i++) {
       s.push(i, bytes(1000));
       await new Promise((resolve) => setImmediate(resolve));
     }
     assert.equal(s.received, 3000);
-    assert.equal(room.unread(), 0, 'taken as they came, not left waiting for the end');
+    assert.equal(room.unread(), 3000, 'taken as they came, and still counted while gathered');
     const grew = process.memoryUsage().arrayBuffers - before;
     assert.ok(grew < 64 * 1024 * 1024, `${grew} bytes allocated for 3,000 received (never the announced size ahead of them)`);
     // announced and never sent: the relay aborts it (stream-idle), and the reader hears of it
     s.fail(new SdkError('TIMEOUT', 'the stream carried nothing for 60 s', { reason: 'stream-idle' }));
     await assert.rejects(all, (err: SdkError) => err.reason === 'stream-idle');
+    assert.equal(room.unread(), 0, 'given back when the read is over');
+  });
+
+  it('reads of many streams at once hold no more together than the allowance: what each gathered counts until it is over (sixteen reads of 64 MiB grew a reader by 1 GiB)', async () => {
+    const room = owner(4000);
+    const streams = Array.from({ length: 4 }, (_, i) => new IncomingStream(info(20 + i, 4000), room));
+    const reads = streams.map((s) => s.readAll().then(() => 'read', (err: SdkError) => err.reason));
+    let most = 0;
+    for (let seq = 0; seq < 4; seq++) {
+      for (const s of streams) s.push(seq, bytes(1000));
+      await new Promise((r) => setImmediate(r));
+      most = Math.max(most, room.unread());
+    }
+    for (const s of streams) s.end();
+    const outcomes = await Promise.all(reads);
+    assert.ok(most <= 4000, `${most} held`);
+    // 16,000 bytes were sent for an allowance of 4,000: they cannot all have been gathered
+    assert.ok(outcomes.includes('slow-recipient') && outcomes.every((o) => o === 'read' || o === 'slow-recipient'), outcomes.join());
+    assert.equal(room.unread(), 0, 'every read over: all given back');
+    await assert.rejects(new IncomingStream(info(30, 10), room).readAll({ maxBytes: Number.NaN }), (err: SdkError) => err.code === 'INVALID_ARGUMENT');
   });
 
   it('a stream that ended unread gives its bytes back when cancelled or left early, and when the app lets go of it unread (garbage-collected)', async () => {
@@ -185,5 +209,39 @@ describe('incoming streams (SDK)', () => {
       await new Promise((r) => setTimeout(r, 10));
     }
     assert.equal(unread(), 0, 'given back once the stream was collected');
+  });
+});
+
+describe('leaving streams (SDK)', () => {
+  it('streams to leave go together, one stream.leave on its way at a time; a stream that ends meanwhile is not left; a relay that takes no streamIds gets them one by one', async () => {
+    for (const oldRelay of [false, true]) {
+      const sent: unknown[] = [];
+      let inFlight = 0;
+      let most = 0;
+      const connection = {
+        request: async (_method: string, params: { streamId?: number; streamIds?: number[] }) => {
+          sent.push(params);
+          most = Math.max(most, ++inFlight);
+          await new Promise((r) => setTimeout(r, 5));
+          inFlight--;
+          if (oldRelay && params.streamIds) throw new SdkError('INVALID_ARGUMENT', 'streamId must be a stream id');
+          return {};
+        },
+      } as unknown as ConstructorParameters<typeof DataStreams>[0];
+      const streams = new DataStreams(connection);
+      // nobody listens: each stream announced is left
+      for (let id = 1; id <= 10; id++) streams.opened({ streamId: id, from: 'x', size: 10, kind: 'bytes', timestamp: 0 });
+      streams.ended(10);
+      await new Promise((r) => setTimeout(r, 200));
+      const left = sent.flatMap((p) => {
+        const { streamId, streamIds } = p as { streamId?: number; streamIds?: number[] };
+        return streamIds ?? [streamId!];
+      });
+      assert.equal(most, 1, 'one on its way at a time');
+      assert.deepEqual([...new Set(left)].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8, 9], 'every stream left but the one that ended');
+      // the ten announced in one turn go in one request (the tenth ended before it went)
+      if (!oldRelay) assert.deepEqual(sent, [{ streamIds: [1, 2, 3, 4, 5, 6, 7, 8, 9] }]);
+      else assert.deepEqual(sent.slice(1), [1, 2, 3, 4, 5, 6, 7, 8, 9].map((streamId) => ({ streamId })), 'after the refusal, one by one');
+    }
   });
 });

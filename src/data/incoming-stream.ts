@@ -74,6 +74,8 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   private wake: (() => void) | null = null;
   private reading = false;
   private nextSeq = 0;
+  /** What a running `readAll` has taken out of the queue and keeps on the allowance. */
+  private gathered = 0;
 
   /**
    * @internal
@@ -165,13 +167,15 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
     wake?.();
   }
 
-  private next(): Uint8Array | undefined {
+  /** The next chunk, out of the queue: its cost given back to the allowance, or kept on it as {@link gathered}. */
+  private next(keep: boolean): Uint8Array | undefined {
     if (this.head >= this.queue.length) return undefined;
     const chunk = this.queue[this.head]!;
     this.queue[this.head++] = EMPTY;
     const cost = charge(chunk);
     this.account.unread -= cost;
-    this.owner?.release(cost);
+    if (keep) this.gathered += cost;
+    else this.owner?.release(cost);
     if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
@@ -180,12 +184,17 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   }
 
   /** The chunks as they arrive (`for await`); throws the stream's error if it stops early. Leaving the loop early cancels the stream. */
-  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return this.chunks(false);
+  }
+
+  /** The chunks as they arrive; `keep`: each stays on the room's allowance once read (see {@link readAll}). */
+  private async *chunks(keep: boolean): AsyncGenerator<Uint8Array> {
     if (this.reading) throw new SdkError('INVALID_STATE', 'this stream is already being read', { reason: 'already-read' });
     this.reading = true;
     try {
       for (;;) {
-        const chunk = this.next();
+        const chunk = this.next(keep);
         if (chunk) yield chunk;
         else if (this.error) throw this.error;
         else if (this.done) return;
@@ -202,11 +211,15 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
    * ahead of them). A stream announcing more than `maxBytes` (by default the room's
    * `dataStream.maxUnreadBytes`, 64 MiB) is refused at once, `PAYLOAD_TOO_LARGE`
    * (`stream-too-large`), and left: its sender chooses its size (up to the relay's stream limit,
-   * 4 GiB by default), and the bytes gathered here are no longer unread. For larger streams, pass
-   * a larger `maxBytes` or read the chunks as they come with `for await`.
+   * 4 GiB by default). What is gathered counts on `maxUnreadBytes` until the read is over, like
+   * bytes not read yet, so reads of many streams at once hold no more than that together (a
+   * stream whose next chunk would pass it is given up, `slow-recipient`). For larger streams,
+   * raise `maxUnreadBytes` and pass a larger `maxBytes`, or read the chunks as they come with
+   * `for await`.
    */
   async readAll(options: ReadOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
     const maxBytes = options.maxBytes ?? this.owner?.maxUnreadBytes ?? MAX_UNREAD_BYTES;
+    if (typeof maxBytes !== 'number' || !(maxBytes >= 0)) throw new SdkError('INVALID_ARGUMENT', 'maxBytes must be a number of bytes, 0 or more (Infinity: no limit)');
     // a stream already being read is that reader's (the loop below refuses: `already-read`), and
     // one that ended or failed holds what it holds (its error, or its bytes, all unread and counted)
     if (!this.reading && !this.done && !this.error && this.size > maxBytes) {
@@ -214,11 +227,19 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
       this.giveUp(error);
       throw error;
     }
+    // what is gathered stays on the room's allowance until the read is over: reads of many
+    // streams at once hold no more together than the unread bytes may (each read alone once
+    // gave its bytes back, and sixteen streams of 64 MiB grew a reader by 1 GiB)
     const chunks: Uint8Array[] = [];
     let total = 0;
-    for await (const chunk of this) {
-      chunks.push(chunk);
-      total += chunk.byteLength;
+    try {
+      for await (const chunk of this.chunks(true)) {
+        chunks.push(chunk);
+        total += chunk.byteLength;
+      }
+    } finally {
+      this.owner?.release(this.gathered);
+      this.gathered = 0;
     }
     const out = new Uint8Array(total);
     let offset = 0;

@@ -34,6 +34,11 @@ const ID_CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u
 export const ID_CONTROL_RANGES = 'U+0000–U+001F, U+007F–U+009F, U+061C, U+200B–U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069, U+FEFF';
 export const NAME_CONTROL_RANGES = 'U+0000–U+001F, U+007F–U+009F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069';
 
+/** `value` with each character a display name may not hold replaced by `_` (a file's own name, which the user did not type for Tessera). */
+export function cleanName(value: string): string {
+  return value.replace(new RegExp(NAME_CONTROL.source, 'g'), '_');
+}
+
 function first(pattern: RegExp, value: string): string | null {
   const found = pattern.exec(value);
   return found ? `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}` : null;

@@ -23,8 +23,12 @@ export { isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, type Parsed } from './parse.t
 export const MAX_TOPIC_LENGTH = 1024;
 export const MAX_TARGETS = 1000;
 const MAX_META_LENGTH = 256;
-/** A MIME type as RFC 9110 writes one: `type/subtype`, then `; name=value` parameters (a value a token or quoted string of printable ASCII). */
-const MIME_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*;[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+|"(?:[\t\x20-\x21\x23-\x5b\x5d-\x7e]|\\[\t\x20-\x7e])*"))*$/;
+/**
+ * A MIME type as browsers make them: `type/subtype` of RFC 9110's token characters, then
+ * parameters of printable ASCII as the WHATWG parser takes them (`video/webm;codecs=vp8,opus`
+ * from MediaRecorder, a trailing `;`).
+ */
+const MIME_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*;[\t\x20-\x3a\x3c-\x7e]*)*$/;
 
 function isTopic(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_TOPIC_LENGTH;
