@@ -14,6 +14,7 @@ export type { GetParticipantsOptions, ParticipantPage } from './participants/par
 export { PubSub, type PublishOptions, type HistoryOptions, type Published, type MessageHandler } from './data/pubsub.ts';
 export { DataStreams, type StreamSendOptions, type StreamSent, type DataStreamEvents } from './data/data-stream.ts';
 export { IncomingStream } from './data/incoming-stream.ts';
+export type { ReadOptions } from './data/incoming-stream.ts';
 export { Lobby } from './lobby/lobby.ts';
 export { LocalTrackPublication, RemoteTrackPublication } from './media/publications.ts';
 export type { MediaPlatform } from './media/platform.ts';
