@@ -245,3 +245,19 @@ describe('leaving streams (SDK)', () => {
     }
   });
 });
+
+describe('readAll while another read runs (SDK)', () => {
+  it('is refused (already-read) and leaves what the running read gathered on the allowance', async () => {
+    const room = owner(10_000);
+    const s = new IncomingStream(info(40, 2000), room);
+    const first = s.readAll();
+    s.push(0, bytes(1000));
+    await new Promise((r) => setImmediate(r));
+    await assert.rejects(s.readAll(), (err: SdkError) => err.reason === 'already-read');
+    assert.equal(room.unread(), 1000, 'still counted: the first read holds it');
+    s.push(1, bytes(1000));
+    s.end();
+    assert.equal((await first).byteLength, 2000);
+    assert.equal(room.unread(), 0);
+  });
+});

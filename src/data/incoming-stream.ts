@@ -220,9 +220,10 @@ export class IncomingStream implements AsyncIterable<Uint8Array> {
   async readAll(options: ReadOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
     const maxBytes = options.maxBytes ?? this.owner?.maxUnreadBytes ?? MAX_UNREAD_BYTES;
     if (typeof maxBytes !== 'number' || !(maxBytes >= 0)) throw new SdkError('INVALID_ARGUMENT', 'maxBytes must be a number of bytes, 0 or more (Infinity: no limit)');
-    // a stream already being read is that reader's (the loop below refuses: `already-read`), and
+    // a stream already being read is that reader's, what it gathered too
+    if (this.reading) throw new SdkError('INVALID_STATE', 'this stream is already being read', { reason: 'already-read' });
     // one that ended or failed holds what it holds (its error, or its bytes, all unread and counted)
-    if (!this.reading && !this.done && !this.error && this.size > maxBytes) {
+    if (!this.done && !this.error && this.size > maxBytes) {
       const error = new SdkError('PAYLOAD_TOO_LARGE', `the stream announced ${this.size} bytes: more than the ${maxBytes} this read gathers (pass a larger maxBytes, or read it with for await)`, { reason: 'stream-too-large' });
       this.giveUp(error);
       throw error;
