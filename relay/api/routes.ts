@@ -104,25 +104,24 @@ function listRooms(call: ApiCall<'rooms'>): RoomPage {
 }
 
 /**
- * The `k` smallest room ids after `after`, in order: one pass that keeps `k` of them, not a sort
- * of every room of the project at each call (10,000 rooms took 10–25 ms a page, whatever the
- * page's size).
+ * The `k` smallest room ids after `after`, in order, in O(n log k): ids are kept until there are
+ * `2k`, then cut back to the `k` smallest, which bound what is kept after. Not a sort of every
+ * room of the project at each call (10,000 rooms took 10–25 ms a page, whatever its size), nor an
+ * insertion into a sorted list (ids in falling order made that n × k moves).
  */
 export function firstIdsAfter(rooms: Iterable<{ id: string }>, after: string | null, k: number): string[] {
-  const best: string[] = [];
+  const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  let kept: string[] = [];
+  let bound: string | null = null;
   for (const { id } of rooms) {
-    if ((after !== null && id <= after) || (best.length === k && id >= best[k - 1]!)) continue;
-    let lo = 0;
-    let hi = best.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (best[mid]! < id) lo = mid + 1;
-      else hi = mid;
+    if ((after !== null && id <= after) || (bound !== null && id >= bound)) continue;
+    kept.push(id);
+    if (kept.length >= 2 * k) {
+      kept = kept.sort(order).slice(0, k);
+      bound = kept[k - 1]!;
     }
-    best.splice(lo, 0, id);
-    if (best.length > k) best.pop();
   }
-  return best;
+  return kept.sort(order).slice(0, k);
 }
 
 function listParticipants(call: ApiCall<'rooms/:room/participants'>): ParticipantPage {
