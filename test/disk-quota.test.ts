@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -156,5 +156,59 @@ describe('disk quota per project (--disk-quota) and deleting recordings through 
     assert.ok(status.info?.recording, 'the quota is free again');
     await elsewhere.recording.stop();
     await elsewhere.leave();
+  });
+});
+
+describe('an HLS run that failed at the quota and is still stopping when its room starts again', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-quota-slow-'));
+  const marks = join(dir, 'marks');
+  // ffmpeg as it is, but its exit comes 1.5 s after it has finished (a slow disk's last writes);
+  // then it notes whether its segment directory was still there
+  const ffmpeg = join(dir, 'ffmpeg');
+  writeFileSync(
+    ffmpeg,
+    `#!/bin/bash
+real=$(command -v ffmpeg)
+"$real" "$@"; code=$?
+seg=""
+for a in "$@"; do case "$a" in file:*/seg%d.ts) seg="\${a#file:}";; esac; done
+sleep 1.5
+if [ -n "$seg" ]; then d="\${seg%/seg%d.ts}"; if [ -d "$d" ]; then echo "present $d" >> ${JSON.stringify(marks)}; else echo "gone $d" >> ${JSON.stringify(marks)}; fi; fi
+exit $code
+`,
+    { mode: 0o755 },
+  );
+  let t: TestRelay;
+  before(async () => {
+    const keys = new KeyStore();
+    keys.replaceProjects({ gamma: { keys: { [GAMMA.key]: GAMMA.secret }, revoked: [] } });
+    t = await startTestRelay({ keys, hlsDir: join(dir, 'hls'), hlsSegmentSeconds: 1, diskQuota: QUOTA, ffmpeg, composite: { width: 320, height: 180, fps: 10, videoKbps: 100 } });
+  });
+  after(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the next start deletes the failed run only once its ffmpeg has ended, and starts (its deletion raced the last writes and left the run counted)', async () => {
+    const room = await t.join({ token: mintToken({ apiKey: GAMMA.key, secret: GAMMA.secret, roomId: 'slow', participantId: 'host', grant: { canHls: true } }) });
+    const failed = new Promise<string | undefined>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the HLS run did not reach the quota within 40 s')), 40_000);
+      const off = room.on('output-changed', (change) => {
+        if (change.output !== 'hls' || change.state === 'active' || change.state === 'starting') return;
+        off();
+        clearTimeout(timer);
+        resolve(change.error?.reason);
+      });
+    });
+    const first = await room.hls.start();
+    const firstRun = join(dir, 'hls', /\/hls\/([0-9a-f]{32})\//.exec(first.info!.playlist!)![1]!);
+    assert.equal(await failed, 'disk-quota');
+    assert.ok(!existsSync(marks), 'the failed run\'s ffmpeg is still ending');
+    const second = await room.hls.start();
+    assert.ok(second.info?.playlist, 'the room starts again: the run it replaces no longer counts');
+    assert.ok(!existsSync(firstRun), 'the previous run is deleted');
+    assert.equal(readFileSync(marks, 'utf8').split('\n')[0], `present ${firstRun}`, 'its directory was there until its ffmpeg had ended');
+    await room.hls.stop();
+    await room.leave();
   });
 });

@@ -58,6 +58,15 @@ export function stageCaption(e: TimedEvent): string | null {
 
 /** The latest run of each room, by storage root, project and room: a restart replaces it. */
 const latestRun = new Map<string, string>();
+/**
+ * Each run's end, by its directory: settled once its ffmpeg has exited and its last files are
+ * written. A run that failed (at the quota, say) is still stopping when its room starts again,
+ * and deleting its directory under its ffmpeg's last writes failed (`ENOTEMPTY`) and left it
+ * counted against the project.
+ */
+const runEnds = new Map<string, Promise<void>>();
+/** How long a start waits for the run it replaces to end before deleting it all the same (ms): ffmpeg is given 5 s to finish. */
+const RUN_END_WAIT_MS = 6_000;
 
 /** How the HLS output's media is made. */
 export interface HlsMedia {
@@ -99,6 +108,9 @@ export class HlsProvider implements OutputProvider {
   /** While `start` runs: a stop meanwhile leaves the relay's count of running outputs to the start's own cleanup. */
   private starting = false;
   private stopping: Promise<void> | null = null;
+  /** This provider's run directory, once made, and what settles when its run has ended. */
+  private runDir: string | null = null;
+  private ended: (() => void) | null = null;
 
   constructor(
     private readonly ctx: OutputContext,
@@ -151,6 +163,8 @@ export class HlsProvider implements OutputProvider {
     }
     this.quotaWatch = quota?.watch(this.ctx.project, dir.path, (used) => this.failed(overQuota('hls', used, quota.limit).toWire())) ?? null;
     latestRun.set(key, dir.path);
+    this.runDir = dir.path;
+    runEnds.set(dir.path, new Promise<void>((resolve) => (this.ended = resolve)));
     this.scratch = await scratchDir('hls');
     if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
     const size = this.media.size ?? DEFAULT_COMPOSITE;
@@ -203,8 +217,17 @@ export class HlsProvider implements OutputProvider {
     await this.removeRun(run);
   }
 
-  /** Delete a run of the room (one this process made), and give its bytes back to the project's quota. */
+  /**
+   * Delete a run of the room (one this process made), once it has ended, and give its bytes back
+   * to the project's quota.
+   */
   private async removeRun(previous: string): Promise<void> {
+    const end = runEnds.get(previous);
+    if (end) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([end, new Promise<void>((resolve) => (timer = setTimeout(resolve, RUN_END_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
     try {
       const { bytes } = await outputDirUsage(previous);
       if (await removeRunDir(previous)) this.media.quota?.freed(this.ctx.project, bytes, previous);
@@ -243,6 +266,10 @@ export class HlsProvider implements OutputProvider {
         await watch?.settle().catch(() => undefined);
         this.release?.();
         this.release = null;
+        if (this.runDir !== null) runEnds.delete(this.runDir);
+        this.runDir = null;
+        this.ended?.();
+        this.ended = null;
       }
     }
   }

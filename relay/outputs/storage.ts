@@ -380,12 +380,15 @@ export async function createRunDir(root: string, project: string): Promise<{ run
   const path = join(base, runId);
   await fsp.mkdir(path, { mode: 0o700 });
   checkOwn(path, await fsp.lstat(path));
-  const key = runsKey(root, project);
+  registerRun(path, runsKey(root, project));
+  return { runId, path };
+}
+
+function registerRun(path: string, key: string): void {
   createdRuns.set(path, key);
   let runs = projectRunDirs.get(key);
   if (!runs) projectRunDirs.set(key, (runs = new Set()));
   runs.add(path);
-  return { runId, path };
 }
 
 /**
@@ -410,6 +413,7 @@ export async function runDir(root: string, runId: string): Promise<string | null
 export async function removeRunDir(path: string): Promise<boolean> {
   const key = createdRuns.get(path);
   if (key === undefined) return false;
+  // unregistered before the first await: a second deletion of the same run finds nothing to do
   createdRuns.delete(path);
   projectRunDirs.get(key)?.delete(path);
   if (projectRunDirs.get(key)?.size === 0) projectRunDirs.delete(key);
@@ -420,6 +424,13 @@ export async function removeRunDir(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-  await fsp.rm(path, { recursive: true, force: true });
+  try {
+    // a file made while the tree is deleted fails its last rmdir (ENOTEMPTY): tried again
+    await fsp.rm(path, { recursive: true, force: true, maxRetries: 3, retryDelay: 50 });
+  } catch (err) {
+    // what is left is still the relay's own, and counted in its project's disk quota
+    registerRun(path, key);
+    throw err;
+  }
   return true;
 }
