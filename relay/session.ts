@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
 import { CloseCode, wireError, type ErrorReason } from '../src/protocol/codes.ts';
 import type { ErrorFrame, JoinFrame, RequestFrame, ResumeFrame, WireError } from '../src/protocol/messages.ts';
-import { parseClientFrame } from '../src/protocol/validate.ts';
+import { parseEntryFrame } from '../src/protocol/validate.ts';
 import type { RelayContext } from './context.ts';
 import { Connection, rawText } from './connection.ts';
 import type { LogFields } from './log.ts';
@@ -198,8 +198,9 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
     if (isBinary || rawLength(data) > this.relay.config.maxJoinFrameBytes) {
       return this.refuseFrame(CloseCode.PROTOCOL_ERROR, `the join frame must be a text frame of at most ${this.relay.config.maxJoinFrameBytes} bytes`, 'bad-join-frame');
     }
-    const parsed = parseClientFrame(rawText(data));
-    if (parsed.ok && parsed.value.type === 'resume') {
+    const parsed = parseEntryFrame(rawText(data));
+    if (!parsed.ok) return this.refuseFrame(CloseCode.PROTOCOL_ERROR, parsed.problem, 'bad-join-frame');
+    if (parsed.value.type === 'resume') {
       this.clearJoinTimer();
       this.setState('entering');
       this.seam.resume(parsed.value, this).then(
@@ -207,10 +208,6 @@ export class Session extends Connection implements LobbyJoiner, MemberConnection
         (err: unknown) => this.enterFailed(err, 'resume'),
       );
       return;
-    }
-    if (!parsed.ok || parsed.value.type !== 'join') {
-      const problem = parsed.ok ? 'the first frame must be a join or resume frame' : parsed.problem;
-      return this.refuseFrame(CloseCode.PROTOCOL_ERROR, problem, 'bad-join-frame');
     }
     this.clearJoinTimer();
     const frame = parsed.value;

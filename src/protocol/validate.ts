@@ -5,7 +5,7 @@
  */
 import { CONTROL_PARAMS } from './validate-control.ts';
 import { MEDIA_PARAMS } from './validate-media.ts';
-import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame } from './messages.ts';
+import type { ClientFrame, JoinFrame, JsonValue, Method, Params, RequestFrame, ResumeFrame } from './messages.ts';
 import { MAX_LEAVE_IDS } from './messages.ts';
 import { bad, isId, isRecord, MAX_ID_LENGTH, MAX_NAME_LENGTH, ok, optionalString, type Parsed, type ParamsParser } from './parse.ts';
 import { ID_CONTROL_RANGES, isWellFormed, NAME_CONTROL_RANGES, nameControl } from './text.ts';
@@ -26,9 +26,11 @@ const MAX_META_LENGTH = 256;
 /**
  * A MIME type as browsers make them: `type/subtype` of RFC 9110's token characters, then
  * parameters of printable ASCII as the WHATWG parser takes them (`video/webm;codecs=vp8,opus`
- * from MediaRecorder, a trailing `;`).
+ * from MediaRecorder, a trailing `;`). Written so that a string matches in one way only: the
+ * first version let the blanks between two `;` go to either side, and `a/b` + `"; "` × 100 + `é`
+ * took 2^100 steps to refuse (one frame, before any join, held the relay's event loop for good).
  */
-const MIME_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*;[\t\x20-\x3a\x3c-\x7e]*)*$/;
+export const MIME_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*(?:;[\t\x20-\x3a\x3c-\x7e]*)+)?$/;
 
 function isTopic(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_TOPIC_LENGTH;
@@ -184,13 +186,33 @@ export function parseRequestFrame(frame: Record<string, unknown>): Parsed<Reques
 
 /** Parse a text frame into a client frame. */
 export function parseClientFrame(text: string): Parsed<ClientFrame> {
+  const frame = parseObject(text);
+  if (!frame.ok) return frame;
+  return parseFrameObject(frame.value);
+}
+
+/**
+ * The first frame of a connection, before authentication: a `join` or a `resume`, and nothing
+ * else is looked into (a request's parameters are checked only for members).
+ */
+export function parseEntryFrame(text: string): Parsed<JoinFrame | ResumeFrame> {
+  const frame = parseObject(text);
+  if (!frame.ok) return frame;
+  if (frame.value.type !== 'join' && frame.value.type !== 'resume') return bad('the first frame must be a join or resume frame');
+  return parseFrameObject(frame.value) as Parsed<JoinFrame | ResumeFrame>;
+}
+
+function parseObject(text: string): Parsed<Record<string, unknown>> {
   let frame: unknown;
   try {
     frame = JSON.parse(text);
   } catch {
     return bad('frame is not valid JSON');
   }
-  if (!isRecord(frame)) return bad('frame must be a JSON object');
+  return isRecord(frame) ? ok(frame) : bad('frame must be a JSON object');
+}
+
+function parseFrameObject(frame: Record<string, unknown>): Parsed<ClientFrame> {
   switch (frame.type) {
     case 'join':
       return parseJoinFrame(frame);

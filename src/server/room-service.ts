@@ -53,9 +53,16 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 /** Largest answer read from the relay. */
 const MAX_ANSWER = 16 * 1024 * 1024;
 
+function withoutTrailingSlashes(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0x2f) end--;
+  return text.slice(0, end);
+}
+
 function httpBase(url: string): string {
   // a path is where a proxy serves the relay (`wss://example.com/tessera`): the API is under it
-  const m = /^(ws|wss|http|https):\/\/([^/?#]+)((?:\/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*?)\/*$/i.exec(url.trim());
+  // trailing slashes cut first: a pattern that left them to a lazy group took time quadratic in them
+  const m = /^(ws|wss|http|https):\/\/([^/?#]+)((?:\/[A-Za-z0-9._~!$&'()*+,;=:@%-]*)*)$/i.exec(withoutTrailingSlashes(url.trim()));
   if (!m || /(^|\/)\.\.?(\/|$)/.test(m[3]!)) throw new SdkError('INVALID_ARGUMENT', `url must be the relay's ws://, wss://, http:// or https:// address (a path is where a proxy serves it), got ${JSON.stringify(url)}`, { reason: 'bad-url' });
   const scheme = m[1]!.toLowerCase();
   return `${scheme === 'ws' ? 'http' : scheme === 'wss' ? 'https' : scheme}://${m[2]}${m[3]}`;
@@ -309,7 +316,7 @@ function send(base: string, method: string, target: string, authorization: strin
       port: url.port || (secure ? 443 : 80),
       method,
       // under the path the relay is served at, if any
-      path: url.pathname.replace(/\/+$/, '') + target,
+      path: withoutTrailingSlashes(url.pathname) + target,
       headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) },
     };
     const onResponse = (res: IncomingMessage) => {

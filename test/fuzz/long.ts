@@ -1,6 +1,7 @@
 /**
  * `npm run fuzz`: a million generated frames at a relay in its own process, beside a steady
- * client, then 100,000 generated HTTP requests over raw TCP (`npm run fuzz -- FRAMES REQUESTS`);
+ * client, then 100,000 generated HTTP requests over raw TCP (`npm run fuzz -- FRAMES REQUESTS SEED`;
+ * the seed is 1234 unless given, and printed, so that a run that found something runs again);
  * reports frames/s and requests/s, crashes (the relay must stay up), the steady client's
  * failures, `/healthz` after each HTTP batch and the relay's memory before and after (after a
  * forced GC).
@@ -20,6 +21,7 @@ import { fuzz } from './run.ts';
 const SECRET = 'fuzz-secret-0123456789';
 const total = Number(process.argv[2] ?? 1_000_000);
 const httpTotal = Number(process.argv[3] ?? 100_000);
+const seed = Number(process.argv[4] ?? 1234);
 // the fuzzers may start recordings and HLS: into a temporary directory, removed at the end
 const outputs = mkdtempSync(join(tmpdir(), 'tessera-fuzz-'));
 const relay = child('server-child.ts', ['relay'], {
@@ -34,9 +36,9 @@ const steady = await Sdk.join({ url, token: token({ roomId: 'steady', participan
 let disconnected = '';
 steady.on('disconnected', ({ reason }) => (disconnected = reason));
 const before = await ask<{ rss: number; heapUsed: number }>(relay, { cmd: 'rss' });
-const report = await fuzz({ url, token }, steady, total, 8, 1234);
+const report = await fuzz({ url, token }, steady, total, 8, seed);
 const authorizations = [token({ roomId: 'fuzz', grant: { canRecord: true } }), token({ roomId: 'steady', grant: { canRecord: true } }), token({ roomId: 'fuzz', grant: {} })];
-const http = crashed ? null : await httpFuzz({ port: Number(new URL(url).port), total: httpTotal, seed: 1234, authorizations, alive: () => !crashed });
+const http = crashed ? null : await httpFuzz({ port: Number(new URL(url).port), total: httpTotal, seed, authorizations, alive: () => !crashed });
 await new Promise((r) => setTimeout(r, 2000));
 const afterMem = crashed ? null : await ask<{ rss: number; heapUsed: number }>(relay, { cmd: 'rss' });
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
@@ -45,6 +47,7 @@ console.log(
   table(
     ['measure', 'figure'],
     [
+      ['seed', seed],
       ['frames sent', report.frames.toLocaleString('en-US')],
       ['time, frames/s', `${report.seconds.toFixed(1)} s, ${Math.round(report.frames / report.seconds).toLocaleString('en-US')}/s`],
       ['sockets reopened after the relay closed them', report.reconnects],
@@ -58,7 +61,9 @@ console.log(
     ],
   ),
 );
+// the verdict before the steady client leaves: its own leave is a `disconnected` too
+const failed = crashed || report.steadyFailures > 0 || disconnected !== '' || !http || http.unhealthy > 0 || (http.statuses['500'] ?? 0) > 0;
 await steady.leave();
 relay.kill();
 rmSync(outputs, { recursive: true, force: true });
-process.exit(crashed || report.steadyFailures || disconnected || !http || http.unhealthy || http.statuses['500'] ? 1 : 0);
+process.exit(failed ? 1 : 0);
