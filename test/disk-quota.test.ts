@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { KeyStore } from '../relay/token/keys.ts';
+import { projectRuns } from '../relay/outputs/storage.ts';
+import { DEFAULT_PROJECT, KeyStore } from '../relay/token/keys.ts';
 import { signJwt } from '../src/server/jwt.ts';
 import { mintToken } from '../src/server/mint.ts';
 import { RoomService } from '../src/server/room-service.ts';
 import type { Room } from '../src/room.ts';
 import { rejectsWith, startTestRelay, until, type TestRelay } from './helpers.ts';
+import { rawJoin } from './raw.ts';
 
 const KiB = 1024;
 const QUOTA = 256 * KiB;
@@ -210,5 +212,32 @@ exit $code
     assert.equal(readFileSync(marks, 'utf8').split('\n')[0], `present ${firstRun}`, 'its directory was there until its ffmpeg had ended');
     await room.hls.stop();
     await room.leave();
+  });
+});
+
+describe('HLS starts cancelled by a stop or by the room\'s end leave no run behind', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-hls-cancel-'));
+  const hlsDir = join(dir, 'hls');
+  const runsOnDisk = () => (existsSync(hlsDir) ? readdirSync(hlsDir).filter((n) => /^[0-9a-f]{32}$/.test(n)) : []);
+  let t: TestRelay;
+  before(async () => {
+    t = await startTestRelay({ hlsDir, hlsSegmentSeconds: 1, diskQuota: QUOTA, composite: { width: 160, height: 90, fps: 5, videoKbps: 50 } });
+  });
+  after(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('start and stop sent together, again and again, then the room ends: no run directory is left, none counted in the quota (a cancelled start went on to make one that nothing deleted)', async () => {
+    const c = await rawJoin(t.url, t.token({ roomId: 'cancelled', grant: { canHls: true } }));
+    for (let i = 0; i < 6; i++) {
+      c.send({ type: 'request', id: 100 + 2 * i, method: 'output.start', params: { output: 'hls' } });
+      c.send({ type: 'request', id: 101 + 2 * i, method: 'output.stop', params: { output: 'hls' } });
+      // the start is answered output-stopped, and went on in the background
+      for (const id of [100 + 2 * i, 101 + 2 * i]) await c.next((f) => f.type === 'response' && f.id === id, 20_000);
+    }
+    c.ws.close();
+    await until(() => t.relay.context.rooms.size === 0, 20_000, 'the room ended');
+    await until(() => runsOnDisk().length === 0 && projectRuns(hlsDir, DEFAULT_PROJECT).length === 0, 20_000, 'every run deleted, none counted');
   });
 });

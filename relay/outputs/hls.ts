@@ -125,13 +125,20 @@ export class HlsProvider implements OutputProvider {
     this.starting = true;
     try {
       const info = await this.begin(ffmpeg, options?.segmentSeconds ?? this.media.segmentSeconds);
-      if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
+      this.checkNotStopped();
       return info;
     } catch (err) {
       // a start that fails leaves nothing running (the board stops only what started)
       this.starting = false;
+      const dir = this.runDir;
       this.stopping = finishAgain(this.stopping, () => this.finish());
       await this.stopping.catch(() => undefined);
+      // its URL was never given: the run's directory goes with it (a start cancelled by a stop or
+      // by the room's end went on to make one that nothing deleted, counted in the quota for good)
+      if (dir !== null) {
+        if (latestRun.get(this.runKey) === dir) latestRun.delete(this.runKey);
+        await this.removeRun(dir);
+      }
       if (err instanceof RelayError) throw err;
       throw new RelayError('INTERNAL_ERROR', `hls: ${(err as Error).message}`, 'ffmpeg-failed');
     } finally {
@@ -149,8 +156,10 @@ export class HlsProvider implements OutputProvider {
       latestRun.delete(key);
       await this.removeRun(previous);
     }
+    this.checkNotStopped();
     const quota = this.media.quota;
     await quota?.check(this.ctx.project, 'hls');
+    this.checkNotStopped();
     let dir: { runId: string; path: string };
     try {
       dir = await createRunDir(this.root, this.ctx.project);
@@ -162,11 +171,14 @@ export class HlsProvider implements OutputProvider {
       throw err;
     }
     this.quotaWatch = quota?.watch(this.ctx.project, dir.path, (used) => this.failed(overQuota('hls', used, quota.limit).toWire())) ?? null;
-    latestRun.set(key, dir.path);
     this.runDir = dir.path;
     runEnds.set(dir.path, new Promise<void>((resolve) => (this.ended = resolve)));
+    // the room's latest only while this start is still wanted (checked in the same step): a
+    // cancelled start that went on made its run the latest over the one that replaced it
+    this.checkNotStopped();
+    latestRun.set(key, dir.path);
     this.scratch = await scratchDir('hls');
-    if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
+    this.checkNotStopped();
     const size = this.media.size ?? DEFAULT_COMPOSITE;
     const run = new HlsRun(dir.path, this.scratch.path, size, seconds, (err) => {
       this.ctx.log.warn('HLS write failed', { error: err.message });
@@ -191,7 +203,7 @@ export class HlsProvider implements OutputProvider {
     );
     this.composite = composite;
     await composite.start();
-    if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
+    this.checkNotStopped();
     this.timer = setInterval(() => run.poll(composite.runStartedAt), POLL_MS);
     this.offDisk = this.media.disk?.watch(this.root, (free) => this.failed(diskFull('hls', free, this.media.disk!.reserve).toWire())) ?? null;
     // a composite stopped before it wrote anything never makes a first segment
@@ -199,6 +211,11 @@ export class HlsProvider implements OutputProvider {
     stoppedFirst.catch(() => undefined);
     await Promise.race([run.firstSegment, failedFirst, stoppedFirst]);
     return { playlist: `/hls/${dir.runId}/index.m3u8` };
+  }
+
+  /** A stop (or the room's end) came while this start ran: it goes no further. */
+  private checkNotStopped(): void {
+    if (this.stopping) throw new RelayError('INVALID_STATE', 'hls was stopped while starting', 'output-stopped');
   }
 
   /** The key of this room's latest run in {@link latestRun}. */
