@@ -9,15 +9,30 @@ const METHODS = [
   'media.subscribe', 'media.answer', 'media.layer', 'media.unsubscribe', 'media.force-unpublish', 'no.such.method',
 ];
 
+/**
+ * Strings of one short unit of separators repeated, then a character that fails the match, after
+ * a plausible start: what makes a pattern that can match a string in several ways backtrack
+ * (`a/b` + `"; "` × 100 + `é` held the relay for good as a stream's mimeType).
+ */
+const repetitive = fc
+  .tuple(
+    fc.constantFrom('', 'a/b', 'text/plain', 'v=0', 'a=candidate:1 1 udp 1 ', 'ws://h', '::'),
+    fc.string({ unit: fc.constantFrom(';', ' ', ':', '/', '.', '0', ',', '=', '\t', '-', '"', '\\', 'a'), minLength: 1, maxLength: 4 }),
+    fc.nat(120),
+    fc.constantFrom('\u00e9', '\u0000', 'x', '', '\n'),
+  )
+  .map(([start, unit, n, tail]) => `${start}${unit.repeat(n)}${tail}`);
+
 /** Plausible values for the parameter names the protocol uses, and implausible ones. */
 const value = fc.oneof(
+  repetitive,
   fc.jsonValue({ maxDepth: 3 }),
   fc.constantFrom('viewer', 'speaker', 'camera', 'microphone', 'screen', 'recording', 'whiteboard', 'bytes', 'text', 'v=0\r\n', 'rtmp://127.0.0.1:1/a/b'),
   fc.integer({ min: -2, max: 2 ** 33 }),
   fc.constantFrom(null, true, [], {}, -1, 0, 1e308, '', 'x'.repeat(2000)),
 );
 const params = fc.dictionary(
-  fc.constantFrom('tier', 'limit', 'cursor', 'participantId', 'participantIds', 'topic', 'payload', 'to', 'persist', 'size', 'kind', 'streamId', 'output', 'options', 'shape', 'source', 'sdp', 'muted', 'subscriptionId', '__proto__', 'constructor'),
+  fc.constantFrom('tier', 'limit', 'cursor', 'participantId', 'participantIds', 'topic', 'payload', 'to', 'persist', 'size', 'kind', 'streamId', 'output', 'options', 'shape', 'source', 'sdp', 'muted', 'subscriptionId', 'mimeType', 'name', 'streamIds', '__proto__', 'constructor'),
   value,
   { maxKeys: 6 },
 );
