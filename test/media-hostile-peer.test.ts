@@ -193,6 +193,11 @@ describe('issue 11: a member\'s own transport takes nothing werift cannot bound'
       assert.ok(stall < 200, `the event loop was held ${stall.toFixed(0)} ms`);
       // the member's own candidates came first: its transport connects
       await until(() => client.connectionState === 'connected', 10_000, 'the viewer\'s transport connects');
+      // an answer again: refused before werift parses it (werift parsed each, then refused it for its state)
+      const again = await viewer.request('media.answer', { subscriptionId: sub.subscriptionId, sdp });
+      assert.equal((again.error as { reason?: string } | undefined)?.reason, 'bad-sdp');
+      assert.match((again.error as { message: string }).message, /answered already/);
+      assert.equal(client.connectionState, 'connected', 'the transport lives on');
     } finally {
       proto.addRemoteCandidate = original;
       await client.close();

@@ -340,6 +340,8 @@ export class WeriftEngine implements MediaEngine {
         return current;
       },
       accept: async (answer) => {
+        // werift parses an answer before it looks at its state: a repeated one cost a parse each
+        if (pc.signalingState !== 'have-local-offer') throw new Error('this subscription has been answered already');
         await pc.setRemoteDescription({ type: 'answer', sdp: remoteSdp(answer) });
       },
       attach: (s, layer) => {

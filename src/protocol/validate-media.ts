@@ -13,6 +13,17 @@ const MAX_MEDIA_SECTIONS = 4;
 const MAX_SDP_LINES = 1000;
 /** Simulcast layers (`a=rid`) of all sections: at most 4 a track; werift matches each against every other (990 took 33–60 ms). */
 const MAX_RIDS = 16;
+/**
+ * Codecs (`a=rtpmap`) of one section, and feedback lines (`a=rtcp-fb`) in all and with a wildcard
+ * payload type. werift gives every codec of a section each of its wildcard feedback lines, and
+ * each feedback line of a payload type to every codec of that type: 490 codecs and 490 wildcard
+ * lines (23 KiB, under every other limit) made 233,280 objects, 150–350 ms a parse, and it parses
+ * an answer twice. A browser offers about 40 codecs (with their retransmission types) and 5
+ * feedback lines for each video codec, and no wildcard.
+ */
+const MAX_CODECS = 128;
+const MAX_FEEDBACK = 512;
+const MAX_WILDCARD_FEEDBACK = 8;
 const isSource = (v: unknown): v is Source => SOURCES.includes(v as Source);
 
 /**
@@ -25,11 +36,25 @@ function isSdp(v: unknown): v is string {
   let lines = 0;
   let sections = 0;
   let rids = 0;
+  let feedback = 0;
+  let wildcards = 0;
+  /** The payload types of the current section's codecs: one codec each. */
+  const types = new Set<number>();
   for (let at = v.indexOf('\n'); at >= 0; at = v.indexOf('\n', at + 1)) {
     if (++lines > MAX_SDP_LINES) return false;
-    if (v.startsWith('a=rid:', at + 1) && ++rids > MAX_RIDS) return false;
-    if (!v.startsWith('m=', at + 1)) continue;
-    if (++sections > MAX_MEDIA_SECTIONS || !(v.startsWith('m=audio ', at + 1) || v.startsWith('m=video ', at + 1))) return false;
+    const line = at + 1;
+    if (v.startsWith('a=rid:', line) && ++rids > MAX_RIDS) return false;
+    if (v.startsWith('a=rtpmap:', line)) {
+      // as werift reads it (`096` is 96)
+      const type = Number.parseInt(v.slice(line + 9, line + 16), 10);
+      if (types.has(type) || types.size >= MAX_CODECS) return false;
+      types.add(type);
+    }
+    if (v.startsWith('a=rtcp-fb:', line) && (++feedback > MAX_FEEDBACK || (v.startsWith('a=rtcp-fb:*', line) && ++wildcards > MAX_WILDCARD_FEEDBACK))) return false;
+    if (!v.startsWith('m=', line)) continue;
+    if (++sections > MAX_MEDIA_SECTIONS || !(v.startsWith('m=audio ', line) || v.startsWith('m=video ', line))) return false;
+    types.clear();
+    wildcards = 0;
   }
   return true;
 }
@@ -59,7 +84,7 @@ export const MEDIA_PARAMS: { [M in MediaMethod]: ParamsParser<M> } = {
   'media.publish': (p) => {
     if (!isSource(p.source)) return bad(SOURCE);
     if (p.kind !== 'audio' && p.kind !== 'video') return bad("kind must be 'audio' or 'video'");
-    if (!isSdp(p.sdp)) return bad(`sdp must be an SDP offer of at most ${MAX_SDP} bytes, ${MAX_SDP_LINES} lines, ${MAX_MEDIA_SECTIONS} audio or video media sections and ${MAX_RIDS} simulcast layers`);
+    if (!isSdp(p.sdp)) return bad(`sdp must be an SDP offer of at most ${MAX_SDP} bytes, ${MAX_SDP_LINES} lines, ${MAX_MEDIA_SECTIONS} audio or video media sections, ${MAX_RIDS} simulcast layers, ${MAX_CODECS} codecs a section (one per payload type) and ${MAX_FEEDBACK} feedback lines (${MAX_WILDCARD_FEEDBACK} with a wildcard a section)`);
     const l = layers(p.layers);
     if (!l.ok) return l;
     return ok({ source: p.source, kind: p.kind, sdp: p.sdp, ...(l.value ? { layers: l.value } : {}) });
