@@ -7,7 +7,7 @@ import type { ServerFrame } from '../../src/protocol/messages.ts';
 import { Timeline } from '../rooms/timeline.ts';
 import type { Member } from '../rooms/types.ts';
 import { FanoutBudget } from './fanout-budget.ts';
-import { StreamBoard, type StreamLimits } from './streams.ts';
+import { StreamBoard, WALKED_PER_COPY, type StreamLimits } from './streams.ts';
 import { Budget, relayBudgets } from '../budget.ts';
 import { DEFAULTS } from '../config.ts';
 import type { RelayError } from '../errors.ts';
@@ -186,6 +186,39 @@ describe('data streams at the relay', () => {
     slow.link.bufferedAmount = 0;
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(sender.frames.filter((f) => f.type === 'event' && f.name === 'stream.ack').length, 1, 'acknowledged once it caught up');
+    streams.dispose();
+  });
+
+  it('a room-wide stream\'s chunk pays for the room it walks, not only the copies it sent; once no recipient is left its chunks walk nothing (a room of members that left it cost 0.6 ms a chunk per 10,000, charged as one copy)', () => {
+    let walks = 0;
+    const sender = member('s');
+    const stays = member('stays');
+    const crowd = Array.from({ length: 6400 }, (_, i) => member(`m${i}`));
+    const all = [sender, stays, ...crowd].map((x) => x.m);
+    const room = function* () {
+      walks++;
+      yield* all;
+    };
+    const streams = new StreamBoard(LIMITS, room, (id) => all.find((m) => m.id === id), new Timeline());
+    const { streamId } = streams.open(sender.m, { size: 8, kind: 'bytes' });
+    for (const x of crowd) streams.leave(x.m, streamId);
+    // the sender's fan-out, as the relay's defaults count it
+    const fanout = new FanoutBudget({ fanoutByteRate: 1, fanoutByteBurst: 1_000_000, broadcastByteRate: 1, broadcastByteBurst: 1_000_000 });
+    (sender.m as { fanout: FanoutBudget }).fanout = fanout;
+    const spent: number[] = [];
+    const spend = fanout.spend.bind(fanout);
+    fanout.spend = (bytes: number, recipients: number) => void (spent.push(recipients), spend(bytes, recipients));
+    streams.chunk(sender.m, chunk(streamId, 0, 1));
+    assert.equal(stays.chunks.length, 1);
+    assert.deepEqual(spent, [Math.ceil(6402 / WALKED_PER_COPY)], 'one copy sent, charged as the walk of 6,402 members');
+    streams.leave(stays.m, streamId);
+    const before = walks;
+    streams.chunk(sender.m, chunk(streamId, 1, 1));
+    assert.equal(walks - before, 1, 'the walk that found nobody');
+    streams.chunk(sender.m, chunk(streamId, 2, 1));
+    streams.chunk(sender.m, chunk(streamId, 3, 1));
+    assert.equal(walks - before, 1, 'no walk once none is left');
+    assert.deepEqual(spent.slice(1), [Math.ceil(6402 / WALKED_PER_COPY), 0, 0], 'then the chunks nobody receives (read all the same: the budget counts each as one copy)');
     streams.dispose();
   });
 
