@@ -52,7 +52,7 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
   const scopeRefusal = checkScope(claims, roomId, frame.participantId);
   if (scopeRefusal) return scopeRefusal;
   // pubsub's `from` and output-changed's `by` name the server API with this id: a member under it would speak as the backend
-  if (frame.participantId === ADMIN_ACTOR) {
+  if (frame.participantId.toLowerCase() === ADMIN_ACTOR) {
     return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-reserved', message: `"${ADMIN_ACTOR}" names the server API in messages and output changes: no participant may take it` };
   }
   const key = tokenKey(frame.token, claims);

@@ -68,6 +68,10 @@ describe('server API: attacks', () => {
     assert.equal(unpinned.reason, 'identity-reserved');
     const pinned = await rejectsWith(t.join({ token: t.token({ roomId: 'imp', participantId: ADMIN_ACTOR, grant: { canPublishData: true } }) }), 'UNAUTHORIZED_PARTICIPANT');
     assert.equal(pinned.reason, 'identity-reserved');
+    // nor under what looks like it: another case (a roster may show ids in capitals), or an invisible character (an attack review)
+    const upper = await rejectsWith(t.join({ token: t.token({ roomId: 'imp', grant: { canPublishData: true } }), participantId: 'Server-API' }), 'UNAUTHORIZED_PARTICIPANT');
+    assert.equal(upper.reason, 'identity-reserved');
+    for (const id of [`${ADMIN_ACTOR}\u00ad`, `${ADMIN_ACTOR}\u2060`, `${ADMIN_ACTOR} `]) await rejectsWith(t.join({ token: t.token({ roomId: 'imp', grant: { canPublishData: true } }), participantId: id }), 'INVALID_ARGUMENT');
     assert.equal(t.relay.context.rooms.get('acme', 'imp'), undefined, 'no room was opened');
   });
 

@@ -24,14 +24,18 @@ export function isWellFormed(value: string): boolean {
 const NAME_CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 /**
- * Characters an id may not hold: those of a name, and the invisible ones besides (the zero-width
- * space, joiners and direction marks U+200B–U+200F, the Arabic letter mark U+061C, the byte order
- * mark U+FEFF), with which two ids that differ look the same (`ada` and `a\u200Bda`).
+ * Characters an id may not hold: those of a name, and the invisible and blank ones besides, with
+ * which two ids that differ look the same (`ada` and `a\u200Bda`, `bob` and `bob\u2060`, a member
+ * and `server-api\u00AD`): every default-ignorable code point (zero-width characters, joiners and
+ * direction marks, the soft hyphen, word joiner, invisible operators, variation selectors, Hangul
+ * fillers, tag characters, …), every format character (U+061C, U+FEFF, …), and every space but
+ * U+0020, which may not start or end an id either.
  */
-const ID_CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/;
+const ID_CONTROL = /[\u0000-\u001f\u007f-\u009f\u00a0\u1680\u2000-\u200f\u2028-\u202f\u205f\u2066-\u2069\u3000]|\p{Default_Ignorable_Code_Point}|\p{Cf}/u;
 
 /** What the id and name checks refuse, for messages and docs. */
-export const ID_CONTROL_RANGES = 'U+0000–U+001F, U+007F–U+009F, U+061C, U+200B–U+200F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069, U+FEFF';
+export const ID_CONTROL_RANGES =
+  'controls U+0000–U+001F and U+007F–U+009F, spaces but U+0020 (which may not start or end an id), separators U+2028, U+2029, bidi controls, and every default-ignorable or format character (U+00AD, U+034F, U+061C, U+115F, U+1160, U+180B–U+180F, U+200B–U+200F, U+2060–U+206F, U+3164, U+FE00–U+FE0F, U+FEFF, U+FFA0, U+E0000–U+E0FFF, …)';
 export const NAME_CONTROL_RANGES = 'U+0000–U+001F, U+007F–U+009F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069';
 
 /** `value` with each character a display name may not hold replaced by `_` (a file's own name, which the user did not type for Tessera). */
@@ -41,11 +45,14 @@ export function cleanName(value: string): string {
 
 function first(pattern: RegExp, value: string): string | null {
   const found = pattern.exec(value);
-  return found ? `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}` : null;
+  return found ? codePoint(found[0]) : null;
 }
+
+const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 
 /** The first character of `value` an id may not hold, as its code point (`U+202E`), or `null` when there is none. */
 export function idControl(value: string): string | null {
+  if (value.startsWith(' ') || value.endsWith(' ')) return 'U+0020';
   return first(ID_CONTROL, value);
 }
 
