@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { SdkError } from '../errors.ts';
 import { decodeChunkHeader } from '../protocol/messages.ts';
-import { DataStreams } from './data-stream.ts';
+import { DataStreams, MAX_INCOMING_STREAMS } from './data-stream.ts';
 
 type Connection = ConstructorParameters<typeof DataStreams>[0];
 
@@ -85,5 +85,33 @@ describe('data streams, sending (SDK)', () => {
     const error = await settled(send, 2000);
     assert.ok(error !== 'pending' && 'error' in error && (error.error as SdkError).reason === 'stream-idle');
     assert.deepEqual(aborted.requests.map((r) => r.method), ['stream.open']);
+  });
+  it('a relay acknowledging a chunk never sent does not lift the window: the sender keeps to it (a hostile relay that stopped reading had the whole source read into the socket)', async () => {
+    const sentSeqs: number[] = [];
+    const connection = {
+      request: async (method: string) => (method === 'stream.open' ? { streamId: 3, chunkBytes: 4, window: 2 } : {}),
+      sendBinary: (frame: Uint8Array) => {
+        const { seq } = decodeChunkHeader(frame)!;
+        sentSeqs.push(seq);
+        // acknowledges the last chunk there could ever be, once, and then reads no more
+        if (seq === 0) setImmediate(() => streams.acked(3, 2 ** 32 - 1));
+      },
+    };
+    const streams = new DataStreams(connection as unknown as Connection);
+    const sending = streams.send('x'.repeat(4 * 100));
+    assert.equal(await settled(sending, 200), 'pending');
+    assert.deepEqual(sentSeqs, [0, 1], 'the window (2 chunks unacknowledged), no more');
+  });
+
+  it('incoming streams kept at once are at most MAX_INCOMING_STREAMS: one more is left, and not given to the app (a relay opening streams that never end grew the SDK 2.4 KB each)', async () => {
+    const left: unknown[] = [];
+    const connection = { request: async (method: string, params: unknown) => (method === 'stream.leave' && left.push(params), {}) };
+    const streams = new DataStreams(connection as unknown as Connection);
+    let given = 0;
+    streams.on('stream', () => void given++);
+    for (let id = 1; id <= MAX_INCOMING_STREAMS + 1; id++) streams.opened({ streamId: id, from: 'x', size: 1, kind: 'bytes', timestamp: 0 });
+    assert.equal(given, MAX_INCOMING_STREAMS);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(left, [{ streamId: MAX_INCOMING_STREAMS + 1 }], 'the relay is told to send none of it');
   });
 });

@@ -60,13 +60,20 @@ function sourceOf(data: unknown): Source {
   throw new SdkError('INVALID_ARGUMENT', 'dataStream.send takes a string, a Uint8Array, an ArrayBuffer or a Blob');
 }
 
+/** Incoming streams open at once that the SDK keeps (each sender has at most 8 open, see docs/data.md). */
+export const MAX_INCOMING_STREAMS = 1024;
+
 /** A stream being sent: the relay's acknowledgements, and whether it was aborted. */
 class Outgoing {
   acked = -1;
+  /** Chunks sent so far: an acknowledgement of one not sent yet is not believed. */
+  sent = 0;
   error: SdkError | null = null;
   private wake: (() => void) | null = null;
 
   ack(seq: number): void {
+    // a relay acknowledging chunks never sent would have the whole source read into the socket
+    if (seq >= this.sent) return;
     if (seq > this.acked) this.acked = seq;
     this.signal();
   }
@@ -161,7 +168,9 @@ export class DataStreams {
         if (seq - out.acked > window) await out.until(seq - window);
         if (out.error) throw out.error;
         const offset = seq * chunkBytes;
-        this.connection.sendBinary(encodeChunk(streamId, seq, await source.read(offset, Math.min(chunkBytes, source.size - offset))));
+        const bytes = await source.read(offset, Math.min(chunkBytes, source.size - offset));
+        out.sent = seq + 1;
+        this.connection.sendBinary(encodeChunk(streamId, seq, bytes));
         // a listener that throws is reported, as every listener is: the transfer goes on
         if (report && out.acked >= 0) call(report, { sent: Math.min(source.size, (out.acked + 1) * chunkBytes), total: source.size });
       }
@@ -250,6 +259,12 @@ export class DataStreams {
     this.incoming.delete(info.streamId);
     if (!this.events.has('stream')) {
       // kept by nobody: the relay need not send its bytes here
+      if (info.size > 0) this.leaveSoon(info.streamId);
+      return;
+    }
+    // a relay sends a member at most 8 open streams of each sender; past this many, one opening
+    // streams that never end (2.4 KB each) is not believed
+    if (this.incoming.size >= MAX_INCOMING_STREAMS) {
       if (info.size > 0) this.leaveSoon(info.streamId);
       return;
     }

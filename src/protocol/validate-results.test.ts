@@ -76,6 +76,15 @@ describe('parseResult', () => {
     });
   });
 
+  it('stream.open: a window of at most 256 chunks of at most 1 MiB (a hostile relay\'s window of 2^53 had the whole source read into the socket)', () => {
+    const open = (chunkBytes: number, window: number) => parseResult('stream.open', { streamId: 1, chunkBytes, window }, { size: 1, kind: 'bytes' }).ok;
+    assert.equal(open(65536, 16), true);
+    assert.equal(open(1024 * 1024, 256), true);
+    assert.equal(open(65536, Number.MAX_SAFE_INTEGER), false);
+    assert.equal(open(65536, 257), false);
+    assert.equal(open(1024 * 1024 + 1, 16), false);
+  });
+
   it('ignores unknown fields of a result', () => {
     assert.deepEqual(parseResult('media.layer', { layer: 'h', future: 1 }, { subscriptionId: 's', size: { maxWidth: 1, maxHeight: 1 } }), { ok: true, value: { layer: 'h' } });
     assert.deepEqual(parseResult('room.end', { future: 1 }, {}), { ok: true, value: {} });

@@ -44,6 +44,10 @@ const decisions = (result: unknown): Parsed<{ decisions: LobbyDecision[] }> => {
 const status = (result: unknown, params: { output: OutputName }) => parseOutputStatus(params.output, result);
 
 /** One parser per method: the typed dispatch table of result validation. */
+/** The largest chunk and window a relay may answer `stream.open` with (its defaults: 64 KiB, 16). */
+const MAX_STREAM_CHUNK_BYTES = 1024 * 1024;
+const MAX_STREAM_WINDOW = 256;
+
 const RESULTS: { [M in Method]: ResultParser<M> } = {
   'lobby.admit': decisions,
   'lobby.deny': decisions,
@@ -69,8 +73,10 @@ const RESULTS: { [M in Method]: ResultParser<M> } = {
   'pubsub.subscribe': empty,
   'pubsub.unsubscribe': empty,
   'pubsub.history': listIn('messages', isPubSubMessage),
-  // a chunk of 0 bytes made a send loop for ever, a window below 1 wait for ever
-  'stream.open': record({ streamId: isStreamId, chunkBytes: intIn(1, Number.MAX_SAFE_INTEGER), window: intIn(1, Number.MAX_SAFE_INTEGER) }),
+  // a chunk of 0 bytes made a send loop for ever, a window below 1 wait for ever; and a window
+  // past any relay's (16 chunks of 64 KiB by default) let a relay that stopped reading have the
+  // whole source read into the socket
+  'stream.open': record({ streamId: isStreamId, chunkBytes: intIn(1, MAX_STREAM_CHUNK_BYTES), window: intIn(1, MAX_STREAM_WINDOW) }),
   'stream.close': empty,
   'stream.leave': empty,
 };
