@@ -35,6 +35,19 @@ function rawCall(port: number, method: string, path: string, who: Project): Prom
   });
 }
 
+/** The reason the room's HLS run ends with once it is no longer starting or active (within 40 s). */
+function hlsEnds(room: Room): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the HLS run did not reach the quota within 40 s')), 40_000);
+    const off = room.on('output-changed', (change) => {
+      if (change.output !== 'hls' || change.state === 'active' || change.state === 'starting') return;
+      off();
+      clearTimeout(timer);
+      resolve(change.error?.reason);
+    });
+  });
+}
+
 describe('disk quota per project (--disk-quota) and deleting recordings through the server API', () => {
   let t: TestRelay;
   const dir = mkdtempSync(join(tmpdir(), 'tessera-quota-'));
@@ -131,15 +144,7 @@ describe('disk quota per project (--disk-quota) and deleting recordings through 
 
   it('a stopped HLS run that holds its project at the quota is deleted by the next HLS start in its room, and by the room\'s end (found by review: nothing could free it)', async () => {
     const gamma = await host(GAMMA, 'h');
-    const failed = new Promise<string | undefined>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the HLS run did not reach the quota within 40 s')), 40_000);
-      const off = gamma.on('output-changed', (change) => {
-        if (change.output !== 'hls' || change.state === 'active' || change.state === 'starting') return;
-        off();
-        clearTimeout(timer);
-        resolve(change.error?.reason);
-      });
-    });
+    const failed = hlsEnds(gamma);
     const first = await gamma.hls.start();
     const firstRun = /\/hls\/([0-9a-f]{32})\//.exec(first.info!.playlist!)![1]!;
     assert.equal(await failed, 'disk-quota', 'the run fails once its segments pass the quota');
@@ -193,15 +198,7 @@ exit $code
 
   it('the next start deletes the failed run only once its ffmpeg has ended, and starts (its deletion raced the last writes and left the run counted)', async () => {
     const room = await t.join({ token: mintToken({ apiKey: GAMMA.key, secret: GAMMA.secret, roomId: 'slow', participantId: 'host', grant: { canHls: true } }) });
-    const failed = new Promise<string | undefined>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the HLS run did not reach the quota within 40 s')), 40_000);
-      const off = room.on('output-changed', (change) => {
-        if (change.output !== 'hls' || change.state === 'active' || change.state === 'starting') return;
-        off();
-        clearTimeout(timer);
-        resolve(change.error?.reason);
-      });
-    });
+    const failed = hlsEnds(room);
     const first = await room.hls.start();
     const firstRun = join(dir, 'hls', /\/hls\/([0-9a-f]{32})\//.exec(first.info!.playlist!)![1]!);
     assert.equal(await failed, 'disk-quota');
