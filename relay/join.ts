@@ -33,6 +33,15 @@ export interface Admission {
 }
 
 /**
+ * Whether an id reads as the server API's: in any case, width or compatibility form (NFKC), with
+ * any hyphen (`server\u2011api`). Letters of other scripts that look alike are not caught: an app
+ * tells the server API by `from === "server-api"`, which no other id is.
+ */
+function looksLikeServerApi(id: string): boolean {
+  return id.normalize('NFKC').toLowerCase().replace(/[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]/g, '-') === ADMIN_ACTOR;
+}
+
+/**
  * Judge a join frame: the protocol version, the token (steps 1–10) and the removal list.
  * Whether the identity is free is decided at entry, which may come later (after the lobby).
  */
@@ -52,7 +61,7 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
   const scopeRefusal = checkScope(claims, roomId, frame.participantId);
   if (scopeRefusal) return scopeRefusal;
   // pubsub's `from` and output-changed's `by` name the server API with this id: a member under it would speak as the backend
-  if (frame.participantId.toLowerCase() === ADMIN_ACTOR) {
+  if (looksLikeServerApi(frame.participantId)) {
     return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'identity-reserved', message: `"${ADMIN_ACTOR}" names the server API in messages and output changes: no participant may take it` };
   }
   const key = tokenKey(frame.token, claims);

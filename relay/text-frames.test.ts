@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RawPayload } from './data/raw-json.ts';
-import { keysOver, MAX_FRAME_KEYS, readMemberText } from './text-frames.ts';
+import { frameShapeProblem, MAX_FRAME_DEPTH, MAX_FRAME_KEYS, readMemberText } from './text-frames.ts';
+
+const keysOver = (text: string, max: number) => frameShapeProblem(text, max, Infinity) !== null;
 
 const MAX_FRAME = 256 * 1024;
 const read = (frame: string) => readMemberText(Buffer.from(frame), MAX_FRAME);
@@ -33,6 +35,15 @@ describe('a member\'s text frame holds at most MAX_FRAME_KEYS object keys outsid
     // the same junk beside a publish's payload: the rest of the frame is counted
     const beside = read(request('pubsub.publish', { topic: 'chat', payload: 'hi', x: uniqueKeys(200 * 1024) }));
     assert.ok('answer' in beside && beside.answer.type === 'response' && 'error' in beside.answer && beside.answer.error?.reason === 'bad-frame');
+  });
+
+  it(`a frame nested more than MAX_FRAME_DEPTH deep is refused before it is parsed (arrays 100,000 deep cost the parse 4–5× plain JSON)`, () => {
+    const deep = read(request('pubsub.subscribe', { topic: 'chat', x: JSON.parse(`${'['.repeat(90)}${']'.repeat(90)}`) }).replace('"x":', `"y":"${'z'.repeat(1024)}","x":`));
+    assert.ok('answer' in deep && deep.answer.type === 'response' && 'error' in deep.answer && deep.answer.error?.message === `a frame nests at most ${MAX_FRAME_DEPTH} arrays and objects deep`);
+    const flood = read(`{"type":"request","id":9,"method":"pubsub.subscribe","params":${'['.repeat(100_000)}`);
+    assert.ok('answer' in flood && flood.answer.type === 'response' && 'error' in flood.answer && flood.answer.error?.reason === 'bad-frame');
+    // brackets inside strings are text
+    assert.equal(frameShapeProblem(JSON.stringify({ s: '['.repeat(500) }), 10, 3), null);
   });
 
   it('what members send holds: a payload of 5,000 keys (cut out, not counted), a stroke of 4,000 coordinates, 1,000 targets, an SDP full of colons', () => {

@@ -18,18 +18,23 @@ const PUBLISH_METHOD = Buffer.from('pubsub.publish');
 
 /**
  * Object keys a member's text frame may hold outside a publish's payload (which is cut out, never
- * parsed). Requests' parameters are flat objects of a few keys; a frame of objects each with a
- * key of its own costs `JSON.parse` 5–12× what plain JSON of its size does (a 256 KiB one 12–30 ms,
- * one turn of the event loop that no scheduling can split), from any member, an empty grant's too.
+ * parsed), and how deep it may nest. Requests' parameters are flat objects of a few keys; a frame
+ * of objects each with a key of its own costs `JSON.parse` 5–12× what plain JSON of its size does
+ * (a 256 KiB one 12–30 ms, one turn of the event loop that no scheduling can split), and arrays
+ * nested 100,000 deep 4–5×, from any member, an empty grant's too.
  */
 export const MAX_FRAME_KEYS = 1024;
+/** A payload may nest 64 deep (`MAX_PAYLOAD_DEPTH`), inside a frame's own three levels. */
+export const MAX_FRAME_DEPTH = MAX_PAYLOAD_DEPTH + 4;
 
 /**
- * Whether `text` has more than `max` colons outside its strings: in JSON, its objects' keys. One
- * pass, no allocation, for what `JSON.parse` would otherwise build.
+ * Why `text` would cost its parse more than its bytes say, or null: more than `maxKeys` colons
+ * outside its strings (in JSON, its objects' keys), or brackets nested more than `maxDepth` deep.
+ * One pass, no allocation, before `JSON.parse` builds it.
  */
-export function keysOver(text: string, max: number): boolean {
+export function frameShapeProblem(text: string, maxKeys = MAX_FRAME_KEYS, maxDepth = MAX_FRAME_DEPTH): string | null {
   let keys = 0;
+  let depth = 0;
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
@@ -40,12 +45,14 @@ export function keysOver(text: string, max: number): boolean {
         if (d === 0x5c) i++;
         else if (d === 0x22) break;
       }
-    } else if (c === 0x3a && ++keys > max) return true;
+    } else if (c === 0x3a) {
+      if (++keys > maxKeys) return `a frame holds at most ${maxKeys} object keys outside a publish's payload`;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > maxDepth) return `a frame nests at most ${maxDepth} arrays and objects deep`;
+    } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return false;
+  return null;
 }
-
-const TOO_MANY_KEYS = `a frame holds at most ${MAX_FRAME_KEYS} object keys outside a publish's payload`;
 
 /** What a member's text frame comes to: a request for its room, or the relay's answer. */
 export type TextRead = { request: RequestFrame } | { answer: ServerFrame };
@@ -92,8 +99,8 @@ function largePublish(data: RawData): RequestFrame | null {
   const cut = cutPublishPayload(data, MAX_PAYLOAD_DEPTH);
   if (!cut) return null;
   const rest = `${data.toString('utf8', 0, cut.start)}0${data.toString('utf8', cut.end)}`;
-  // read the ordinary way, which refuses it (the whole frame has at least those keys)
-  if (keysOver(rest, MAX_FRAME_KEYS)) return null;
+  // read the ordinary way, which refuses it (the whole frame has at least those keys and depth)
+  if (frameShapeProblem(rest) !== null) return null;
   const parsed = parseClientFrame(rest);
   if (!parsed.ok || parsed.value.type !== 'request' || parsed.value.method !== 'pubsub.publish') return null;
   const request = parsed.value;
@@ -108,10 +115,9 @@ function readText(text: string, bytes: number, maxFrameBytes: number): TextRead 
     const error: WireError = { code: 'PAYLOAD_TOO_LARGE', kind: 'Request', message: `frames are at most ${maxFrameBytes} bytes (announced in joined.limits)`, reason: 'frame-too-large' };
     return { answer: refusal(leadingRequestId(text), error) };
   }
-  // a frame under the cut's size holds too few keys to matter
-  if (bytes >= CUT_MIN_BYTES && keysOver(text, MAX_FRAME_KEYS)) {
-    return { answer: refusal(leadingRequestId(text), { code: 'INVALID_ARGUMENT', kind: 'Request', message: TOO_MANY_KEYS, reason: 'bad-frame' }) };
-  }
+  // a frame under the cut's size holds too little to matter
+  const shape = bytes >= CUT_MIN_BYTES ? frameShapeProblem(text) : null;
+  if (shape !== null) return { answer: refusal(leadingRequestId(text), { code: 'INVALID_ARGUMENT', kind: 'Request', message: shape, reason: 'bad-frame' }) };
   const parsed = parseClientFrame(text);
   if (!parsed.ok) return { answer: badFrameAnswer(parsed) };
   if (parsed.value.type === 'join' || parsed.value.type === 'resume') {

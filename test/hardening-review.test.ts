@@ -69,6 +69,10 @@ describe('issue 11: the attack review', () => {
       ['a payload type twice (096 is 96)', `${head}a=rtpmap:96 VP8/90000\r\na=rtpmap:096 VP8/90000\r\n`],
       ['9 wildcard feedback lines', head + codecs(4) + feedback(9)],
       ['513 feedback lines', head + codecs(128) + Array.from({ length: 128 }, (_, i) => feedback(4, String(i))).join('') + feedback(1, '5')],
+      // werift reads these payload types as NaN, one type for every such codec (a review of the caps)
+      ['a payload type after a space', `${head}a=rtpmap: 96 VP8/90000\r\n`],
+      ['a payload type that is not a number', `${head}a=rtpmap:96 VP8/90000\r\na=rtcp-fb:NaN nack\r\n`],
+      ['a payload type past 127', `${head}a=rtpmap:1000 VP8/90000\r\n`],
     ] as const) {
       const refused = await offer(sdp);
       assert.equal(code(refused), 'INVALID_ARGUMENT', what);

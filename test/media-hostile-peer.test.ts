@@ -198,6 +198,19 @@ describe('issue 11: a member\'s own transport takes nothing werift cannot bound'
       assert.equal((again.error as { reason?: string } | undefined)?.reason, 'bad-sdp');
       assert.match((again.error as { message: string }).message, /answered already/);
       assert.equal(client.connectionState, 'connected', 'the transport lives on');
+      // answers sent together: werift awaits before its state changes, so each found it unchanged and was parsed
+      const other = new WeriftPeer({ iceAdditionalHostAddresses: ['127.0.0.1'], iceUseIpv6: false });
+      try {
+        const sub2 = (await viewer.request('media.subscribe', { participantId: 'a', source: 'camera' })).result as { subscriptionId: string; sdp: string };
+        await other.setRemoteDescription({ type: 'offer', sdp: sub2.sdp });
+        await other.setLocalDescription(await other.createAnswer());
+        const together = await Promise.all(Array.from({ length: 4 }, () => viewer.request('media.answer', { subscriptionId: sub2.subscriptionId, sdp: other.localDescription!.sdp })));
+        const refusals = together.map((a) => (a.error as { message?: string } | undefined)?.message ?? 'applied');
+        assert.equal(refusals.filter((m) => m === 'applied').length, 1, refusals.join(' | '));
+        assert.equal(refusals.filter((m) => /answered already/.test(m)).length, 3, refusals.join(' | '));
+      } finally {
+        await other.close();
+      }
     } finally {
       proto.addRemoteCandidate = original;
       await client.close();

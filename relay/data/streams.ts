@@ -155,7 +155,7 @@ export class StreamBoard {
     const data = serialise({ type: 'event', name: 'stream.open', data: info });
     const told = this.each(stream, (m) => m.link.sendRaw(data));
     // the announcement is a fan-out like any other (a name and a type of 256 characters each, to a thousand members)
-    sender.fanout.spend(data.length, told);
+    sender.fanout.spend(data.length, this.charged(told));
     if (!params.to) this.timeline.emit({ type: 'stream', from: sender.id, size: params.size, kind: params.kind, ...(params.name ? { name: params.name } : {}), ...(params.topic ? { topic: params.topic } : {}) });
     return { streamId: id, chunkBytes: this.limits.streamChunkBytes, window: this.limits.streamWindow };
   }
@@ -209,7 +209,7 @@ export class StreamBoard {
     if (sent === 0 && !stream.named) stream.noneLeft = true;
     // the relay reads every byte even when nobody is left to receive it, and looked through the
     // room for its recipients: that is paid for too
-    sender.fanout.spend(frame.length, Math.max(sent, Math.ceil(this.walkedLast / WALKED_PER_COPY)));
+    sender.fanout.spend(frame.length, this.charged(sent));
     stream.unacked = header.seq;
     if (!stream.ackTimer) this.acknowledge(stream);
   }
@@ -302,6 +302,11 @@ export class StreamBoard {
     return n;
   }
 
+  /** The copies a send through {@link each} is charged: those sent, or a copy for each {@link WALKED_PER_COPY} members it walked. */
+  private charged(sent: number): number {
+    return Math.max(sent, Math.ceil(this.walkedLast / WALKED_PER_COPY));
+  }
+
   /** `m` is sent no more of `stream`. */
   private without(stream: OpenStream, m: Member): void {
     stream.lagging.delete(m);
@@ -338,7 +343,7 @@ export class StreamBoard {
     const data = serialise({ type: 'event', name: 'stream.end', data: { streamId } });
     const told = this.each(stream, (m) => m.link.sendRaw(data));
     this.forget(stream);
-    sender.fanout.spend(data.length, told);
+    sender.fanout.spend(data.length, this.charged(told));
   }
 
   /**
@@ -359,7 +364,7 @@ export class StreamBoard {
     const data = serialise({ type: 'event', name: 'stream.abort', data: { streamId: stream.id, error } });
     const told = this.each(stream, (m) => m.link.sendRaw(data));
     this.forget(stream);
-    stream.sender.fanout.spend(data.length, told);
+    stream.sender.fanout.spend(data.length, this.charged(told));
     if (tellSender) stream.sender.link.sendRaw(data);
   }
 

@@ -29,7 +29,7 @@ export function remoteSdp(sdp: string): string {
     const fields = line.split(' ');
     const transport = fields[2]?.toLowerCase();
     const address = fields[4] ?? '';
-    if (transport === 'udp' && isIP(address) !== 0 && kept < MAX_REMOTE_CANDIDATES) {
+    if (transport === 'udp' && isIP(address) !== 0 && !address.includes('%') && kept < MAX_REMOTE_CANDIDATES) {
       kept++;
       out.push(line);
     }

@@ -312,6 +312,8 @@ export class WeriftEngine implements MediaEngine {
     let current = '';
     let stopCurrent: (() => void) | null = null;
     let pending: { layer: string; stop: () => void } | null = null;
+    /** An answer being applied (see `accept`). */
+    let answering = false;
     const send = (p: object) => {
       const packet = (p as RtpPacket).clone();
       // the publisher's header extensions mean nothing on this transport: werift writes its own
@@ -340,9 +342,15 @@ export class WeriftEngine implements MediaEngine {
         return current;
       },
       accept: async (answer) => {
-        // werift parses an answer before it looks at its state: a repeated one cost a parse each
-        if (pc.signalingState !== 'have-local-offer') throw new Error('this subscription has been answered already');
-        await pc.setRemoteDescription({ type: 'answer', sdp: remoteSdp(answer) });
+        // werift parses an answer before it looks at its state: a repeated one cost a parse each,
+        // and answers sent together all found the state unchanged (so: one at a time, and none once one took)
+        if (answering || pc.signalingState !== 'have-local-offer') throw new Error('this subscription has been answered already');
+        answering = true;
+        try {
+          await pc.setRemoteDescription({ type: 'answer', sdp: remoteSdp(answer) });
+        } finally {
+          answering = false;
+        }
       },
       attach: (s, layer) => {
         stopCurrent?.();

@@ -11,6 +11,7 @@ import { diskFull, type DiskReserve } from './disk-reserve.ts';
 import { overQuota, type DiskQuota, type QuotaWatch } from './disk-quota.ts';
 import { CompositeRecording } from './recording-composite.ts';
 import { COMPOSITE_FILE, createExclusive, createRecordingDir, isRecordingFile, newRecordingId, recordingWritten, TIMELINE_FILE, trackFileName, UnsafeStorageError } from './storage.ts';
+import { RawPayload } from '../data/raw-json.ts';
 
 /** The URL path of a file of a recording (served with a token of the room, see `relay/http.ts`). */
 export const recordingUrl = (recording: string, file: string) => `/recordings/${recording}/${file}`;
@@ -34,6 +35,18 @@ export interface RecordingMedia {
 
 /** What a file of a recording is, by its name. */
 const kindOf = (name: string): RecordingFile['kind'] => (name === TIMELINE_FILE ? 'timeline' : name === COMPOSITE_FILE ? 'composite' : 'track');
+
+/**
+ * One line of the timeline file. A message whose payload came as its bytes is written with those
+ * bytes, never parsed (see `topics.ts`); in JSON a line break can only be whitespace between
+ * tokens, so each becomes a space and the event stays one line.
+ */
+export function timelineLine(event: TimedEvent): string {
+  if (event.type !== 'message' || !(event.payload instanceof RawPayload)) return `${JSON.stringify(event)}\n`;
+  const { payload, ...rest } = event;
+  const raw = Buffer.from(payload.json.buffer, payload.json.byteOffset, payload.json.byteLength).toString('utf8').replace(/[\r\n]/g, ' ');
+  return `${JSON.stringify(rest).slice(0, -1)},"payload":${raw}}\n`;
+}
 
 /**
  * Records the room into its own directory, `<dir>/<project>/<room>/<recording id>/` (ids encoded
@@ -82,7 +95,7 @@ export class RecordingProvider implements OutputProvider<'recording'> {
   ) {}
 
   private write(out: WriteStream, event: TimedEvent): void {
-    const line = `${JSON.stringify(event)}\n`;
+    const line = timelineLine(event);
     if (event.type === 'message' || event.type === 'stream' || event.type === 'whiteboard') {
       const over = this.messageBytes + line.length > this.timelineBytes;
       if (over || out.writableLength > MAX_UNWRITTEN) {

@@ -27,15 +27,18 @@ const NAME_CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066
  * Characters an id may not hold: those of a name, and the invisible and blank ones besides, with
  * which two ids that differ look the same (`ada` and `a\u200Bda`, `bob` and `bob\u2060`, a member
  * and `server-api\u00AD`): every default-ignorable code point (zero-width characters, joiners and
- * direction marks, the soft hyphen, word joiner, invisible operators, variation selectors, Hangul
- * fillers, tag characters, …), every format character (U+061C, U+FEFF, …), and every space but
- * U+0020, which may not start or end an id either.
+ * direction marks, the soft hyphen, word joiner, invisible operators, Hangul fillers, tag
+ * characters, …), every format character (U+061C, U+FEFF, …), private-use, unassigned and
+ * noncharacter code points (a font may draw them as nothing), blanks that are not spaces (U+2800,
+ * U+FFFC, U+1D159, U+16FE4), every space but U+0020, which may not start or end an id, come twice in a row
+ * or carry a combining mark. A variation selector (U+FE0F) may follow an emoji or a keycap's base.
  */
-const ID_CONTROL = /[\u0000-\u001f\u007f-\u009f\u00a0\u1680\u2000-\u200f\u2028-\u202f\u205f\u2066-\u2069\u3000]|\p{Default_Ignorable_Code_Point}|\p{Cf}/u;
+const ID_CONTROL =
+  /[\u0000-\u001f\u007f-\u009f\u00a0\u1680\u2000-\u200f\u2028-\u202f\u205f\u2066-\u2069\u2800\u3000\ufffc\u{1d159}\u{16fe4}]|(?!\ufe0f)\p{Default_Ignorable_Code_Point}|\p{Cf}|\p{Co}|\p{Cn}|(?<![\p{Extended_Pictographic}0-9#*])\ufe0f|  | \p{M}/u;
 
 /** What the id and name checks refuse, for messages and docs. */
 export const ID_CONTROL_RANGES =
-  'controls U+0000–U+001F and U+007F–U+009F, spaces but U+0020 (which may not start or end an id), separators U+2028, U+2029, bidi controls, and every default-ignorable or format character (U+00AD, U+034F, U+061C, U+115F, U+1160, U+180B–U+180F, U+200B–U+200F, U+2060–U+206F, U+3164, U+FE00–U+FE0F, U+FEFF, U+FFA0, U+E0000–U+E0FFF, …)';
+  'controls U+0000–U+001F and U+007F–U+009F, spaces but U+0020 (which may not start or end an id, come twice in a row or carry a mark), separators U+2028, U+2029, bidi controls, blanks U+2800, U+FFFC, U+1D159, U+16FE4, private-use, unassigned and noncharacter code points, and every default-ignorable or format character (U+00AD, U+034F, U+061C, U+115F, U+1160, U+180B–U+180F, U+200B–U+200F, U+2060–U+206F, U+3164, U+FE00–U+FE0F but U+FE0F after an emoji, U+FEFF, U+FFA0, U+E0000–U+E0FFF, …)';
 export const NAME_CONTROL_RANGES = 'U+0000–U+001F, U+007F–U+009F, U+2028, U+2029, U+202A–U+202E, U+2066–U+2069';
 
 /** `value` with each character a display name may not hold replaced by `_` (a file's own name, which the user did not type for Tessera). */

@@ -31,6 +31,18 @@ const isSource = (v: unknown): v is Source => SOURCES.includes(v as Source);
  * since parsing and matching cost grows faster than linearly with the sections; and only audio
  * and video sections (werift would answer a data channel, whose SCTP reassembly it does not bound).
  */
+/** The payload type written at `at` (1–3 digits, at most 127, then a space), or -1. */
+function payloadType(v: string, at: number): number {
+  let n = 0;
+  let digits = 0;
+  for (; digits < 4; digits++) {
+    const c = v.charCodeAt(at + digits);
+    if (c < 0x30 || c > 0x39) break;
+    n = n * 10 + (c - 0x30);
+  }
+  return digits >= 1 && digits <= 3 && n <= 127 && v.charCodeAt(at + digits) === 0x20 ? n : -1;
+}
+
 function isSdp(v: unknown): v is string {
   if (typeof v !== 'string' || !v.startsWith('v=0') || v.length > MAX_SDP) return false;
   let lines = 0;
@@ -45,12 +57,18 @@ function isSdp(v: unknown): v is string {
     const line = at + 1;
     if (v.startsWith('a=rid:', line) && ++rids > MAX_RIDS) return false;
     if (v.startsWith('a=rtpmap:', line)) {
-      // as werift reads it (`096` is 96)
-      const type = Number.parseInt(v.slice(line + 9, line + 16), 10);
-      if (types.has(type) || types.size >= MAX_CODECS) return false;
+      // a payload type werift reads as the number it is: `a=rtpmap: 96` was NaN to it, one type for
+      // every such codec, while a count of types saw 96 (`096` is 96 to both)
+      const type = payloadType(v, line + 9);
+      if (type < 0 || types.has(type) || types.size >= MAX_CODECS) return false;
       types.add(type);
     }
-    if (v.startsWith('a=rtcp-fb:', line) && (++feedback > MAX_FEEDBACK || (v.startsWith('a=rtcp-fb:*', line) && ++wildcards > MAX_WILDCARD_FEEDBACK))) return false;
+    if (v.startsWith('a=rtcp-fb:', line)) {
+      if (++feedback > MAX_FEEDBACK) return false;
+      if (v.startsWith('a=rtcp-fb:*', line)) {
+        if (++wildcards > MAX_WILDCARD_FEEDBACK) return false;
+      } else if (payloadType(v, line + 10) < 0) return false;
+    }
     if (!v.startsWith('m=', line)) continue;
     if (++sections > MAX_MEDIA_SECTIONS || !(v.startsWith('m=audio ', line) || v.startsWith('m=video ', line))) return false;
     types.clear();

@@ -42,7 +42,8 @@ describe('parseClientFrame', () => {
     // and the invisible ones with which two different ids look the same (zero-width space, joiners, direction marks, Arabic letter mark, BOM), and the line separators;
     // and (an attack review: `bob\u2060` spoke as bob) every default-ignorable and format character and every space but U+0020
     const refused = ['\u0000', '\u0009', '\n', '\r', '\u001b', '\u001f', '\u007f', '\u0080', '\u0085', '\u009f', '\u202a', '\u202d', '\u202e', '\u2066', '\u2068', '\u2069', '\u200b', '\u200c', '\u200d', '\u200e', '\u200f', '\u061c', '\ufeff', '\u2028', '\u2029',
-      '\u2060', '\u00ad', '\u2061', '\u2064', '\u180e', '\u034f', '\ufe0f', '\u3164', '\u{e0020}', '\u115f', '\uffa0', '\u17b4', '\u00a0', '\u202f', '\u2003', '\u3000', '\u205f'];
+      '\u2060', '\u00ad', '\u2061', '\u2064', '\u180e', '\u034f', '\ufe0f', '\u3164', '\u{e0020}', '\u115f', '\uffa0', '\u17b4', '\u00a0', '\u202f', '\u2003', '\u3000', '\u205f',
+      '\u2800', '\ufffc', '\u{1d159}', '\u{16fe4}', '\ue000', '\u0378', '\uffff', '  ', ' \u0301'];
     const request = (method: string, params: unknown) => parseClientFrame(JSON.stringify({ type: 'request', id: 1, method, params }));
     for (const c of refused) {
       const id = `evil${c}nimda`;
@@ -62,7 +63,7 @@ describe('parseClientFrame', () => {
       assert.equal(claims({ participantId: id })?.claim, 'participantId', JSON.stringify(c));
     }
     // their neighbours, and letters of right-to-left scripts, are ids like any other
-    for (const id of ['a b', 'a~b', 'caf\u00e9', '\u05e9\u05dc\u05d5\u05dd', 'p\ud83d\ude00', '\u0928\u092e\u0938\u094d\u0924\u0947', '\u540d\u524d']) {
+    for (const id of ['a b', 'a~b', 'caf\u00e9', '\u05e9\u05dc\u05d5\u05dd', 'p\ud83d\ude00', '\u0928\u092e\u0938\u094d\u0924\u0947', '\u540d\u524d', 'ana\u2764\ufe0f', '1\ufe0f\u20e3', '\u0e44\u0e17\u0e22']) {
       assert.ok(parseClientFrame(JSON.stringify({ type: 'join', v: 1, token: 't', participantId: id, roomId: id })).ok, JSON.stringify(id));
       assert.equal(claimShapeProblem({ iss: 'k', exp: 1, grant: {}, roomId: id, participantId: id }), null, JSON.stringify(id));
     }
