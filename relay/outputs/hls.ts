@@ -65,6 +65,11 @@ const latestRun = new Map<string, string>();
  * counted against the project.
  */
 const runEnds = new Map<string, Promise<void>>();
+/**
+ * Runs of each room (by the key of {@link latestRun}) whose deletion failed: still the relay's, and
+ * counted in the project's quota, so the room's next start and its end try again.
+ */
+const leftRuns = new Map<string, Set<string>>();
 /** How long a start waits for the run it replaces to end before deleting it all the same (ms): ffmpeg is given 5 s to finish. */
 const RUN_END_WAIT_MS = 6_000;
 
@@ -156,6 +161,7 @@ export class HlsProvider implements OutputProvider {
       latestRun.delete(key);
       await this.removeRun(previous);
     }
+    await this.removeLeftRuns();
     this.checkNotStopped();
     const quota = this.media.quota;
     await quota?.check(this.ctx.project, 'hls');
@@ -229,9 +235,19 @@ export class HlsProvider implements OutputProvider {
    */
   async roomEnded(): Promise<void> {
     const run = latestRun.get(this.runKey);
-    if (!run) return;
-    latestRun.delete(this.runKey);
-    await this.removeRun(run);
+    if (run) {
+      latestRun.delete(this.runKey);
+      await this.removeRun(run);
+    }
+    await this.removeLeftRuns();
+  }
+
+  /** Runs of this room an earlier deletion left: tried again. */
+  private async removeLeftRuns(): Promise<void> {
+    const left = leftRuns.get(this.runKey);
+    if (!left) return;
+    leftRuns.delete(this.runKey);
+    for (const run of left) await this.removeRun(run);
   }
 
   /**
@@ -250,6 +266,10 @@ export class HlsProvider implements OutputProvider {
       if (await removeRunDir(previous)) this.media.quota?.freed(this.ctx.project, bytes, previous);
     } catch (err) {
       this.ctx.log.warn('could not delete the previous HLS run', { error: (err as Error).message });
+      // still registered as the relay's (see `removeRunDir`): the room's next start or its end tries again
+      let left = leftRuns.get(this.runKey);
+      if (!left) leftRuns.set(this.runKey, (left = new Set()));
+      left.add(previous);
     }
   }
 
