@@ -26,11 +26,6 @@ const MAX_FEEDBACK = 512;
 const MAX_WILDCARD_FEEDBACK = 8;
 const isSource = (v: unknown): v is Source => SOURCES.includes(v as Source);
 
-/**
- * An SDP the relay may hand to its WebRTC stack: bounded in bytes, lines and media sections,
- * since parsing and matching cost grows faster than linearly with the sections; and only audio
- * and video sections (werift would answer a data channel, whose SCTP reassembly it does not bound).
- */
 /** The payload type written at `at` (1–3 digits, at most 127, then a space), or -1. */
 function payloadType(v: string, at: number): number {
   let n = 0;
@@ -43,6 +38,11 @@ function payloadType(v: string, at: number): number {
   return digits >= 1 && digits <= 3 && n <= 127 && v.charCodeAt(at + digits) === 0x20 ? n : -1;
 }
 
+/**
+ * An SDP the relay may hand to its WebRTC stack: bounded in bytes, lines and media sections,
+ * since parsing and matching cost grows faster than linearly with the sections; and only audio
+ * and video sections (werift would answer a data channel, whose SCTP reassembly it does not bound).
+ */
 function isSdp(v: unknown): v is string {
   if (typeof v !== 'string' || !v.startsWith('v=0') || v.length > MAX_SDP) return false;
   let lines = 0;
