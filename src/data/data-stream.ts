@@ -118,9 +118,9 @@ export class DataStreams {
    * Bytes incoming streams together may hold unread (64 MiB by default): a stream whose next
    * chunk would pass it is given up (its reader gets `TIMEOUT`, `slow-recipient`) and the relay
    * sends no more of it. Each chunk waiting counts at least 256 bytes, so that tiny chunks cannot
-   * hold far more memory than this says: about 500 bytes each besides its own (chunks of 1 to 256
-   * bytes hold up to 2.8 times the allowance; chunks of kilobytes, as senders send, about it). Raise it for large files
-   * read slowly; streams read as they come never get near it.
+   * hold far more memory than this says (a chunk holds about 500 bytes besides its own: chunks of
+   * 1 to 256 bytes hold up to 2.8 times the allowance, chunks of kilobytes, as senders send, about
+   * it). Raise it for large files read slowly; streams read as they come never get near it.
    */
   maxUnreadBytes = MAX_UNREAD_BYTES;
   private unread = 0;
