@@ -115,6 +115,8 @@ export class HlsProvider implements OutputProvider {
   private stopping: Promise<void> | null = null;
   /** This provider's run directory, once made, and what settles when its run has ended. */
   private runDir: string | null = null;
+  /** Whether its start answered with the run's URL (else the run is nobody's once it ends). */
+  private given = false;
   private ended: (() => void) | null = null;
 
   constructor(
@@ -131,19 +133,16 @@ export class HlsProvider implements OutputProvider {
     try {
       const info = await this.begin(ffmpeg, options?.segmentSeconds ?? this.media.segmentSeconds);
       this.checkNotStopped();
+      this.given = true;
       return info;
     } catch (err) {
-      // a start that fails leaves nothing running (the board stops only what started)
-      this.starting = false;
-      const dir = this.runDir;
-      this.stopping = finishAgain(this.stopping, () => this.finish());
+      // a start that fails leaves nothing running (the board stops only what started); a stop's
+      // finish still under way leaves the last of it to this one (still starting until it runs)
+      this.stopping = finishAgain(this.stopping, () => {
+        this.starting = false;
+        return this.finish();
+      });
       await this.stopping.catch(() => undefined);
-      // its URL was never given: the run's directory goes with it (a start cancelled by a stop or
-      // by the room's end went on to make one that nothing deleted, counted in the quota for good)
-      if (dir !== null) {
-        if (latestRun.get(this.runKey) === dir) latestRun.delete(this.runKey);
-        await this.removeRun(dir);
-      }
       if (err instanceof RelayError) throw err;
       throw new RelayError('INTERNAL_ERROR', `hls: ${(err as Error).message}`, 'ffmpeg-failed');
     } finally {
@@ -301,12 +300,20 @@ export class HlsProvider implements OutputProvider {
         const watch = this.quotaWatch;
         this.quotaWatch = null;
         await watch?.settle().catch(() => undefined);
-        this.release?.();
-        this.release = null;
-        if (this.runDir !== null) runEnds.delete(this.runDir);
+        const dir = this.runDir;
+        if (dir !== null) runEnds.delete(dir);
         this.runDir = null;
         this.ended?.();
         this.ended = null;
+        // a start that failed or was cancelled never gave its URL: its run goes with it (one cancelled
+        // by a stop or by the room's end went on to make one that nothing deleted, counted in the
+        // quota for good); before the place is given back, so that closing the relay waits for it
+        if (dir !== null && !this.given) {
+          if (latestRun.get(this.runKey) === dir) latestRun.delete(this.runKey);
+          await this.removeRun(dir);
+        }
+        this.release?.();
+        this.release = null;
       }
     }
   }
