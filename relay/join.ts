@@ -73,7 +73,7 @@ export function judge(relay: RelayContext, frame: JoinFrame): Verdict | Refusal 
 }
 
 /** A removal sticks to the token, pinned or not (an unpinned one would otherwise just pick a new id). */
-function bannedRefusal(relay: RelayContext, project: string, roomId: string, key: string): Refusal | null {
+export function bannedRefusal(relay: RelayContext, project: string, roomId: string, key: string): Refusal | null {
   if (!relay.bans.has(project, roomId, key, Date.now() / 1000)) return null;
   return { code: 'UNAUTHORIZED_PARTICIPANT', kind: 'Auth', reason: 'removed', message: 'this token was used by someone removed from this room: a new token is needed to come back' };
 }

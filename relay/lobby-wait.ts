@@ -2,7 +2,7 @@ import { wireError } from '../src/protocol/codes.ts';
 import type { Budget } from './budget.ts';
 import { presenceKey } from './rooms/presence.ts';
 import type { RelayContext } from './context.ts';
-import { capacity, identityRefusal, joinRateRefusal, type Verdict } from './join.ts';
+import { bannedRefusal, capacity, identityRefusal, joinRateRefusal, type Verdict } from './join.ts';
 import type { Waiting } from './rooms/lobby.ts';
 import type { Room } from './rooms/types.ts';
 import type { Entered, LobbyJoiner, LobbyPlace, MemberConnection } from './seam.ts';
@@ -35,6 +35,10 @@ function lobbyPool(relay: RelayContext, verdict: Verdict): Budget {
 function lobbyRefusal(relay: RelayContext, verdict: Verdict, room: Room | undefined): Refusal | null {
   const { config } = relay;
   const { project, roomId, frame, pinned } = verdict;
+  // judged again where the room lives, as an entry is: on a cluster the node a removed token
+  // joined through did not know of its removal, and it waited (and filled the lobby) there
+  const banned = bannedRefusal(relay, project, roomId, verdict.tokenKey);
+  if (banned) return banned;
   if (relay.lobbyCooldowns.has(project, roomId, verdict.tokenKey, Date.now() / 1000)) {
     return { code: 'RATE_LIMITED', kind: 'Request', reason: 'lobby-cooldown', message: `a moderator denied this token a moment ago: ask again in up to ${config.lobbyCooldownSec} s` };
   }

@@ -12,7 +12,7 @@ import { startRelay, type Relay } from '../relay/server.ts';
 import { Sdk } from '../src/sdk.ts';
 import { nextEvent, until } from './helpers.ts';
 import { startRedis, type TestRedis } from './redis.ts';
-import { rawJoin } from './raw.ts';
+import { rawConnect, rawJoin } from './raw.ts';
 
 const API_KEY = 'cluster-key';
 const SECRET = 'cluster-secret-cluster-secret-32b';
@@ -180,6 +180,23 @@ describe('issue 14: three relay nodes on one Redis', () => {
     for (const node of [1, 2, 0]) {
       await assert.rejects(Sdk.join({ url: nodes[node]!.url, token: banned }), (err: { reason?: string }) => err.reason === 'removed', `through node ${node}`);
     }
+    // a lobby token removed: it does not wait in the lobby again through a node that is not the
+    // room's home (that node never learnt of the removal; 100 such waits filled the lobby)
+    const asking = token({ roomId: 'bans', grant: {}, joinPolicy: { mode: 'ask', ttl: 600 } });
+    const w = await rawConnect(nodes[1]!.url);
+    w.send({ type: 'join', v: 1, token: asking, participantId: 'w' });
+    assert.equal((await w.next((f) => f.type === 'lobby', 10_000)).type, 'lobby');
+    await mod.lobby.admit('w');
+    assert.equal((await w.next((f) => f.type === 'joined', 10_000)).type, 'joined');
+    await mod.remove('w');
+    for (const node of [1, 2, 0]) {
+      const again = await rawConnect(nodes[node]!.url);
+      again.send({ type: 'join', v: 1, token: asking, participantId: `w${node}` });
+      const answer = await again.next((f) => f.type === 'lobby' || f.type === 'join-error', 10_000);
+      assert.equal((answer as { error?: { reason?: string } }).error?.reason, 'removed', `the removed lobby token through node ${node}: ${JSON.stringify(answer)}`);
+      again.ws.close();
+    }
+    assert.equal(mod.lobby.pending.length, 0, 'nobody waits');
     // the room ends and opens again on a node that never knew it: the ban is the room's, not its home's
     await mod.end();
     const redisClient = new Redis(redis.url);
