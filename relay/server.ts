@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { CloseCode, wireError } from '../src/protocol/codes.ts';
+import { MAX_STREAM_CHUNK_BYTES, MAX_STREAM_WINDOW } from '../src/protocol/messages.ts';
 import { checkStorageDirs, DEFAULTS, defaultMediaIp, type RelayConfig } from './config.ts';
 import type { RelayContext } from './context.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -98,10 +99,18 @@ function isHandshake(req: IncomingMessage): boolean {
 /** A GET upgrade that is not a handshake, answered here: ws reads the version as a number (`13.0`, `0xd`) and would switch protocols. */
 const NOT_A_HANDSHAKE = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nSec-WebSocket-Version: 13, 8\r\nContent-Type: text/plain\r\nContent-Length: 27\r\n\r\nnot a WebSocket handshake\r\n';
 
+/** A stream's chunk and window the SDK takes (it refuses a `stream.open` answer past them): a relay set beyond would fail every stream. */
+function checkStreamLimits(config: RelayConfig): void {
+  const within = (n: number, max: number) => Number.isInteger(n) && n >= 1 && n <= max;
+  if (!within(config.streamChunkBytes, MAX_STREAM_CHUNK_BYTES)) throw new Error(`streamChunkBytes must be a whole number from 1 to ${MAX_STREAM_CHUNK_BYTES}, got ${config.streamChunkBytes}`);
+  if (!within(config.streamWindow, MAX_STREAM_WINDOW)) throw new Error(`streamWindow must be a whole number from 1 to ${MAX_STREAM_WINDOW}, got ${config.streamWindow}`);
+}
+
 /** Start a relay and resolve once it listens. */
 export async function startRelay(options: RelayOptions): Promise<Relay> {
   checkWsInternals();
   const config: RelayConfig = { ...DEFAULTS, mediaIp: defaultMediaIp(), ...stripUndefined(options) };
+  checkStreamLimits(config);
   checkStorageDirs(config);
   if (options.media === undefined) await checkMediaIp(config.mediaIp);
   const log = options.logger ?? createLogger(config.logLevel);

@@ -33,7 +33,13 @@ export interface TestRelay {
 export async function startTestRelay(options: Partial<RelayOptions> = {}): Promise<TestRelay> {
   const keys = options.keys ?? new KeyStore({ [API_KEY]: SECRET });
   const dir = mkdtempSync(join(tmpdir(), 'tessera-test-'));
-  const relay = await startRelay({ port: 0, logLevel: 'silent', recordingsDir: join(dir, 'recordings'), hlsDir: join(dir, 'hls'), ...options, keys });
+  let relay: Relay;
+  try {
+    relay = await startRelay({ port: 0, logLevel: 'silent', recordingsDir: join(dir, 'recordings'), hlsDir: join(dir, 'hls'), ...options, keys });
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   const rooms: Room[] = [];
   return {
     relay,

@@ -294,3 +294,12 @@ describe('data streams', () => {
     for (const r of [a, b, c]) await r.leave();
   });
 });
+
+describe('a relay\'s stream settings', () => {
+  it('a chunk or window past what the SDK takes (1 MiB, 256 chunks) is refused at start: every stream.open answer would be refused', async () => {
+    await assert.rejects(startTestRelay({ streamWindow: 257 }), /streamWindow must be a whole number from 1 to 256/);
+    await assert.rejects(startTestRelay({ streamChunkBytes: 1024 * 1024 + 1 }), /streamChunkBytes must be a whole number from 1 to 1048576/);
+    const t = await startTestRelay({ streamWindow: 256, streamChunkBytes: 1024 * 1024 });
+    await t.close();
+  });
+});

@@ -119,6 +119,13 @@ export interface Methods extends ControlMethods, MediaMethods {
 export type Method = keyof Methods;
 /** Streams one `stream.leave` may name. */
 export const MAX_LEAVE_IDS = 256;
+/**
+ * The largest chunk a relay may answer `stream.open` with (its default: 64 KiB): the SDK refuses
+ * more, since chunk and window decide how much of a source it reads ahead.
+ */
+export const MAX_STREAM_CHUNK_BYTES = 1024 * 1024;
+/** The largest window, in chunks, a relay may answer `stream.open` with (its default: 16). */
+export const MAX_STREAM_WINDOW = 256;
 /** The parameters of a method. */
 export type Params<M extends Method> = Methods[M]['params'];
 /** The result of a method. */

@@ -4,6 +4,7 @@
  */
 import type { LobbyDecision, OutputName } from './control.ts';
 import type { Method, Params, Result } from './messages.ts';
+import { MAX_STREAM_CHUNK_BYTES, MAX_STREAM_WINDOW } from './messages.ts';
 import { bad, isRecord, ok, type Parsed } from './parse.ts';
 import {
   fitList,
@@ -44,10 +45,6 @@ const decisions = (result: unknown): Parsed<{ decisions: LobbyDecision[] }> => {
 const status = (result: unknown, params: { output: OutputName }) => parseOutputStatus(params.output, result);
 
 /** One parser per method: the typed dispatch table of result validation. */
-/** The largest chunk and window a relay may answer `stream.open` with (its defaults: 64 KiB, 16). */
-const MAX_STREAM_CHUNK_BYTES = 1024 * 1024;
-const MAX_STREAM_WINDOW = 256;
-
 const RESULTS: { [M in Method]: ResultParser<M> } = {
   'lobby.admit': decisions,
   'lobby.deny': decisions,

@@ -30,7 +30,7 @@ const MAX_META_LENGTH = 256;
  * first version let the blanks between two `;` go to either side, and `a/b` + `"; "` × 100 + `é`
  * took 2^100 steps to refuse (one frame, before any join, held the relay's event loop for good).
  */
-export const MIME_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*(?:;[\t\x20-\x3a\x3c-\x7e]*)+)?$/;
+const MIME_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*(?:;[\t\x20-\x3a\x3c-\x7e]*)+)?$/;
 
 function isTopic(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= MAX_TOPIC_LENGTH;
