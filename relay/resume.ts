@@ -49,7 +49,7 @@ export function takeSeat(relay: RelayContext, frame: ResumeFrame, link: MemberCo
  * seat for the grace period, reached through nothing, so that a resume finds it and the others
  * see no blip. Returns false when there is no seat to hold (the member is then to leave).
  */
-export function holdSeat(relay: RelayContext, member: Member, room: Room): boolean {
+export function holdSeat(relay: RelayContext, member: Member, room: Room, logged = true): boolean {
   const previous = member.link;
   const away = new AwayLink((code) => {
     // closed while away: removed, room ended, replaced by a new join of the identity
@@ -67,6 +67,6 @@ export function holdSeat(relay: RelayContext, member: Member, room: Room): boole
     member.link = previous;
     return false;
   }
-  relay.log.info('away: seat held', { participant: member.id, room: room.id, graceMs: relay.config.resumeGraceMs });
+  if (logged) relay.log.info('away: seat held', { participant: member.id, room: room.id, graceMs: relay.config.resumeGraceMs });
   return true;
 }

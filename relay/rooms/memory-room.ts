@@ -149,7 +149,7 @@ export class MemoryRoom implements Room {
     this.pinnedIds.set(participantId, cost);
   }
 
-  add(member: Member, position?: number): void {
+  add(member: Member, position?: number, announce = true): void {
     // a member under the id would stay in its tier's list, reachable by no id
     if (this.entries.has(member.id)) throw new Error(`room ${this.id}: "${member.id}" is in the room already`);
     if (member.pinned) this.reserveIdentity(member.id);
@@ -160,7 +160,7 @@ export class MemoryRoom implements Room {
     this.entries.set(member.id, entry);
     if (member.grant.canModerate) this.moderators.add(member);
     this.timeline.emit({ type: 'participant-joined', participantId: member.id, name: member.name, tier: member.tier });
-    if (member.tier === 'speaker') {
+    if (member.tier === 'speaker' && announce) {
       const data = Buffer.from(JSON.stringify({ type: 'event', name: 'participant-joined', data: this.info(member) } satisfies ServerFrame));
       entry.announced = data.length;
       this.broadcastRaw(data, false, member.id, this.crowded);

@@ -63,10 +63,11 @@ export interface Room {
   /** Every member, on stage and in the audience. */
   members(): IterableIterator<Member>;
   /**
-   * Add a member (its `participant-joined` goes to the others when it is on stage), at the end of
-   * its tier's join order, or at `position` when that is past every position given so far.
+   * Add a member (its `participant-joined` goes to the others when it is on stage, unless
+   * `announce` is false: a room restored from its record, whose members are all away), at the end
+   * of its tier's join order, or at `position` when that is past every position given so far.
    */
-  add(member: Member, position?: number): void;
+  add(member: Member, position?: number, announce?: boolean): void;
   /** The member's position in its tier's join order (what cursors hold). */
   position(participantId: string): number | undefined;
   /** Remove a member if it is this very member (a taken-over identity is left alone). */
